@@ -1,0 +1,54 @@
+"""Broker set-up: RabbitMQ with publisher confirms, or an in-process stub for `postroom up`
+with nothing configured. Queue names are stable; operators see them in RabbitMQ."""
+
+from __future__ import annotations
+
+import dramatiq
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware.asyncio import AsyncIO
+
+from pipelines.settings import Settings
+
+from . import runtime
+
+# One queue per concern (DESIGN.md "Flow of work").
+QUEUES = {
+    "campaigns": "fans a campaign out into recipient batches",
+    "render": "turns messages into personalised, signed MIME",
+    "send": "delivers rendered MIME over pooled SMTP under throttles",
+    "bounces": "parses and applies DSN / ARF reports",
+    "webhooks": "delivers outbox events to webhook subscriptions, signed",
+    "automations": "advances automation runs step by step",
+}
+
+_broker: dramatiq.Broker | None = None
+
+
+def setup(settings: Settings) -> dramatiq.Broker:
+    """Create and install the process's broker (once). Returns the existing one if called again."""
+    global _broker
+    if _broker is not None:
+        return _broker
+    if settings.amqp_url:
+        broker: dramatiq.Broker = RabbitmqBroker(url=settings.amqp_url, confirm_delivery=True)
+    else:
+        broker = StubBroker()
+        broker.emit_after("process_boot")
+    broker.add_middleware(AsyncIO())
+    dramatiq.set_broker(broker)
+    runtime.configure(settings)
+    _broker = broker
+    return broker
+
+
+def declare_queues(broker: dramatiq.Broker) -> None:
+    for name in QUEUES:
+        broker.declare_queue(name)
+
+
+def load_actors() -> None:
+    """Import every actor module so each registers with the current broker."""
+    from . import render, send  # noqa: F401
+    from . import extensions
+    extensions.load()

@@ -1,0 +1,10 @@
+"""Actor modules added by later features register here, so the worker boot imports them."""
+
+import importlib
+
+MODULES: list[str] = []
+
+
+def load() -> None:
+    for name in MODULES:
+        importlib.import_module(name)

@@ -1,0 +1,33 @@
+"""The `render` queue: messages → personalised MIME, stored for the `send` actor."""
+
+from __future__ import annotations
+
+import dramatiq
+
+from mongo import messages
+from pipelines.render_message import RenderContext, render_all
+
+from . import runtime
+
+SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
+
+
+@dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
+async def render_messages(message_ids: list[str]) -> None:
+    db = runtime.store()
+    docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
+    sandbox = [m["_id"] for m in docs if m.get("sandbox")]
+    if sandbox:  # sandbox keys go through every step but SMTP and get a mock outcome
+        await messages.advance(db, [(mid, "sent", None, SANDBOX_DETAIL) for mid in sandbox])
+        await messages.advance(db, [(mid, "delivered", {"smtp_response": "250 sandbox"}, SANDBOX_DETAIL)
+                                    for mid in sandbox])
+    real = [m for m in docs if not m.get("sandbox")]
+    if not real:
+        return
+    result = render_all(real, RenderContext(settings=runtime.settings(), workspaces={}))
+    await messages.store_rendered(db, result.rendered)
+    await messages.advance(db, [(mid, "rendered", None, None) for mid in result.ready_ids]
+                           + [(mid, "failed", {"error": why}, why) for mid, why in result.failed.items()])
+    if result.ready_ids:
+        from .send import send_messages
+        send_messages.send(result.ready_ids)

@@ -1,0 +1,54 @@
+"""Per-process resources for actors: settings, one store client and one mail transport,
+both created lazily on the AsyncIO middleware's event-loop thread (the loop that owns them)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mongo.client import connect
+from pipelines.settings import Settings
+from pipelines.transport import transport_for
+
+_settings: Settings | None = None
+_per_loop: dict[int, dict] = {}
+
+
+def configure(settings: Settings) -> None:
+    global _settings
+    _settings = settings
+
+
+def settings() -> Settings:
+    if _settings is None:
+        raise RuntimeError("actors.runtime is not configured; call actors.broker.setup first")
+    return _settings
+
+
+def _resources() -> dict:
+    loop = asyncio.get_running_loop()
+    resources = _per_loop.get(id(loop))
+    if resources is None or resources["loop"] is not loop:
+        resources = {"loop": loop}
+        _per_loop[id(loop)] = resources
+    return resources
+
+
+def store() -> AsyncDatabase:
+    resources = _resources()
+    if "db" not in resources:
+        s = settings()
+        if not s.mongodb_url:
+            raise RuntimeError("POSTROOM_MONGODB_URL is not set for this worker")
+        resources["client"], resources["db"] = connect(s.mongodb_url, s.mongodb_database)
+    return resources["db"]
+
+
+def transport():
+    resources = _resources()
+    if "transport" not in resources:
+        s = settings()
+        resources["transport"] = transport_for(s.smtp_url, s.data_dir, size=s.smtp_connections,
+                                               timeout=s.smtp_timeout_seconds)
+    return resources["transport"]

@@ -1,0 +1,1 @@
+"""The HTTP front: validates, writes intent to the store, enqueues, answers."""

@@ -1,0 +1,101 @@
+"""Bearer authentication, permission checks and rate limits for every /api/v1 request.
+
+Which permission an endpoint needs follows from its blueprint (named after its area)
+and its method: GET/HEAD need `<area>:read`, everything else `<area>:write`."""
+
+from __future__ import annotations
+
+import time
+
+from quart import Quart, g, request
+
+from mongo import api_keys as key_store
+from mongo import rate_windows
+from mongo import workspaces as workspace_store
+from pipelines import api_keys
+from pipelines.clock import iso
+from pipelines.errors import Forbidden, NotFound, RateLimited, Unauthorized
+
+from .runtime import Caller, db, settings
+
+# Blueprints under /api/v1 that answer without a key.
+PUBLIC_ENDPOINTS = {"health.health"}
+# Email endpoints also count against the per-key email window.
+EMAIL_ENDPOINT_PREFIX = "email."
+
+
+async def authenticate() -> Caller:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        raise Unauthorized("Missing Authorization header; send 'Authorization: Bearer <API key>'.")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Malformed Authorization header; expected 'Bearer <API key>'.")
+    token = token.strip()
+    if not api_keys.looks_like_key(token):
+        raise Unauthorized("Invalid API key.")
+    key = await key_store.find_by_key(db(), token)
+    if key is None:
+        raise Unauthorized("Invalid API key.")
+    if key.get("revoked"):
+        raise Unauthorized("This API key has been revoked.")
+    workspace = await workspace_store.get(db(), key["workspace_id"])
+    if workspace is None:
+        raise NotFound("The workspace of this API key was not found.", code="workspace_not_found")
+    return Caller(key=key, workspace=workspace)
+
+
+def needed_permission() -> str | None:
+    area = request.blueprint
+    if area not in api_keys.AREAS:
+        return None
+    mode = "read" if request.method in ("GET", "HEAD") else "write"
+    return f"{area}:{mode}"
+
+
+async def check_rate(caller: Caller) -> None:
+    general_limit = caller.key.get("rate_limit") or settings().rate_limit_per_minute
+    now = time.time()
+    state = await rate_windows.hit(db(), "req", caller.key_id, limit=general_limit, now=now)
+    g.rate_state = state
+    if not state.allowed:
+        raise RateLimited(
+            f"Rate limit of {general_limit} requests per minute exceeded.",
+            retry_after=state.retry_after_seconds(now), code="rate_limited")
+    if (request.endpoint or "").startswith(EMAIL_ENDPOINT_PREFIX) and request.method == "POST":
+        email_limit = caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
+        email_state = await rate_windows.hit(db(), "email", caller.key_id, limit=email_limit, now=now)
+        g.email_rate_state = email_state
+        if not email_state.allowed:
+            raise RateLimited(
+                f"Email rate limit of {email_limit} send requests per minute exceeded.",
+                retry_after=email_state.retry_after_seconds(now), code="rate_limit_exceeded")
+
+
+def register(app: Quart) -> None:
+    @app.before_request
+    async def _guard():
+        if not request.path.startswith("/api/v1/") or request.endpoint in PUBLIC_ENDPOINTS:
+            return None
+        caller = await authenticate()
+        g.caller = caller
+        await check_rate(caller)
+        permission = needed_permission()
+        if permission and not api_keys.grants(caller.key.get("permissions") or [], permission):
+            raise Forbidden(f"This API key lacks the '{permission}' permission.")
+        return None
+
+    @app.after_request
+    async def _rate_headers(response):
+        for prefix, attr in (("X-RateLimit", "rate_state"), ("X-EmailRateLimit", "email_rate_state")):
+            state = g.get(attr)
+            if state is not None:
+                response.headers[f"{prefix}-Limit"] = str(state.limit)
+                response.headers[f"{prefix}-Remaining"] = str(state.remaining)
+                response.headers[f"{prefix}-Reset"] = iso_from_epoch(state.reset_epoch)
+        return response
+
+
+def iso_from_epoch(epoch: float) -> str:
+    import datetime as _dt
+    return iso(_dt.datetime.fromtimestamp(epoch, _dt.timezone.utc))

@@ -1,0 +1,65 @@
+"""The error envelope `{error: {code, message, path?}}`, registered once for every failure."""
+
+from __future__ import annotations
+
+import logging
+
+from quart import Quart, jsonify
+from werkzeug.exceptions import HTTPException
+
+from pipelines.errors import PostroomError, RateLimited
+
+log = logging.getLogger("postroom.front")
+
+_HTTP_CODES = {
+    400: "validation_error",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "validation_error",
+    429: "rate_limited",
+}
+
+
+def error_response(status: int, code: str, message: str, path: str | None = None, headers=None):
+    error = {"code": code, "message": message}
+    if path is not None:
+        error["path"] = path
+    response = jsonify({"error": error})
+    response.status_code = status
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def register(app: Quart) -> None:
+    @app.errorhandler(PostroomError)
+    async def _domain(error: PostroomError):
+        headers = {}
+        if isinstance(error, RateLimited):
+            headers["Retry-After"] = str(error.retry_after)
+        return error_response(error.status, error.code, error.message, error.path, headers)
+
+    @app.errorhandler(HTTPException)
+    async def _http(error: HTTPException):
+        status = error.code or 500
+        code = _HTTP_CODES.get(status, "internal_error" if status >= 500 else "error")
+        messages = {
+            404: "No such endpoint.",
+            405: "Method not allowed on this endpoint.",
+            413: "Request body too large.",
+        }
+        message = messages.get(status) or (error.description or error.name)
+        headers = {}
+        if status == 405 and getattr(error, "valid_methods", None):
+            headers["Allow"] = ", ".join(sorted(error.valid_methods))
+        return error_response(status, code, message, None, headers)
+
+    @app.errorhandler(Exception)
+    async def _unexpected(error: Exception):
+        log.exception("unexpected error")
+        return error_response(500, "internal_error",
+                              "Unexpected error; safe to retry with backoff.")

@@ -1,0 +1,24 @@
+"""`limit`/`offset` and the `{data, pagination}` list shape shared by every list endpoint."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+
+
+class PageQuery(BaseModel):
+    """Base for every list endpoint's query model."""
+    model_config = ConfigDict(extra="ignore")
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT,
+                       description="Page size, 1 to 1000 (default 100).")
+    offset: int = Field(0, ge=0, description="Items to skip (default 0).")
+
+
+def page(items: list, *, total: int, limit: int, offset: int) -> dict:
+    return {
+        "data": items,
+        "pagination": {"total": total, "limit": limit, "offset": offset,
+                       "has_more": offset + len(items) < total},
+    }

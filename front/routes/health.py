@@ -1,0 +1,34 @@
+import asyncio
+
+from quart import Blueprint
+
+from mongo.client import ping
+
+from ..runtime import db, runtime
+
+bp = Blueprint("health", __name__, url_prefix="/api/v1")
+
+
+def _broker_reachable() -> bool:
+    import dramatiq
+    broker = dramatiq.get_broker()
+    if not hasattr(broker, "connection"):
+        return True  # in-process broker
+    try:
+        broker.connection.process_data_events(0)
+        return True
+    except Exception:  # any failure means unreachable to a health check
+        return False
+
+
+@bp.get("/health")
+async def health():
+    """API health check; needs no key. Reports store and broker reachability."""
+    store_ok = await ping(db())
+    broker_ok = await asyncio.to_thread(_broker_reachable)
+    ok = store_ok and broker_ok
+    body = {"data": {"status": "ok" if ok else "degraded",
+                     "store": "ok" if store_ok else "unreachable",
+                     "broker": "ok" if broker_ok else "unreachable",
+                     "version": "v1"}}
+    return body, 200 if ok else 503

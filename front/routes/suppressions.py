@@ -1,0 +1,5 @@
+"""The suppression list."""
+
+from quart import Blueprint
+
+bp = Blueprint("suppressions", __name__, url_prefix="/api/v1")

@@ -1,0 +1,95 @@
+"""Request parsing. Bodies are validated by pydantic models in strict JSON mode (no
+silent coercion of "true" to true) and unknown fields are refused; the first problem is
+reported as 400 validation_error with a `path` like `messages[3].to`. The same models
+are attached for quart-schema, so the OpenAPI description cannot drift from them."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from quart import request
+from quart_schema import document_querystring, document_request
+
+from pipelines.errors import ValidationFailed
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# Parts of a pydantic error location that name a type inside a union, not a field.
+_TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict", "none", "is-instance",
+              "lax-or-strict", "json-or-python", "tagged-union", "union", "nullable"}
+
+
+def format_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        text = str(part)
+        if "[" in text or text in _TYPE_TAGS or text.startswith(("function-", "constrained-")):
+            continue
+        path += ("." if path else "") + text
+    return path
+
+
+def raise_first(error: ValidationError, prefix: tuple = ()) -> None:
+    first = error.errors(include_url=False)[0]
+    loc = prefix + tuple(first.get("loc", ()))
+    path = format_path(loc) or None
+    if first["type"] == "json_invalid":
+        raise ValidationFailed("Request body is not valid JSON.")
+    if first["type"] in ("model_type", "model_attributes_type", "dict_type") and not loc:
+        raise ValidationFailed("Request body must be a JSON object.")
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "Unknown field."
+    elif first["type"] == "missing":
+        message = "Field required."
+    raise ValidationFailed(f"{path}: {message}" if path else message, path=path)
+
+
+async def json_body() -> bytes:
+    mimetype = request.mimetype or ""
+    if mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise ValidationFailed("Content-Type must be application/json.")
+    return await request.get_data(as_text=False)
+
+
+def parse_body(model: type[M], raw: bytes) -> M:
+    if not raw.strip():
+        raise ValidationFailed("Request body is required.")
+    try:
+        return model.model_validate_json(raw, strict=True)
+    except ValidationError as error:
+        raise_first(error)
+    raise AssertionError("unreachable")
+
+
+def body(model: type[M]):
+    """Decorator: validate the JSON body into `model`, passed to the view as `data`."""
+    def decorate(view):
+        @document_request(model)
+        @functools.wraps(view)
+        async def wrapper(*args: Any, **kwargs: Any):
+            return await view(*args, data=parse_body(model, await json_body()), **kwargs)
+        return wrapper
+    return decorate
+
+
+def query(model: type[M]):
+    """Decorator: validate the query string into `model`, passed as `params`."""
+    def decorate(view):
+        @document_querystring(model)
+        @functools.wraps(view)
+        async def wrapper(*args: Any, **kwargs: Any):
+            raw = {k: request.args.get(k) for k in request.args}
+            try:
+                params = model.model_validate(raw)
+            except ValidationError as error:
+                raise_first(error)
+            return await view(*args, params=params, **kwargs)
+        return wrapper
+    return decorate

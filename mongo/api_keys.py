@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines import api_keys
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+
+async def create(db: AsyncDatabase, workspace_id: str, *, name: str, sandbox: bool,
+                 permissions: list[str], rate_limit: int | None = None,
+                 email_rate_limit: int | None = None) -> tuple[str, dict]:
+    """Return (the key, shown once; the stored document, which holds only its hash)."""
+    key = api_keys.generate_key(sandbox)
+    doc = {
+        "_id": new_uuid(),
+        "workspace_id": workspace_id,
+        "name": name,
+        "hash": api_keys.hash_key(key),
+        "prefix": key[:12],
+        "type": "sandbox" if sandbox else "live",
+        "permissions": permissions,
+        "rate_limit": rate_limit,
+        "email_rate_limit": email_rate_limit,
+        "revoked": False,
+        "created_at": now_iso(),
+    }
+    await db.api_keys.insert_one(doc)
+    return key, doc
+
+
+async def find_by_key(db: AsyncDatabase, key: str) -> dict | None:
+    return await db.api_keys.find_one({"hash": api_keys.hash_key(key)})
+
+
+async def list_for(db: AsyncDatabase, workspace_id: str | None = None) -> list[dict]:
+    query = {"workspace_id": workspace_id} if workspace_id else {}
+    return await db.api_keys.find(query, {"hash": 0}, sort=[("created_at", 1)]).to_list()
+
+
+async def revoke(db: AsyncDatabase, key_id: str) -> dict | None:
+    return await db.api_keys.find_one_and_update(
+        {"_id": key_id}, {"$set": {"revoked": True, "revoked_at": now_iso()}},
+        return_document=ReturnDocument.AFTER)
+
+
+async def set_limits(db: AsyncDatabase, key_id: str, **limits) -> dict | None:
+    return await db.api_keys.find_one_and_update(
+        {"_id": key_id}, {"$set": limits}, return_document=ReturnDocument.AFTER)

@@ -1,0 +1,39 @@
+"""Every index the queries in mongo/ rely on, created by `postroom` at start-up.
+The platform's are below; each feature module in INDEX_MODULES exposes its own INDEXES."""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+
+INDEXES: dict[str, list[IndexModel]] = {
+    "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),
+                 IndexModel([("workspace_id", ASCENDING)], name="workspace")],
+    "messages": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
+                 IndexModel([("status", ASCENDING), ("due_at", ASCENDING)], name="status_due"),
+                 IndexModel([("batch_id", ASCENDING)], name="batch")],
+    "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
+    "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
+                           name="ws_domain_unique")],
+    "idempotency": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
+    "rate_windows": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
+}
+
+
+INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
+                 "suppressions", "bounces", "analytics", "campaigns", "tracking"]
+
+
+def all_indexes() -> dict[str, list[IndexModel]]:
+    import importlib
+    merged: dict[str, list[IndexModel]] = {k: list(v) for k, v in INDEXES.items()}
+    for name in INDEX_MODULES:
+        for collection, models in importlib.import_module(f"mongo.{name}").INDEXES.items():
+            merged.setdefault(collection, []).extend(models)
+    return merged
+
+
+async def ensure_indexes(db: AsyncDatabase) -> None:
+    for collection, models in all_indexes().items():
+        if models:
+            await db[collection].create_indexes(models)

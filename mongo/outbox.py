@@ -1,0 +1,47 @@
+"""The outbox: every event the spec lists is recorded here as part of the step that made
+the state change, and delivered to webhook subscriptions from here.
+
+Without multi-document transactions (and the embedded store's are unsafe), the change
+and its event are two single-document writes, event second; callers in actors pass a
+deterministic `event_id` so a redelivered actor message records the event once."""
+
+from __future__ import annotations
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+
+def event_document(workspace_id: str, event: str, data: dict, event_id: str | None = None) -> dict:
+    return {
+        "_id": event_id or new_uuid(),
+        "workspace_id": workspace_id,
+        "event": event,
+        "data": data,
+        "timestamp": now_iso(),
+        "dispatched": False,
+    }
+
+
+async def record(db: AsyncDatabase, workspace_id: str, event: str, data: dict,
+                 *, event_id: str | None = None) -> str:
+    doc = event_document(workspace_id, event, data, event_id)
+    try:
+        await db.outbox.insert_one(doc)
+    except DuplicateKeyError:
+        pass
+    return doc["_id"]
+
+
+async def record_many(db: AsyncDatabase, docs: list[dict]) -> None:
+    if not docs:
+        return
+    from pymongo import InsertOne
+    from pymongo.errors import BulkWriteError
+    try:
+        await db.outbox.bulk_write([InsertOne(d) for d in docs], ordered=False)
+    except BulkWriteError as error:
+        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+            raise

@@ -1,0 +1,74 @@
+"""Sliding-window counters shared by every front and worker process.
+
+A window of W seconds is kept as buckets of W/6 seconds, one small document each
+(`_id` = scope:subject:bucket), so a check is one upsert by `_id` and one `_id $in` read —
+both fast on MongoDB and on the embedded store. Expired buckets are purged by the
+scheduler (`expires_at`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import in_seconds, now_iso
+
+BUCKETS_PER_WINDOW = 6
+
+
+@dataclass(frozen=True)
+class WindowState:
+    allowed: bool
+    limit: int
+    used: int
+    reset_epoch: float  # when the oldest counted bucket leaves the window
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+    def retry_after_seconds(self, now: float) -> int:
+        return max(1, math.ceil(self.reset_epoch - now))
+
+
+async def hit(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
+              window_seconds: int = 60, cost: int = 1, now: float | None = None) -> WindowState:
+    """Count `cost` against the window; if that would pass `limit`, take it back and
+    answer not allowed. A refused request does not use up the window."""
+    now = time.time() if now is None else now
+    width = window_seconds / BUCKETS_PER_WINDOW
+    current = int(now // width)
+    ids = [f"{scope}:{subject}:{b}" for b in range(current - BUCKETS_PER_WINDOW + 1, current + 1)]
+    coll = db.rate_windows
+    await coll.update_one(
+        {"_id": ids[-1]},
+        {"$inc": {"n": cost}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
+        upsert=True)
+    docs = await coll.find({"_id": {"$in": ids}}).to_list()
+    counts = {d["_id"]: d.get("n", 0) for d in docs}
+    used = sum(counts.values())
+    oldest = next((i for i, b in enumerate(ids) if counts.get(b, 0) > 0), len(ids) - 1)
+    reset = (current - BUCKETS_PER_WINDOW + 1 + oldest) * width + window_seconds
+    if used > limit:
+        await coll.update_one({"_id": ids[-1]}, {"$inc": {"n": -cost}})
+        return WindowState(False, limit, used - cost, reset)
+    return WindowState(True, limit, used, reset)
+
+
+async def peek(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
+               window_seconds: int = 60, now: float | None = None) -> WindowState:
+    now = time.time() if now is None else now
+    width = window_seconds / BUCKETS_PER_WINDOW
+    current = int(now // width)
+    ids = [f"{scope}:{subject}:{b}" for b in range(current - BUCKETS_PER_WINDOW + 1, current + 1)]
+    docs = await db.rate_windows.find({"_id": {"$in": ids}}).to_list()
+    used = sum(d.get("n", 0) for d in docs)
+    return WindowState(used < limit, limit, used, (current + 1) * width + window_seconds - width)
+
+
+async def purge_expired(db: AsyncDatabase) -> int:
+    result = await db.rate_windows.delete_many({"expires_at": {"$lt": now_iso()}})
+    return result.deleted_count
+

@@ -1,0 +1,5 @@
+"""Store queries for suppressions."""
+
+from pymongo import ASCENDING, IndexModel  # noqa: F401
+
+INDEXES: dict[str, list] = {}

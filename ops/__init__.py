@@ -1,0 +1,1 @@
+"""The `postroom` command: runs the processes and administers workspaces, keys and queues."""

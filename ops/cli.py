@@ -1,0 +1,246 @@
+"""`postroom` — run the service and administer it. `postroom --help` lists the commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+
+from pipelines import api_keys
+
+from . import config
+
+
+def _db(settings):
+    from mongo.client import connect
+    return connect(settings.mongodb_url, settings.mongodb_database)
+
+
+def _run_store(settings, work):
+    async def go():
+        client, db = _db(settings)
+        try:
+            return await work(db)
+        finally:
+            await client.close()
+    return asyncio.run(go())
+
+
+def cmd_up(args) -> int:
+    from . import embedded_store
+    from .serve import run_up
+    settings = config.load(start_store=False)
+    owned = None
+    if not settings.mongodb_url:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        owned, url = embedded_store.start(settings.data_dir)
+        embedded_store.record(settings.data_dir, url, owned.pid)
+        settings = settings.replace(mongodb_url=url)
+    try:
+        run_up(settings, args.host, args.port, args.threads)
+    finally:
+        if owned is not None:
+            owned.terminate()
+            owned.wait(timeout=10)
+            embedded_store.forget(settings.data_dir)
+    return 0
+
+
+def cmd_front(args) -> int:
+    from .serve import run_front
+    asyncio.run(run_front(config.load(), args.host, args.port))
+    return 0
+
+
+def cmd_scheduler(args) -> int:
+    from .serve import run_scheduler
+    asyncio.run(run_scheduler(config.load()))
+    return 0
+
+
+def cmd_worker(args) -> int:
+    from actors.broker import QUEUES
+    settings = config.load()
+    if not settings.amqp_url:
+        print("postroom worker needs POSTROOM_AMQP_URL (RabbitMQ); `postroom up` runs an "
+              "in-process broker instead.", file=sys.stderr)
+        return 2
+    queues = [q.strip() for q in (args.queues or ",".join(QUEUES)).split(",") if q.strip()]
+    unknown = [q for q in queues if q not in QUEUES]
+    if unknown:
+        print(f"unknown queue(s): {', '.join(unknown)}; known: {', '.join(QUEUES)}", file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", "dramatiq", "ops.worker_boot",
+               "--processes", str(args.processes), "--threads", str(args.threads), "--queues", *queues]
+    os.execve(sys.executable, command, config.child_env(settings))
+    return 0  # not reached
+
+
+def cmd_indexes(args) -> int:
+    from mongo.indexes import ensure_indexes
+    _run_store(config.load(), ensure_indexes)
+    print("indexes ensured")
+    return 0
+
+
+def cmd_workspace_create(args) -> int:
+    from mongo import workspaces
+    from pipelines.sender import workspace_local_part
+
+    async def work(db):
+        ws = await workspaces.create(db, args.name, from_email=args.from_email)
+        local = workspace_local_part(ws["name"], ws["_id"])
+        await workspaces.update_settings(db, ws["_id"], {"sending_local_part": local})
+        return ws
+    ws = _run_store(config.load(), work)
+    print(json.dumps({"id": ws["_id"], "name": ws["name"]}) if args.json else f"workspace {ws['_id']} ({ws['name']})")
+    return 0
+
+
+def cmd_workspace_list(args) -> int:
+    from mongo import workspaces
+    for ws in _run_store(config.load(), workspaces.list_all):
+        print(f"{ws['_id']}  {ws['name']}")
+    return 0
+
+
+def cmd_key_create(args) -> int:
+    from mongo import api_keys as key_store
+    from mongo import workspaces
+    permissions = args.permissions.split(",") if args.permissions else ["*"]
+    bad = [p for p in permissions if not api_keys.is_valid_permission(p)]
+    if bad:
+        print(f"unknown permission(s): {', '.join(bad)}", file=sys.stderr)
+        return 2
+
+    async def work(db):
+        if await workspaces.get(db, args.workspace) is None:
+            return None
+        return await key_store.create(db, args.workspace, name=args.name, sandbox=args.sandbox,
+                                      permissions=permissions, rate_limit=args.rate_limit,
+                                      email_rate_limit=args.email_rate_limit)
+    result = _run_store(config.load(), work)
+    if result is None:
+        print(f"no workspace {args.workspace}", file=sys.stderr)
+        return 1
+    key, doc = result
+    if args.json:
+        print(json.dumps({"key": key, "id": doc["_id"], "type": doc["type"]}))
+    else:
+        print(f"key {doc['_id']} ({doc['type']}): {key}\nShown once; store it now.")
+    return 0
+
+
+def cmd_key_list(args) -> int:
+    from mongo import api_keys as key_store
+    for k in _run_store(config.load(), lambda db: key_store.list_for(db, args.workspace)):
+        state = "revoked" if k.get("revoked") else "active"
+        print(f"{k['_id']}  {k['prefix']}…  {k['type']:7s} {state:8s} {k['name']}  ws={k['workspace_id']}")
+    return 0
+
+
+def cmd_key_revoke(args) -> int:
+    from mongo import api_keys as key_store
+    doc = _run_store(config.load(), lambda db: key_store.revoke(db, args.key_id))
+    if doc is None:
+        print(f"no key {args.key_id}", file=sys.stderr)
+        return 1
+    print(f"key {args.key_id} revoked")
+    return 0
+
+
+def cmd_queues(args) -> int:
+    from .queues import inspect
+    settings = config.load(start_store=False)
+    if not settings.amqp_url:
+        print("POSTROOM_AMQP_URL is not set: the in-process broker of `postroom up` has no queues to inspect.",
+              file=sys.stderr)
+        return 2
+    rows = inspect(settings.amqp_url, args.management_port)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{'queue':20s} {'ready':>8s} {'unacked':>8s} {'consumers':>9s}  source")
+    for r in rows:
+        fmt = lambda v: "-" if v is None else str(v)  # noqa: E731
+        print(f"{r['queue']:20s} {fmt(r['ready']):>8s} {fmt(r['unacked']):>8s} {fmt(r['consumers']):>9s}  {r['source']}")
+    return 0
+
+
+EXTRA_COMMANDS: list[str] = []  # modules exposing add_commands(subparsers) (e.g. inbound)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="postroom", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="run everything on this machine (embedded defaults)")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--threads", type=int, default=8, help="worker threads (default 8)")
+    up.set_defaults(func=cmd_up)
+
+    front = sub.add_parser("front", help="run the HTTP front")
+    front.add_argument("--host", default="127.0.0.1")
+    front.add_argument("--port", type=int, default=8080)
+    front.set_defaults(func=cmd_front)
+
+    worker = sub.add_parser("worker", help="run a worker pool for some queues (RabbitMQ)")
+    worker.add_argument("--queues", help="comma-separated queue names (default: all)")
+    worker.add_argument("-p", "--processes", type=int, default=2)
+    worker.add_argument("-t", "--threads", type=int, default=8)
+    worker.set_defaults(func=cmd_worker)
+
+    sched = sub.add_parser("scheduler", help="promote due work from the store onto the broker")
+    sched.set_defaults(func=cmd_scheduler)
+
+    idx = sub.add_parser("indexes", help="create the store's indexes")
+    idx.set_defaults(func=cmd_indexes)
+
+    ws = sub.add_parser("workspace", help="workspaces").add_subparsers(dest="action", required=True)
+    wc = ws.add_parser("create")
+    wc.add_argument("name")
+    wc.add_argument("--from-email", dest="from_email")
+    wc.add_argument("--json", action="store_true")
+    wc.set_defaults(func=cmd_workspace_create)
+    ws.add_parser("list").set_defaults(func=cmd_workspace_list)
+
+    key = sub.add_parser("key", help="API keys").add_subparsers(dest="action", required=True)
+    kc = key.add_parser("create")
+    kc.add_argument("--workspace", required=True)
+    kc.add_argument("--name", default="default")
+    kc.add_argument("--sandbox", action="store_true", help="a tm_test_ key: never sends real mail")
+    kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write (default *)")
+    kc.add_argument("--rate-limit", dest="rate_limit", type=int, help="requests per minute")
+    kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int, help="send requests per minute")
+    kc.add_argument("--json", action="store_true")
+    kc.set_defaults(func=cmd_key_create)
+    kl = key.add_parser("list")
+    kl.add_argument("--workspace")
+    kl.set_defaults(func=cmd_key_list)
+    kr = key.add_parser("revoke")
+    kr.add_argument("key_id")
+    kr.set_defaults(func=cmd_key_revoke)
+
+    queues = sub.add_parser("queues", help="ready/unacked counts per queue")
+    queues.add_argument("--json", action="store_true")
+    queues.add_argument("--management-port", type=int, default=15672)
+    queues.set_defaults(func=cmd_queues)
+
+    import importlib
+    for name in EXTRA_COMMANDS:
+        importlib.import_module(name).add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

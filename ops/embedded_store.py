@@ -1,0 +1,103 @@
+"""The embedded store: nx-27017 (MongoDB wire protocol over SQLite) on a free loopback
+port, one SQLite file per database under DATA_DIR/store, so data survives restarts.
+
+Processes started one by one (`postroom front`, `worker`, `scheduler`) share one store
+per DATA_DIR: the first starts it detached and records its port in DATA_DIR/store.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pymongo import MongoClient
+
+START_TIMEOUT_SECONDS = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _command() -> list[str]:
+    return [sys.executable, "-m", "ops.store_process"]
+
+
+def _answers(url: str) -> bool:
+    client = MongoClient(url, serverSelectionTimeoutMS=500, connectTimeoutMS=500)
+    try:
+        client.admin.command("ping")
+        return True
+    except Exception:  # not up (yet)
+        return False
+    finally:
+        client.close()
+
+
+def start(data_dir: Path, port: int | None = None, *, detached: bool = False) -> tuple[subprocess.Popen, str]:
+    """Start a store process for `data_dir`; returns (process, url) once it answers."""
+    store_dir = (data_dir / "store").resolve()
+    store_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    log = open(data_dir / "store.log", "ab")
+    process = subprocess.Popen(
+        _command() + ["--data-dir", str(store_dir), "--host", "127.0.0.1", "--port", str(port),
+                      "--log-file", str(data_dir.resolve() / "store.log"),
+                      "--pid-file", str(data_dir.resolve() / "store.pid")],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=detached)
+    url = f"mongodb://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the embedded store exited at start; see {data_dir / 'store.log'}")
+        if _answers(url):
+            return process, url
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the embedded store did not answer in time")
+
+
+def ensure_running(data_dir: Path) -> str:
+    """The shared store for `data_dir`: reuse the recorded one if it answers, else start one."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    state_file = data_dir / "store.json"
+    if state_file.exists():
+        try:
+            state = json.loads(state_file.read_text())
+            if _answers(state["url"]):
+                return state["url"]
+        except (ValueError, KeyError):
+            pass
+    process, url = start(data_dir, detached=True)
+    record(data_dir, url, process.pid)
+    return url
+
+
+def record(data_dir: Path, url: str, pid: int) -> None:
+    """Let other `postroom` commands on this DATA_DIR find the running store."""
+    (data_dir / "store.json").write_text(json.dumps({"url": url, "pid": pid}))
+
+
+def forget(data_dir: Path) -> None:
+    (data_dir / "store.json").unlink(missing_ok=True)
+
+
+def stop_recorded(data_dir: Path) -> bool:
+    state_file = data_dir / "store.json"
+    if not state_file.exists():
+        return False
+    state = json.loads(state_file.read_text())
+    try:
+        os.kill(state["pid"], signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    state_file.unlink()
+    return True

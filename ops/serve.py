@@ -1,0 +1,85 @@
+"""Running the processes: the front under Hypercorn, the scheduler loop, and `up`
+(everything in one process, with an in-process worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+from pipelines.settings import Settings
+
+log = logging.getLogger("postroom")
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def _ensure_indexes(settings: Settings) -> None:
+    from mongo.client import connect
+    from mongo.indexes import ensure_indexes
+    client, db = connect(settings.mongodb_url, settings.mongodb_database)
+    try:
+        await ensure_indexes(db)
+    finally:
+        await client.close()
+
+
+def _hypercorn_config(host: str, port: int) -> Config:
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.graceful_timeout = 5
+    return config
+
+
+async def run_front(settings: Settings, host: str, port: int, *, with_scheduler: bool = False) -> None:
+    from front.app import create_app
+    await _ensure_indexes(settings)
+    app = create_app(settings)
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    tasks = [serve(app, _hypercorn_config(host, port), shutdown_trigger=stop.wait)]
+    if with_scheduler:
+        from .scheduler import run_forever
+        tasks.append(run_forever(settings, stop))
+    print(f"postroom front listening on http://{host}:{port} (API at /api/v1, OpenAPI at /openapi.yaml)",
+          flush=True)
+    await asyncio.gather(*tasks)
+
+
+async def run_scheduler(settings: Settings) -> None:
+    from actors import broker as broker_setup
+    from .scheduler import run_forever
+    broker_setup.setup(settings)
+    broker_setup.load_actors()
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    print("postroom scheduler running", flush=True)
+    await run_forever(settings, stop)
+
+
+def run_up(settings: Settings, host: str, port: int, threads: int) -> None:
+    """Front, a worker for every queue, and the scheduler, in this one process."""
+    import dramatiq
+
+    from actors import broker as broker_setup
+    broker = broker_setup.setup(settings)
+    broker_setup.load_actors()
+    broker_setup.declare_queues(broker)
+    worker = dramatiq.Worker(broker, worker_threads=threads)
+    worker.start()
+    mode = "RabbitMQ" if settings.amqp_url else "in-process broker"
+    mail = settings.smtp_url or f"capture outbox {settings.data_dir / 'outbox'}"
+    print(f"postroom up: store {settings.mongodb_url}, {mode}, mail to {mail}", flush=True)
+    try:
+        asyncio.run(run_front(settings, host, port, with_scheduler=True))
+    finally:
+        worker.stop(timeout=5000)
+        print("postroom stopped", flush=True)

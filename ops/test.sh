@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs the whole suite. Used by CI (.ci/run) and by
+# newcomers: `bash ops/test.sh` (extra arguments go to pytest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the suite uses: RabbitMQ (normally already running) and Chromium for
+# the recipient-page browser tests. Installed only when missing.
+need_apt=()
+command -v rabbitmq-server >/dev/null 2>&1 || need_apt+=(rabbitmq-server)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "missing Debian packages: ${need_apt[*]} (install them with apt-get)" >&2
+  fi
+fi
+
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip >/dev/null
+.venv/bin/pip install -q -e '.[test]'
+
+# RabbitMQ must be up; start the installed server if it is not.
+if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  rabbitmq-server -detached || true
+  for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 1; done
+fi
+
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,8 @@
+"""Module the `dramatiq` CLI imports in each worker process: the worker's composition root."""
+
+from actors import broker as _broker_setup
+from pipelines.settings import Settings
+
+settings = Settings.from_env()
+broker = _broker_setup.setup(settings)
+_broker_setup.load_actors()

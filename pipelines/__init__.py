@@ -1,0 +1,1 @@
+"""Domain logic as plain code: no web framework, no broker, no database handles."""

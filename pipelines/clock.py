@@ -1,0 +1,34 @@
+"""Time as the store keeps it. Timestamps are fixed-width UTC ISO-8601 strings
+(`2026-11-22T05:08:56.806000Z`): they sort and compare as text the same way in MongoDB
+and in the embedded store (which hands BSON dates back as strings), and they are what
+the API returns anyway."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+UTC = _dt.timezone.utc
+
+
+def utcnow() -> _dt.datetime:
+    return _dt.datetime.now(UTC)
+
+
+def iso(moment: _dt.datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_iso() -> str:
+    return iso(utcnow())
+
+
+def parse_iso(text: str) -> _dt.datetime:
+    """Parse an ISO-8601 timestamp; a naive one is taken as UTC."""
+    value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def in_seconds(seconds: float, start: _dt.datetime | None = None) -> str:
+    return iso((start or utcnow()) + _dt.timedelta(seconds=seconds))

@@ -1,0 +1,83 @@
+"""Every failure a client can see, with its code and HTTP status from the API spec §7.
+
+    PostroomError
+    ├── ValidationFailed        400 validation_error (with path)
+    ├── ConfirmationRequired    400 confirmation_required
+    ├── MissingFromEmail        400 missing_from_email
+    ├── NoContent               400 no_content
+    ├── InvalidSchedule         400 invalid_schedule
+    ├── Unauthorized            401 unauthorized
+    ├── Forbidden               403 forbidden / domain_invalid / limit_reached
+    ├── NotFound                404 not_found / template_not_found / contact_not_found / workspace_not_found
+    ├── Conflict                409 duplicate / conflict / idempotency_conflict
+    ├── RateLimited             429 rate_limited (carries retry_after seconds)
+    └── ServerError             500 internal_error / schedule_failed
+"""
+
+from __future__ import annotations
+
+
+class PostroomError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, code: str | None = None, path: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.path = path
+
+    def envelope(self) -> dict:
+        error = {"code": self.code, "message": self.message}
+        if self.path is not None:
+            error["path"] = self.path
+        return {"error": error}
+
+
+class ValidationFailed(PostroomError):
+    status, code = 400, "validation_error"
+
+
+class ConfirmationRequired(PostroomError):
+    status, code = 400, "confirmation_required"
+
+
+class MissingFromEmail(PostroomError):
+    status, code = 400, "missing_from_email"
+
+
+class NoContent(PostroomError):
+    status, code = 400, "no_content"
+
+
+class InvalidSchedule(PostroomError):
+    status, code = 400, "invalid_schedule"
+
+
+class Unauthorized(PostroomError):
+    status, code = 401, "unauthorized"
+
+
+class Forbidden(PostroomError):
+    status, code = 403, "forbidden"
+
+
+class NotFound(PostroomError):
+    status, code = 404, "not_found"
+
+
+class Conflict(PostroomError):
+    status, code = 409, "conflict"
+
+
+class RateLimited(PostroomError):
+    status, code = 429, "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None):
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+
+class ServerError(PostroomError):
+    status, code = 500, "internal_error"

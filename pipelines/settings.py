@@ -1,0 +1,78 @@
+"""The one settings object. Built once per process by its composition root (the app
+factory, the worker boot module, the ops command); nothing else reads the environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    # Where things live. None means "use the embedded default".
+    mongodb_url: str | None = None
+    mongodb_database: str = "postroom"
+    amqp_url: str | None = None
+    smtp_url: str | None = None
+    base_url: str = "http://127.0.0.1:8080"
+    secret_key: str = ""
+    shared_domain: str = "postroom.test"
+    data_dir: Path = Path("var")
+    dns_resolver: str | None = None
+    allow_private_targets: bool = False
+    # API limits; per-key values on the key document override the first two.
+    rate_limit_per_minute: int = 100
+    email_rate_limit_per_minute: int = 100
+    idempotency_ttl_seconds: int = 3600
+    max_html_bytes: int = 256 * 1024
+    max_request_bytes: int = 32 * 1024 * 1024
+    # Delivery.
+    smtp_connections: int = 4
+    smtp_timeout_seconds: float = 30.0
+    bounce_domain: str = "bounces.postroom.test"
+    inbound_host: str = "127.0.0.1"
+    inbound_port: int = 2526
+    plan_monthly_email_limit: int = 0  # 0 = unlimited; per-workspace value overrides
+    domain_rate_per_minute: int = 0  # 0 = unlimited; default per destination domain
+    domain_concurrency: int = 0  # 0 = unlimited
+    scheduler_interval_seconds: float = 1.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            value = env.get(f"POSTROOM_{name}")
+            return value if value not in (None, "") else None
+
+        defaults = cls()
+        values: dict = {}
+        for field in dataclasses.fields(cls):
+            raw = get(field.name.upper())
+            if raw is None:
+                continue
+            current = getattr(defaults, field.name)
+            if isinstance(current, bool):
+                values[field.name] = _flag(raw)
+            elif isinstance(current, int):
+                values[field.name] = int(raw)
+            elif isinstance(current, float):
+                values[field.name] = float(raw)
+            elif isinstance(current, Path):
+                values[field.name] = Path(raw)
+            else:
+                values[field.name] = raw
+        return cls(**values)
+
+    def replace(self, **changes) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def api_base_url(self) -> str:
+        return self.base_url.rstrip("/") + "/api/v1"

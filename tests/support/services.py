@@ -1,0 +1,125 @@
+"""The real services a test run needs, started once per session.
+
+- the store: POSTROOM_TEST_MONGODB_URL if set, else the embedded nx-27017 in a temp dir;
+  every run uses its own database name;
+- RabbitMQ on 127.0.0.1:5672, with a vhost of this run's own (deleted at the end);
+- the front, a worker pool and the scheduler as real `postroom` processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+AMQP_HOST, AMQP_PORT = "127.0.0.1", 5672
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def ensure_rabbitmq() -> None:
+    if _port_open(AMQP_HOST, AMQP_PORT):
+        return
+    server = shutil.which("rabbitmq-server")
+    if server is None:
+        raise RuntimeError("RabbitMQ is not running on 127.0.0.1:5672 and rabbitmq-server is not "
+                           "installed; install it (apt-get install rabbitmq-server) and start it "
+                           "with `rabbitmq-server -detached`.")
+    subprocess.run([server, "-detached"], check=False)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if _port_open(AMQP_HOST, AMQP_PORT):
+            time.sleep(2)
+            return
+        time.sleep(0.5)
+    raise RuntimeError("RabbitMQ did not start on 127.0.0.1:5672; start it with `rabbitmq-server -detached`.")
+
+
+def _rabbitmqctl(*args: str) -> None:
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        raise RuntimeError("rabbitmqctl not found; the tests create a vhost per run with it.")
+    subprocess.run([ctl, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def create_vhost() -> tuple[str, str]:
+    ensure_rabbitmq()
+    vhost = f"postroom-test-{uuid.uuid4().hex[:10]}"
+    _rabbitmqctl("add_vhost", vhost)
+    _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+    return vhost, f"amqp://guest:guest@{AMQP_HOST}:{AMQP_PORT}/{vhost}"
+
+
+def delete_vhost(vhost: str) -> None:
+    try:
+        _rabbitmqctl("delete_vhost", vhost)
+    except (RuntimeError, subprocess.CalledProcessError):
+        pass
+
+
+def postroom_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ops.cli", *args]
+
+
+class Process:
+    """A `postroom` subprocess whose output goes to a log file we can show on failure."""
+
+    def __init__(self, name: str, args: list[str], env: dict, log_dir: Path):
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(postroom_command(*args), env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 10) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 15)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        self.log.close()
+
+
+def wait_healthy(base_url: str, process: Process, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        if not process.alive():
+            raise RuntimeError(f"{process.name} exited:\n{process.tail()}")
+        try:
+            response = httpx.get(f"{base_url}/api/v1/health", timeout=2)
+            if response.status_code == 200:
+                return
+            last = response.text
+        except httpx.HTTPError as error:
+            last = str(error)
+        time.sleep(0.2)
+    raise RuntimeError(f"{process.name} did not become healthy: {last}\n{process.tail()}")
