@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from mongo import domains as domain_store
+from mongo import suppressions as suppression_store
 from pipelines import sender as sender_rules
 from pipelines.clock import iso, now_iso, utcnow
 from pipelines.errors import InvalidSchedule, NoContent, ValidationFailed
@@ -17,7 +18,10 @@ from .runtime import Caller, db, settings
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
 
 
-async def build_message(fields: dict, who: Caller, *, path_prefix: str = "") -> dict:
+async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
+                        suppressed: set[str] | None = None) -> dict:
+    """`suppressed`: the suppressed addresses among the recipients when the caller already
+    looked them up in bulk (batch sends); otherwise they are looked up here."""
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
         raise NoContent("One of html, text or template_id is required.", path=path_prefix or None)
     html = fields.get("html")
@@ -33,14 +37,17 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "") -> 
         shared_domain=settings().shared_domain,
         domains=await domain_store.verified_map(db(), workspace["_id"]))
     to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
+    to = list(dict.fromkeys(to))
+    if suppressed is None:
+        suppressed = await suppression_store.suppressed_among(db(), workspace["_id"], to)
     now = now_iso()
-    return {
+    doc = {
         "_id": new_message_id(),
         "workspace_id": workspace["_id"],
         "key_id": who.key_id,
         "sandbox": who.sandbox,
         "kind": "transactional",
-        "to": list(dict.fromkeys(to)),
+        "to": to,
         "subject": clean_subject(fields["subject"]),
         "html": html,
         "text": fields.get("text"),
@@ -62,6 +69,21 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "") -> 
         "updated_at": now,
         "history": [{"status": "queued", "at": now}],
     }
+    return without_suppressed(doc, suppressed)
+
+
+def without_suppressed(doc: dict, suppressed: set[str]) -> dict:
+    """Suppressed recipients are dropped and listed in `suppressed_recipients`; with none
+    left the message is final as `suppressed` (stored, never enqueued, `to` kept as asked)."""
+    blocked = [r for r in doc["to"] if r in suppressed]
+    doc["suppressed_recipients"] = blocked
+    if blocked and len(blocked) == len(doc["to"]):
+        detail = "all recipients are on the suppression list"
+        doc.update(status="suppressed", suppressed_at=doc["created_at"],
+                   history=[{"status": "suppressed", "at": doc["created_at"], "detail": detail}])
+    elif blocked:
+        doc["to"] = [r for r in doc["to"] if r not in suppressed]
+    return doc
 
 
 def schedule_fields(send_at: dt.datetime) -> dict:

@@ -1,5 +1,84 @@
-"""Store queries for suppressions."""
+"""The suppression list: addresses a workspace never sends to.
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+`_id` = "<workspace id>:<lower-cased address>", so "is this address suppressed?" is a
+primary-key lookup on both stores (hot: every send asks it) and a second add of the same
+address is a duplicate key, not a second document."""
 
-INDEXES: dict[str, list] = {}
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from pipelines.clock import now_iso
+
+INDEXES: dict[str, list] = {
+    "suppressions": [
+        IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
+        IndexModel([("workspace_id", ASCENDING), ("reason", ASCENDING)], name="ws_reason"),
+    ],
+}
+
+
+def _key(workspace_id: str, email: str) -> str:
+    return f"{workspace_id}:{email.lower()}"
+
+
+def document(workspace_id: str, email: str, reason: str, *, source: str = "api",
+             detail: str | None = None) -> dict:
+    return {"_id": _key(workspace_id, email), "workspace_id": workspace_id, "email": email,
+            "email_key": email.lower(), "reason": reason, "source": source,
+            "detail": detail or "", "created_at": now_iso()}
+
+
+async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
+              source: str = "api", detail: str | None = None) -> tuple[dict, bool]:
+    """Suppress an address. Returns (the stored document, whether it was new)."""
+    doc = document(workspace_id, email, reason, source=source, detail=detail)
+    try:
+        await db.suppressions.insert_one(doc)
+        return doc, True
+    except DuplicateKeyError:
+        return await db.suppressions.find_one({"_id": doc["_id"]}), False
+
+
+async def add_many(db: AsyncDatabase, docs: list[dict]) -> None:
+    """Idempotent bulk add (already suppressed addresses keep their first reason)."""
+    if not docs:
+        return
+    try:
+        await db.suppressions.bulk_write([InsertOne(d) for d in docs], ordered=False)
+    except BulkWriteError as error:
+        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+            raise
+
+
+async def get(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:
+    return await db.suppressions.find_one({"_id": _key(workspace_id, email)})
+
+
+async def remove(db: AsyncDatabase, workspace_id: str, email: str) -> bool:
+    result = await db.suppressions.delete_one({"_id": _key(workspace_id, email)})
+    return result.deleted_count == 1
+
+
+async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
+                    limit: int, offset: int) -> tuple[list[dict], int]:
+    query: dict = {"workspace_id": workspace_id}
+    if reason:
+        query["reason"] = reason
+    total = await db.suppressions.count_documents(query)
+    docs = await db.suppressions.find(query, sort=[("created_at", -1), ("_id", 1)],
+                                      skip=offset, limit=limit).to_list()
+    return docs, total
+
+
+async def suppressed_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> set[str]:
+    """The addresses (as given) among `emails` that are on the workspace's list."""
+    if not emails:
+        return set()
+    by_key: dict[str, list[str]] = {}
+    for email in emails:
+        by_key.setdefault(_key(workspace_id, email), []).append(email)
+    docs = await db.suppressions.find({"_id": {"$in": list(by_key)}}, {"_id": 1}).to_list()
+    return {email for d in docs for email in by_key.get(d["_id"], [])}

@@ -58,6 +58,7 @@ def status_view(doc: dict) -> dict:
         "sandbox": bool(doc.get("sandbox")),
         "batch_id": doc.get("batch_id"),
         "history": doc.get("history", []),
+        "suppressed_recipients": doc.get("suppressed_recipients", []),
     }
 
 
@@ -66,6 +67,10 @@ def status_view(doc: dict) -> dict:
 @body(SendEmail)
 async def send(data: SendEmail):
     doc = await build_message(data.model_dump(), caller())
+    if doc["status"] == "suppressed":  # every recipient is suppressed: stored, never enqueued
+        await message_store.insert_many(db(), [doc])
+        return one({"message_id": doc["_id"], "status": "suppressed", "to": doc["to"],
+                    "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 200)
     if data.send_at is not None:
         doc.update(schedule_fields(data.send_at))
         await message_store.insert_many(db(), [doc])
@@ -73,7 +78,7 @@ async def send(data: SendEmail):
     await message_store.insert_many(db(), [doc])
     await enqueue(render_messages, [doc["_id"]])
     return one({"message_id": doc["_id"], "status": doc["status"], "to": doc["to"],
-                "sandbox": doc["sandbox"]}, 202)
+                "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 202)
 
 
 @bp.get("/email/<message_id>/status")

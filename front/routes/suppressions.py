@@ -1,5 +1,68 @@
-"""The suppression list."""
+"""The suppression list: addresses this workspace never sends to (every send path checks it)."""
 
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
 from quart import Blueprint
 
+from mongo import suppressions as suppression_store
+from pipelines.addresses import normalize
+from pipelines.errors import Conflict, NotFound
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db
+from ..types import EmailAddress, Strict
+from ..validation import body, query
+
 bp = Blueprint("suppressions", __name__, url_prefix="/api/v1")
+
+Reason = Literal["manual", "unsubscribe", "hard_bounce", "soft_bounce", "complaint"]
+REASON_HELP = ("Why the address is suppressed: manual (added through the API), unsubscribe, "
+               "hard_bounce (a permanent bounce), soft_bounce (3 transient bounces within 7 days), "
+               "complaint (a spam report).")
+
+
+class AddSuppression(Strict):
+    email: EmailAddress = Field(description="The address to stop sending to.")
+    reason: Reason = Field("manual", description=REASON_HELP + " Default manual.")
+
+
+class SuppressionQuery(PageQuery):
+    reason: Reason | None = Field(None, description="Only entries with this reason.")
+
+
+def view(doc: dict) -> dict:
+    return {"email": doc["email"], "reason": doc["reason"], "source": doc.get("source", "api"),
+            "detail": doc.get("detail") or None, "created_at": doc["created_at"]}
+
+
+@bp.get("/suppressions")
+@query(SuppressionQuery)
+async def list_suppressions(params: SuppressionQuery):
+    docs, total = await suppression_store.list_page(
+        db(), caller().workspace_id, reason=params.reason, limit=params.limit, offset=params.offset)
+    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/suppressions")
+@body(AddSuppression)
+async def add_suppression(data: AddSuppression):
+    doc, created = await suppression_store.add(db(), caller().workspace_id, data.email, data.reason)
+    if not created:
+        raise Conflict(f"{data.email} is already suppressed ({doc['reason']}).", code="duplicate",
+                       path="email")
+    return one(view(doc), 201)
+
+
+@bp.delete("/suppressions/<path:email>")
+async def remove_suppression(email: str):
+    try:
+        address = normalize(email)
+    except ValueError:
+        raise NotFound("This address is not on the suppression list.") from None
+    if not await suppression_store.remove(db(), caller().workspace_id, address):
+        raise NotFound("This address is not on the suppression list.")
+    return one({"email": address, "deleted": True})
