@@ -42,6 +42,8 @@ class Settings:
     domain_rate_per_minute: int = 0  # 0 = unlimited; default per destination domain
     domain_concurrency: int = 0  # 0 = unlimited
     scheduler_interval_seconds: float = 1.0
+    # Multiplies every webhook retry wait (pipelines/retry_schedule.py); tests speed it up.
+    webhook_retry_scale: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":

@@ -1,0 +1,146 @@
+"""A real HTTP server on loopback, in a thread, standing in for a customer's webhook
+receiver. It records every request, checks signatures with the verification helper
+published in README.md (extracted and executed, so the README cannot drift from what the
+tests prove), and can be scripted: answer the next N requests with an error, answer
+slowly, or be down (port closed) and come back on the same port."""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_SECTION = "## Webhooks (decisions)"
+
+
+def readme_verifier():
+    """The `verify_signature` function exactly as README.md publishes it."""
+    text = README.read_text()
+    section = text.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README's webhook section has no python verification helper"
+    namespace: dict = {}
+    exec(compile(match.group(1), "README.md#verify_signature", "exec"), namespace)
+    return namespace["verify_signature"]
+
+
+@dataclasses.dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
+    status: int  # what we answered
+    verified: bool | None  # None when no secret was known for its webhook id
+    at: float
+
+    @property
+    def json(self):
+        return json.loads(self.body)
+
+    @property
+    def delivery_id(self) -> str | None:
+        return self.headers.get("x-service-delivery-id")
+
+
+class HttpReceiver:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self.host = host
+        self.port = port
+        self.requests: list[Received] = []
+        self.secrets: dict[str, str] = {}  # webhook id -> signing secret
+        self.verify = readme_verifier()
+        self.lock = threading.Lock()
+        self._failures: list[int] = []
+        self.delay_seconds = 0.0
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ---------------------------------------------------------------
+    def fail_next(self, count: int, status: int = 500) -> "HttpReceiver":
+        with self.lock:
+            self._failures.extend([status] * count)
+        return self
+
+    def trust(self, webhook_id: str, secret: str) -> "HttpReceiver":
+        self.secrets[webhook_id] = secret
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/hook"
+
+    # -- life cycle ----------------------------------------------------------------
+    def start(self) -> "HttpReceiver":
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                receiver._answer(self, body)
+
+            def log_message(self, *args):
+                pass
+
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        self._server = http.server.ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the port: connections are refused until `start()` again."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def _answer(self, handler, body: bytes) -> None:
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        secret = self.secrets.get(headers.get("x-service-webhook-id", ""))
+        verified = None if secret is None else self.verify(
+            secret, headers.get("x-service-signature", ""), body)
+        with self.lock:
+            status = 401 if verified is False else (self._failures.pop(0) if self._failures else 200)
+        if self.delay_seconds:
+            time.sleep(self.delay_seconds)
+        with self.lock:
+            self.requests.append(Received(handler.command, handler.path, headers, body, status,
+                                          verified, time.time()))
+        payload = b'{"ok":true}' if status < 300 else b'{"ok":false}'
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    # -- reading back -----------------------------------------------------------------
+    def received(self, event: str | None = None) -> list[Received]:
+        with self.lock:
+            return [r for r in self.requests if event is None or r.headers.get("x-service-event") == event]
+
+    def accepted(self, event: str | None = None) -> list[Received]:
+        """Requests answered 2xx, once per delivery id (what a deduplicating receiver keeps)."""
+        seen, out = set(), []
+        for r in self.received(event):
+            if 200 <= r.status < 300 and r.delivery_id not in seen:
+                seen.add(r.delivery_id)
+                out.append(r)
+        return out
+
+    def wait_for(self, predicate, timeout: float = 20.0, what: str = "requests"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = predicate(self)
+            if result:
+                return result
+            time.sleep(0.05)
+        raise AssertionError(f"receiver never saw {what}; got {[(r.status, r.headers.get('x-service-event')) for r in self.received()]}")
