@@ -35,8 +35,17 @@ def format_path(loc: tuple) -> str:
     return path
 
 
+def _most_specific(errors: list[dict]) -> dict:
+    """The first field's error, but from the union branch that got deepest into the value:
+    for `to: ["ok@x.org", 5]` the list branch's `to[1]` beats the string branch's `to`."""
+    first = errors[0]
+    head = tuple(first.get("loc", ()))[:1]
+    same_field = [e for e in errors if tuple(e.get("loc", ()))[:1] == head]
+    return max(same_field, key=lambda e: len(format_path(tuple(e.get("loc", ())))))
+
+
 def raise_first(error: ValidationError, prefix: tuple = ()) -> None:
-    first = error.errors(include_url=False)[0]
+    first = _most_specific(error.errors(include_url=False))
     loc = prefix + tuple(first.get("loc", ()))
     path = format_path(loc) or None
     if first["type"] == "json_invalid":
