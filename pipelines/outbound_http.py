@@ -81,7 +81,7 @@ def address_problem(ip: IPAddress, allow_private: bool = False) -> str | None:
     for label, test in (("a loopback address", ip.is_loopback), ("the unspecified address", ip.is_unspecified),
                         ("a link-local address", ip.is_link_local), ("a multicast address", ip.is_multicast),
                         ("a shared (CGNAT) address", ip.version == 4 and ip in _CGNAT),
-                        ("a private address", ip.is_private)):
+                        ("a reserved address", ip.is_reserved), ("a private address", ip.is_private)):
         if test:
             return label
     if not ip.is_global:
@@ -122,8 +122,8 @@ def literal_target_problem(url: str, allow_private: bool) -> str | None:
     return f"points at {problem}" if problem else None
 
 
-async def resolve_checked(host: str, port: int, allow_private: bool) -> str:
-    """Resolve `host`; every address must pass. Returns the one to connect to."""
+async def resolve_checked(host: str, port: int, allow_private: bool) -> list[str]:
+    """Resolve `host`; every address must pass. Returns them in the resolver's order."""
     try:
         literal = ipaddress.ip_address(host)
         addresses = [literal]
@@ -139,7 +139,7 @@ async def resolve_checked(host: str, port: int, allow_private: bool) -> str:
         problem = address_problem(ip, allow_private)
         if problem:
             raise TargetRefused(f"{host} resolves to {problem} ({ip}); refused")
-    return str(addresses[0])
+    return list(dict.fromkeys(str(ip) for ip in addresses))
 
 
 def _tls_context() -> ssl.SSLContext:
@@ -153,26 +153,32 @@ async def _exchange(url: str, body: bytes, headers: dict[str, str], allow_privat
                     tls: ssl.SSLContext | None) -> tuple[int, str]:
     target = httpx.URL(url)
     port = target.port or (443 if target.scheme == "https" else 80)
-    ip = await resolve_checked(target.host, port, allow_private)
-    pinned = target.copy_with(host=ip)
-    host_header = target.host if target.port is None else f"{target.host}:{target.port}"
-    if ":" in target.host and not target.host.startswith("["):
-        host_header = f"[{target.host}]" + ("" if target.port is None else f":{target.port}")
+    addresses = await resolve_checked(target.host, port, allow_private)
+    name = f"[{target.host}]" if ":" in target.host else target.host
+    host_header = name if target.port is None else f"{name}:{target.port}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False,
                                  verify=tls or _tls_context()) as client:
-        request = client.build_request("POST", pinned, content=body,
-                                       headers={**headers, "Host": host_header}, extensions=extensions)
-        response = await client.send(request, stream=True)
-        try:
-            excerpt = b""
-            async for chunk in response.aiter_raw():
-                excerpt += chunk
-                if len(excerpt) >= RESPONSE_EXCERPT_BYTES:
-                    break
-        finally:
-            await response.aclose()
-        return response.status_code, excerpt[:RESPONSE_EXCERPT_BYTES].decode("utf-8", "replace")
+        for index, ip in enumerate(addresses):  # the checked addresses, and nothing else
+            request = client.build_request("POST", target.copy_with(host=ip), content=body,
+                                           headers={**headers, "Host": host_header},
+                                           extensions=extensions)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.ConnectError:
+                if index == len(addresses) - 1:
+                    raise
+                continue
+            try:
+                excerpt = b""
+                async for chunk in response.aiter_raw():
+                    excerpt += chunk
+                    if len(excerpt) >= RESPONSE_EXCERPT_BYTES:
+                        break
+            finally:
+                await response.aclose()
+            return response.status_code, excerpt[:RESPONSE_EXCERPT_BYTES].decode("utf-8", "replace")
+    raise AssertionError("unreachable: resolve_checked returns at least one address")
 
 
 async def post(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool,

@@ -49,8 +49,10 @@ class Received:
 
 
 class HttpReceiver:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls=None, url_host: str | None = None):
         self.host = host
+        self.tls = tls  # an ssl.SSLContext (server side) to answer HTTPS instead
+        self.url_host = url_host or host
         self.port = port
         self.requests: list[Received] = []
         self.secrets: dict[str, str] = {}  # webhook id -> signing secret
@@ -73,7 +75,7 @@ class HttpReceiver:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/hook"
+        return f"{'https' if self.tls else 'http'}://{self.url_host}:{self.port}/hook"
 
     # -- life cycle ----------------------------------------------------------------
     def start(self) -> "HttpReceiver":
@@ -92,6 +94,8 @@ class HttpReceiver:
         self._server = http.server.ThreadingHTTPServer((self.host, self.port), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
