@@ -7,7 +7,7 @@ import dramatiq
 from mongo import messages
 from pipelines.render_message import RenderContext, render_all
 
-from . import runtime
+from . import runtime, signing
 
 SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
 
@@ -24,7 +24,8 @@ async def render_messages(message_ids: list[str]) -> None:
     real = [m for m in docs if not m.get("sandbox")]
     if not real:
         return
-    result = render_all(real, RenderContext(settings=runtime.settings(), workspaces={}))
+    signers = await signing.signers_for(db, runtime.settings(), real)
+    result = render_all(real, RenderContext(settings=runtime.settings(), workspaces={}, signers=signers))
     await messages.store_rendered(db, result.rendered)
     await messages.advance(db, [(mid, "rendered", None, None) for mid in result.ready_ids]
                            + [(mid, "failed", {"error": why}, why) for mid, why in result.failed.items()])

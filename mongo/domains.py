@@ -1,11 +1,80 @@
-"""Sending domains of a workspace."""
+"""Sending domains of a workspace, and the key material the render step signs with.
+
+A domain document: `_id` (uuid), workspace_id, domain, verified (bool), verified_at,
+records (the DNS records to publish, with their last check), dkim_selector,
+dkim_private_key (sealed), dkim_public_key, verification_token, created_at,
+last_checked_at. The unique (workspace_id, domain) index makes a second add a duplicate."""
 
 from __future__ import annotations
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+
+INDEXES: dict[str, list] = {}  # (workspace_id, domain) unique lives in mongo/indexes.py
 
 
 async def verified_map(db: AsyncDatabase, workspace_id: str) -> dict[str, bool]:
     """Each domain the workspace added → whether it is verified (for the sender rules)."""
     docs = await db.domains.find({"workspace_id": workspace_id}, {"domain": 1, "verified": 1}).to_list()
     return {d["domain"]: bool(d.get("verified")) for d in docs}
+
+
+async def insert(db: AsyncDatabase, doc: dict) -> bool:
+    """False when the workspace already has this domain."""
+    try:
+        await db.domains.insert_one(doc)
+        return True
+    except DuplicateKeyError:
+        return False
+
+
+async def get(db: AsyncDatabase, workspace_id: str, domain_id: str) -> dict | None:
+    return await db.domains.find_one({"_id": domain_id, "workspace_id": workspace_id})
+
+
+async def list_page(db: AsyncDatabase, workspace_id: str, *, limit: int, offset: int) -> tuple[list[dict], int]:
+    query = {"workspace_id": workspace_id}
+    total = await db.domains.count_documents(query)
+    docs = await db.domains.find(query, sort=[("created_at", 1), ("_id", 1)], skip=offset,
+                                 limit=limit).to_list()
+    return docs, total
+
+
+async def delete(db: AsyncDatabase, workspace_id: str, domain_id: str) -> bool:
+    result = await db.domains.delete_one({"_id": domain_id, "workspace_id": workspace_id})
+    return result.deleted_count == 1
+
+
+async def save_check(db: AsyncDatabase, workspace_id: str, domain_id: str, *, records: list[dict],
+                     verified: bool) -> dict | None:
+    """Store a verification run. Once verified a domain stays verified: a later failed check
+    updates the records' status (so the customer sees what broke) but does not stop mail."""
+    at = now_iso()
+    changes: dict = {"records": records, "last_checked_at": at}
+    if verified:
+        changes.update(verified=True)
+    current = await db.domains.find_one({"_id": domain_id, "workspace_id": workspace_id},
+                                        {"verified_at": 1})
+    if current is None:
+        return None
+    if verified and not current.get("verified_at"):
+        changes["verified_at"] = at
+    return await db.domains.find_one_and_update(
+        {"_id": domain_id, "workspace_id": workspace_id}, {"$set": changes},
+        return_document=ReturnDocument.AFTER)
+
+
+async def signing_keys(db: AsyncDatabase, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+    """(workspace_id, domain) → {selector, sealed} for verified domains among `pairs`."""
+    if not pairs:
+        return {}
+    workspaces = list({ws for ws, _ in pairs})
+    docs = await db.domains.find(
+        {"workspace_id": {"$in": workspaces}, "domain": {"$in": list({d for _, d in pairs})},
+         "verified": True},
+        {"workspace_id": 1, "domain": 1, "dkim_selector": 1, "dkim_private_key": 1}).to_list()
+    return {(d["workspace_id"], d["domain"]): {"selector": d["dkim_selector"], "sealed": d["dkim_private_key"]}
+            for d in docs if (d["workspace_id"], d["domain"]) in pairs}

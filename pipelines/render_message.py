@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .dkim import Signer, signer_key
 from .mime import compose, verp_return_path
 from .settings import Settings
 
@@ -14,6 +15,8 @@ from .settings import Settings
 class RenderContext:
     settings: Settings
     workspaces: dict[str, dict]
+    # pipelines.dkim.signer_key(message) → Signer; a message without one leaves unsigned
+    signers: dict[str, Signer] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -33,6 +36,9 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
         from_name=message.get("from_name"), to=message["to"], subject=message["subject"],
         html=message.get("html"), text=message.get("text"), reply_to=message.get("reply_to"),
         id_domain=message.get("signing_domain") or s.shared_domain)
+    signer = ctx.signers.get(signer_key(message))
+    if signer is not None:
+        data = signer.sign(data)
     return {
         "_id": message["_id"],
         "mail_from": verp_return_path(message["_id"], s.bounce_domain),

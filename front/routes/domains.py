@@ -1,5 +1,115 @@
-"""Sending domains, DKIM and DNS verification."""
+"""Sending domains: add (a DKIM key pair and the DNS records to publish), list, read,
+verify against DNS, remove. Record shape and verification rules: pipelines/dns_records.py."""
 
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StringConstraints
 from quart import Blueprint
 
+from mongo import domains as domain_store
+from pipelines import dkim, dns_records
+from pipelines.clock import now_iso
+from pipelines.errors import Conflict, NotFound, ValidationFailed
+from pipelines.ids import new_uuid
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db, settings
+from ..types import Strict
+from ..validation import body, query
+
 bp = Blueprint("domains", __name__, url_prefix="/api/v1")
+
+
+def _hostname(value: str) -> str:
+    name = value.strip().lower().rstrip(".")
+    if not dns_records.valid_hostname(name):
+        raise ValueError("not a valid domain name (e.g. mail.example.com)")
+    return name
+
+
+class AddDomain(Strict):
+    domain: Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_hostname)] = Field(
+        description="The domain to send from, e.g. `mail.example.com` (lower-cased; no trailing dot).")
+
+
+def view(doc: dict) -> dict:
+    return {
+        "id": doc["_id"],
+        "domain": doc["domain"],
+        "verified": bool(doc["verified"]),
+        "verified_at": doc.get("verified_at"),
+        "dkim": {"selector": doc["dkim_selector"], "algorithm": "rsa-sha256", "key_bits": dkim.KEY_BITS},
+        "dns_records": doc["records"],
+        "created_at": doc["created_at"],
+        "last_checked_at": doc.get("last_checked_at"),
+    }
+
+
+def _refuse_service_domains(domain: str) -> None:
+    s = settings()
+    for own in (s.shared_domain, s.bounce_domain):
+        if domain == own or domain.endswith("." + own):
+            raise ValidationFailed(f"domain: {domain} belongs to the service.", path="domain")
+
+
+@bp.post("/domains")
+@body(AddDomain)
+async def add_domain(data: AddDomain):
+    _refuse_service_domains(data.domain)
+    sealed, public_b64 = await asyncio.to_thread(dkim.new_sealed_key, settings().secret_key)
+    domain_id, token = new_uuid(), secrets.token_hex(16)
+    doc = {
+        "_id": domain_id, "workspace_id": caller().workspace_id, "domain": data.domain,
+        "verified": False, "verified_at": None, "verification_token": token,
+        "dkim_selector": dns_records.SELECTOR, "dkim_private_key": sealed, "dkim_public_key": public_b64,
+        "records": dns_records.records_to_publish(data.domain, token=token, key_id=domain_id,
+                                                  public_b64=public_b64, shared_domain=settings().shared_domain),
+        "created_at": now_iso(), "last_checked_at": None,
+    }
+    if not await domain_store.insert(db(), doc):
+        raise Conflict(f"{data.domain} is already added to this workspace.", code="duplicate", path="domain")
+    return one(view(doc), 201)
+
+
+@bp.get("/domains")
+@query(PageQuery)
+async def list_domains(params: PageQuery):
+    docs, total = await domain_store.list_page(db(), caller().workspace_id, limit=params.limit,
+                                               offset=params.offset)
+    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+
+
+async def _load(domain_id: str) -> dict:
+    doc = await domain_store.get(db(), caller().workspace_id, domain_id)
+    if doc is None:
+        raise NotFound("No such domain in this workspace.")
+    return doc
+
+
+@bp.get("/domains/<domain_id>")
+async def get_domain(domain_id: str):
+    return one(view(await _load(domain_id)))
+
+
+@bp.post("/domains/<domain_id>/verify")
+async def verify_domain(domain_id: str):
+    doc = await _load(domain_id)
+    resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
+    check = await dns_records.verify(doc["records"], resolver, checked_at=now_iso())
+    saved = await domain_store.save_check(db(), caller().workspace_id, domain_id,
+                                          records=check.records, verified=check.verified)
+    if saved is None:  # removed while we were looking it up
+        raise NotFound("No such domain in this workspace.")
+    return one({**view(saved), "failed_records": check.failed})
+
+
+@bp.delete("/domains/<domain_id>")
+async def delete_domain(domain_id: str):
+    if not await domain_store.delete(db(), caller().workspace_id, domain_id):
+        raise NotFound("No such domain in this workspace.")
+    return one({"id": domain_id, "deleted": True})

@@ -1,0 +1,27 @@
+"""Keys the service itself holds (e.g. the DKIM key of the shared sending domain), one
+document per key, `_id` = its name, private parts sealed by the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+
+INDEXES: dict[str, list] = {}
+
+
+async def get_or_create(db: AsyncDatabase, name: str, make: Callable[[], dict]) -> dict:
+    """The key named `name`, created with `make()` the first time. Two processes racing
+    both insert; the loser's duplicate key error makes it read the winner's key."""
+    doc = await db.service_keys.find_one({"_id": name})
+    if doc is not None:
+        return doc
+    doc = {"_id": name, "created_at": now_iso(), **make()}
+    try:
+        await db.service_keys.insert_one(doc)
+        return doc
+    except DuplicateKeyError:
+        return await db.service_keys.find_one({"_id": name})

@@ -1,0 +1,143 @@
+"""DKIM (RFC 6376): key pairs for sending domains, and signing composed messages.
+
+Signing is RSA-SHA256 with relaxed/relaxed canonicalisation. The canonicalisation is done
+here and the RSA through `cryptography` (~0.7 ms per signature) rather than dkimpy's
+pure-Python RSA (~8 ms): signing sits on the render hot path. The tests verify every
+signature with dkimpy, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import hashlib
+import re
+import time
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from .secret_box import open_sealed, seal
+
+KEY_BITS = 2048
+# Signed when present, in this order; a header listed here but absent is not signed.
+SIGNED_HEADERS = ("From", "To", "Subject", "Date", "Message-ID", "Reply-To", "MIME-Version",
+                  "Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post")
+_WSP_RUN = re.compile(rb"[ \t]+")
+_B64_LINE_CHARS = 72
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyPair:
+    private_pem: str
+    public_b64: str  # the p= value: base64 of the DER SubjectPublicKeyInfo
+
+    @property
+    def txt_value(self) -> str:
+        return txt_value(self.public_b64)
+
+
+def generate_key_pair() -> KeyPair:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode("ascii")
+    der = key.public_key().public_bytes(serialization.Encoding.DER,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    return KeyPair(pem, base64.b64encode(der).decode("ascii"))
+
+
+def new_sealed_key(secret_key: str) -> tuple[str, str]:
+    """A fresh key pair as (sealed private PEM, public p= value), ready to store."""
+    pair = generate_key_pair()
+    return seal(pair.private_pem, secret_key), pair.public_b64
+
+
+def txt_value(public_b64: str) -> str:
+    """The TXT record a verifier fetches at `<selector>._domainkey.<domain>`."""
+    return f"v=DKIM1; k=rsa; p={public_b64}"
+
+
+# --- canonicalisation (RFC 6376 §3.4.2 and §3.4.4) -------------------------------------
+
+def relaxed_header(name: bytes, value: bytes) -> bytes:
+    value = value.replace(b"\r\n", b"").replace(b"\n", b"")
+    value = _WSP_RUN.sub(b" ", value).strip(b" ")
+    return name.strip().lower() + b":" + value
+
+
+def relaxed_body(body: bytes) -> bytes:
+    lines = body.replace(b"\r\n", b"\n").split(b"\n")
+    out = [_WSP_RUN.sub(b" ", line).rstrip(b" ") for line in lines]
+    while out and out[-1] == b"":
+        out.pop()
+    return b"".join(line + b"\r\n" for line in out)
+
+
+def split_message(data: bytes) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """Headers as (name, raw value incl. folding) in order, and the body."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = data.partition(b"\n\n")
+    headers: list[tuple[bytes, bytes]] = []
+    for line in re.split(rb"\r?\n", head):
+        if line[:1] in (b" ", b"\t") and headers:
+            name, value = headers[-1]
+            headers[-1] = (name, value + b"\r\n" + line)
+        elif b":" in line:
+            name, _, value = line.partition(b":")
+            headers.append((name, value))
+    return headers, body
+
+
+# --- signing ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Signer:
+    domain: str
+    selector: str
+    key: rsa.RSAPrivateKey
+
+    def sign(self, data: bytes, *, timestamp: int | None = None) -> bytes:
+        """`data` with a DKIM-Signature header prepended."""
+        headers, body = split_message(data)
+        body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body)).digest()).decode()
+        chosen: list[tuple[bytes, bytes]] = []
+        remaining = list(headers)
+        for wanted in SIGNED_HEADERS:
+            # the bottom-most instance is signed first (§5.4.2); we compose each once
+            for index in range(len(remaining) - 1, -1, -1):
+                if remaining[index][0].strip().lower() == wanted.lower().encode():
+                    chosen.append(remaining.pop(index))
+                    break
+        tags = [f"v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
+                f"s={self.selector}", f"t={timestamp if timestamp is not None else int(time.time())}",
+                "h=" + ":".join(n.strip().decode().lower() for n, _ in chosen), f"bh={body_hash}", "b="]
+        unsigned = ";\r\n\t".join(tags).encode()
+        signed_input = b"".join(relaxed_header(n, v) + b"\r\n" for n, v in chosen)
+        signed_input += relaxed_header(b"DKIM-Signature", b" " + unsigned)
+        signature = base64.b64encode(self.key.sign(signed_input, padding.PKCS1v15(), hashes.SHA256()))
+        folded = b"\r\n\t ".join(signature[i:i + _B64_LINE_CHARS]
+                                 for i in range(0, len(signature), _B64_LINE_CHARS))
+        return b"DKIM-Signature: " + unsigned + folded + b"\r\n" + data
+
+
+@functools.lru_cache(maxsize=256)
+def _load_private_key(pem: str) -> rsa.RSAPrivateKey:
+    return serialization.load_pem_private_key(pem.encode("ascii"), password=None)
+
+
+@functools.lru_cache(maxsize=256)
+def open_signer(domain: str, selector: str, sealed_private_key: str, secret_key: str) -> Signer:
+    """A signer from a stored (sealed) key; cached, as unsealing and PEM parsing cost more
+    than a signature."""
+    return Signer(domain, selector, _load_private_key(open_sealed(sealed_private_key, secret_key)))
+
+
+SHARED = "*"
+
+
+def signer_key(message: dict) -> str:
+    """Which signer a message needs: its workspace's custom domain, or the shared one."""
+    if message.get("custom_domain"):
+        return f"{message['workspace_id']}:{message['signing_domain']}"
+    return SHARED

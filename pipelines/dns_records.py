@@ -1,0 +1,147 @@
+"""What a workspace publishes in DNS for a sending domain, and how we check it.
+
+Records (each entry: {type, name, value, purpose, verified, status, txt_value?}):
+
+- verification: `TXT _postroom.<domain>` = `postroom-verification=<token>` proves the
+  workspace controls the domain;
+- dkim: `CNAME <selector>._domainkey.<domain>` → `<selector>.<key id>.dkim.<shared domain>`,
+  where the service publishes the public key, so keys can rotate without the customer
+  touching DNS. `txt_value` carries the key itself for those who cannot (or would rather
+  not) delegate: a `TXT` record with that value at the same name verifies too.
+
+Verification reads DNS through the small `Resolver` protocol (dnspython behind it in
+production, a real loopback DNS server in tests) and reports every record's status."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Protocol
+
+from .dkim import txt_value
+
+SELECTOR = "pr1"
+VERIFICATION_PREFIX = "postroom-verification="
+LOOKUP_TIMEOUT_SECONDS = 5.0
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$")
+
+
+def valid_hostname(name: str) -> bool:
+    return bool(_HOSTNAME.match(name))
+
+
+def dkim_target(key_id: str, shared_domain: str) -> str:
+    return f"{SELECTOR}.{key_id.replace('-', '')[:16]}.dkim.{shared_domain}"
+
+
+def records_to_publish(domain: str, *, token: str, key_id: str, public_b64: str,
+                       shared_domain: str) -> list[dict]:
+    return [
+        {"type": "TXT", "name": f"_postroom.{domain}", "value": VERIFICATION_PREFIX + token,
+         "purpose": "verification", "verified": False, "status": "pending"},
+        {"type": "CNAME", "name": f"{SELECTOR}._domainkey.{domain}",
+         "value": dkim_target(key_id, shared_domain), "purpose": "dkim",
+         "txt_value": txt_value(public_b64), "verified": False, "status": "pending"},
+    ]
+
+
+class Resolver(Protocol):
+    async def txt(self, name: str) -> list[str]:
+        """TXT strings at `name` (each record's strings joined); [] when there are none."""
+
+    async def cname(self, name: str) -> str | None:
+        """The CNAME target of `name` without the trailing dot, or None."""
+
+
+class LookupFailed(Exception):
+    """DNS could not answer (timeout, SERVFAIL): not the same as "no such record"."""
+
+
+@dataclasses.dataclass
+class Verification:
+    records: list[dict]
+
+    @property
+    def verified(self) -> bool:
+        return all(r["verified"] for r in self.records)
+
+    @property
+    def failed(self) -> list[str]:
+        return [r["purpose"] for r in self.records if not r["verified"]]
+
+
+def _normalise_txt(value: str) -> str:
+    return re.sub(r"\s+", "", value)
+
+
+async def _check(record: dict, resolver: Resolver) -> tuple[bool, str]:
+    name = record["name"]
+    if record["purpose"] == "verification":
+        found = await resolver.txt(name)
+        if record["value"] in [t.strip() for t in found]:
+            return True, "verified"
+        return False, "missing" if not found else "mismatch"
+    target = await resolver.cname(name)
+    if target is not None:
+        if target.lower().rstrip(".") == record["value"].lower():
+            return True, "verified"
+        return False, "mismatch"
+    found = await resolver.txt(name)
+    wanted = _normalise_txt(record["txt_value"])
+    if any(_normalise_txt(t) == wanted for t in found):
+        return True, "verified"
+    return False, "missing" if not found else "mismatch"
+
+
+async def verify(records: list[dict], resolver: Resolver, *, checked_at: str) -> Verification:
+    """Each record gets verified (bool), status (verified | missing | mismatch |
+    lookup_failed) and checked_at."""
+    out = []
+    for record in records:
+        try:
+            ok, status = await _check(record, resolver)
+        except LookupFailed:
+            ok, status = False, "lookup_failed"
+        out.append({**record, "verified": ok, "status": status, "checked_at": checked_at})
+    return Verification(out)
+
+
+class DnsPythonResolver:
+    """`Resolver` over dnspython's asyncio resolver; `nameserver` is `host[:port]` or None
+    for the system's resolver."""
+
+    def __init__(self, nameserver: str | None, timeout_seconds: float = LOOKUP_TIMEOUT_SECONDS):
+        import dns.asyncresolver
+        if nameserver:
+            host, _, port = nameserver.rpartition(":") if nameserver.count(":") == 1 else (nameserver, "", "")
+            self.resolver = dns.asyncresolver.Resolver(configure=False)
+            self.resolver.nameservers = [host]
+            self.resolver.port = int(port) if port else 53
+        else:
+            self.resolver = dns.asyncresolver.Resolver()
+        self.resolver.lifetime = timeout_seconds
+
+    async def _answer(self, name: str, rdtype: str):
+        import dns.exception
+        import dns.resolver
+        try:
+            return await self.resolver.resolve(name, rdtype, raise_on_no_answer=False)
+        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+            return None
+        except (dns.exception.Timeout, dns.resolver.NoNameservers) as error:
+            raise LookupFailed(str(error)) from error
+
+    async def txt(self, name: str) -> list[str]:
+        answer = await self._answer(name, "TXT")
+        if answer is None or answer.rrset is None:
+            return []
+        return [b"".join(r.strings).decode("utf-8", "replace") for r in answer.rrset
+                if r.rdtype == 16]
+
+    async def cname(self, name: str) -> str | None:
+        answer = await self._answer(name, "CNAME")
+        if answer is None or answer.rrset is None:
+            return None
+        for r in answer.rrset:
+            return r.target.to_text().rstrip(".")
+        return None
