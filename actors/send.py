@@ -1,4 +1,11 @@
-"""The `send` queue: rendered MIME → SMTP, many messages in flight per worker."""
+"""The `send` queue: rendered MIME → SMTP, many messages in flight per worker, under
+limits shared by every worker process (pipelines/throttle.py over mongo/send_limits.py).
+
+One job is a chunk of message ids. It claims them (guarded, so a redelivery sends
+nothing twice), admits what the limits allow, sends the admitted ones concurrently over
+the pooled connections, and applies the outcomes in bulk. Held messages go back to
+`rendered` and ride the broker's delay queue (≤ 60 s, a window's length) — never
+dropped, never waited for in a loop."""
 
 from __future__ import annotations
 
@@ -7,8 +14,9 @@ import uuid
 
 import dramatiq
 
-from mongo import messages, outbox
-from pipelines.outcomes import plan_outcomes
+from mongo import analytics, batches, messages, outbox, send_limits
+from pipelines.outcomes import OutcomePlan, plan_outcomes
+from pipelines.throttle import Admission, DomainLimit, SendThrottle
 
 from . import runtime
 
@@ -21,21 +29,49 @@ async def send_messages(message_ids: list[str], attempt: int = 0) -> None:
     claimed = await messages.claim_for_sending(db, message_ids, uuid.uuid4().hex, LEASE_SECONDS)
     if not claimed:
         return
-    rendered = await messages.load_rendered(db, [m["_id"] for m in claimed])
-    transport = runtime.transport()
+    throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
+    admission = await throttle.admit(claimed, await _limits(db, claimed))
+    await _hold(db, admission)
+    try:
+        results = await asyncio.gather(*(_deliver(m) for m in admission.admitted))
+    finally:
+        await throttle.release(admission)
+    plan = plan_outcomes(results)
+    await _apply(db, plan)
 
-    async def deliver(message: dict):
-        mime = rendered.get(message["_id"])
-        if mime is None:
-            return message, None
-        return message, await transport.send(mime["mail_from"], mime["recipients"],
-                                             mime["data"].encode("ascii"), message["_id"])
 
-    results = await asyncio.gather(*(deliver(m) for m in claimed))
-    plan = plan_outcomes(results, attempt)
+async def _limits(db, claimed: list[dict]):
+    s = runtime.settings()
+    return await send_limits.load_limits(
+        db, claimed, default_key_rate_per_minute=s.email_rate_limit_per_minute,
+        default_domain=DomainLimit(s.domain_rate_per_minute, s.domain_concurrency))
+
+
+async def _hold(db, admission: Admission) -> None:
+    if not admission.held:
+        return
+    held = [m["_id"] for m in admission.held]
+    await messages.release_for_retry(db, held, {}, count_attempt=False)
+    send_messages.send_with_options(args=(held,), delay=int(admission.retry_after_seconds * 1000))
+
+
+async def _deliver(message: dict):
+    mime = message.get("mime")
+    if not mime:
+        return message, None
+    outcomes = await runtime.transport().send(mime["mail_from"], mime["recipients"],
+                                              mime["data"].encode("ascii"), message["_id"])
+    return message, outcomes
+
+
+async def _apply(db, plan: OutcomePlan) -> None:
+    """Outcomes in bulk: status changes, events, synchronous bounces, batch and analytics
+    counts; then the transient failures go back for a later attempt."""
     await messages.advance(db, plan.transitions)
     await outbox.record_many(db, plan.events)
-    await messages.drop_rendered(db, plan.finished_ids)
+    await batches.record_finished(db, plan.finished)
+    await analytics.bump_many(db, plan.analytics)
+    # TODO(delivery A): record plan.bounces as bounce records once mongo.bounces has its writer.
     if plan.retry_ids:
         await messages.release_for_retry(db, plan.retry_ids, plan.retry_notes)
-        send_messages.send_with_options(args=(plan.retry_ids, attempt + 1), delay=plan.retry_delay_ms)
+        send_messages.send_with_options(args=(plan.retry_ids,), delay=plan.retry_delay_ms)

@@ -5,37 +5,52 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pymongo.errors import PyMongoError
+
+from mongo import batches as batch_store
 from mongo import domains as domain_store
+from mongo import messages as message_store
+from mongo import send_limits
 from mongo import suppressions as suppression_store
 from pipelines import sender as sender_rules
+from pipelines import throttle
 from pipelines.clock import iso, now_iso, utcnow
-from pipelines.errors import InvalidSchedule, NoContent, ValidationFailed
-from pipelines.ids import new_message_id
+from pipelines.errors import (Forbidden, InvalidSchedule, NoContent, PostroomError, ServerError,
+                             ValidationFailed)
+from pipelines.ids import new_batch_id, new_message_id
 from pipelines.text import clean_subject
 
+from .enqueue import enqueue
 from .runtime import Caller, db, settings
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
 
 
 async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
-                        suppressed: set[str] | None = None) -> dict:
-    """`suppressed`: the suppressed addresses among the recipients when the caller already
-    looked them up in bulk (batch sends); otherwise they are looked up here."""
+                        suppressed: set[str] | None = None, domains: dict[str, bool] | None = None) -> dict:
+    """`suppressed` / `domains`: the suppressed addresses among the recipients and the
+    workspace's sending domains when the caller already looked them up in bulk (batch
+    sends); otherwise they are looked up here."""
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
-        raise NoContent("One of html, text or template_id is required.", path=path_prefix or None)
+        raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
     html = fields.get("html")
     if html is not None and len(html.encode()) > settings().max_html_bytes:
         raise ValidationFailed(f"html is larger than {settings().max_html_bytes // 1024} KB.",
                                path=f"{path_prefix}html")
     workspace = who.workspace
-    sender = sender_rules.resolve_sender(
-        from_email=fields.get("from_email"), from_name=fields.get("from_name"),
-        reply_to=fields.get("reply_to"), default_from_email=workspace.get("default_from_email"),
-        shared_local_part=workspace.get("sending_local_part")
-        or sender_rules.workspace_local_part(workspace["name"], workspace["_id"]),
-        shared_domain=settings().shared_domain,
-        domains=await domain_store.verified_map(db(), workspace["_id"]))
+    if domains is None:
+        domains = await domain_store.verified_map(db(), workspace["_id"])
+    try:
+        sender = sender_rules.resolve_sender(
+            from_email=fields.get("from_email"), from_name=fields.get("from_name"),
+            reply_to=fields.get("reply_to"), default_from_email=workspace.get("default_from_email"),
+            shared_local_part=workspace.get("sending_local_part")
+            or sender_rules.workspace_local_part(workspace["name"], workspace["_id"]),
+            shared_domain=settings().shared_domain, domains=domains)
+    except PostroomError as error:  # name the batch item the rule failed on
+        if path_prefix and error.path:
+            error.path = path_prefix + error.path
+        raise
     to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
     to = list(dict.fromkeys(to))
     if suppressed is None:
@@ -96,3 +111,59 @@ def schedule_fields(send_at: dt.datetime) -> dict:
     at = now_iso()
     return {"status": "scheduled", "due_at": iso(when), "queued_at": None,
             "history": [{"status": "scheduled", "at": at}]}
+
+
+async def charge_plan(who: Caller, count: int) -> None:
+    """The plan's monthly sending limit (403 limit_reached). Emails are counted when the
+    API accepts them, all or none per request; sandbox keys send nothing and count nothing."""
+    if who.sandbox:
+        return
+    limit = throttle.monthly_limit(who.workspace, settings().plan_monthly_email_limit)
+    # Counted even when unlimited, so a limit set mid-month sees the month's real usage.
+    if not await send_limits.charge_plan(db(), who.workspace_id, throttle.month_of(utcnow()), count, limit):
+        raise Forbidden(f"The plan's limit of {limit} emails this month has been reached.",
+                        code="limit_reached")
+
+
+RENDER_CHUNK = 100  # message ids per render job: one bulk read and write per chunk
+
+
+async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]:
+    """Every item checked on its own (the first failure names `messages[i]...`), with the
+    workspace's domains and suppressions looked up once for the whole batch."""
+    workspace_id = who.workspace_id
+    domains = await domain_store.verified_map(db(), workspace_id)
+    everyone = list(dict.fromkeys(r for item in items
+                                  for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
+    suppressed = await suppression_store.suppressed_among(db(), workspace_id, everyone)
+    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", suppressed=suppressed,
+                                domains=domains) for i, item in enumerate(items)]
+    batch_id = new_batch_id()
+    for doc in docs:
+        doc["batch_id"] = batch_id
+    batch = batch_store.new_batch(batch_id, workspace_id, who.key_id, [d["_id"] for d in docs],
+                                  [d["status"] for d in docs])
+    return batch, docs
+
+
+async def store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
+    """Store the messages, then hand the ones to send now to the `render` queue in chunks.
+    A store or broker failure answers 500 `failure_code`; messages whose enqueue failed
+    are marked failed, so the stale-queue sweep never sends what the client will retry."""
+    from actors.render import render_messages
+    try:
+        await message_store.insert_many(db(), docs)
+    except PyMongoError as error:
+        raise ServerError("The email could not be stored; nothing will be sent. Retry with backoff.",
+                          code=failure_code) from error
+    due = [d["_id"] for d in docs if d["status"] == "queued"]
+    for start in range(0, len(due), RENDER_CHUNK):
+        chunk = due[start:start + RENDER_CHUNK]
+        try:
+            await enqueue(render_messages, chunk, failure_code=failure_code)
+        except ServerError:
+            left = due[start:]
+            why = "could not be queued for sending"
+            await message_store.advance(db(), [(mid, "failed", {"error": why}, why) for mid in left])
+            await batch_store.record_finished(db(), [(d, "failed") for d in docs if d["_id"] in set(left)])
+            raise

@@ -21,7 +21,8 @@ INDEXES: dict[str, list[IndexModel]] = {
 
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
-                 "suppressions", "bounces", "analytics", "campaigns", "tracking"]
+                 "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
+                 "send_limits"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -26,19 +26,30 @@ async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
     return await db.messages.find({"_id": {"$in": list(message_ids)}}).to_list()
 
 
-def _transition(message_id: str, new: str, extra: dict | None = None, detail: str | None = None) -> UpdateOne:
+_MIME_DONE = {"delivered", *delivery_status.FINAL}
+
+
+def _transition(message_id: str, new: str, extra: dict | None = None, detail: str | None = None,
+                via: tuple[str, ...] = ()) -> UpdateOne:
+    """A guarded move to `new`; `via` names steps passed on the way (e.g. `sent` on the
+    way to `delivered`), each recorded with the same timestamp, in one write."""
     at = now_iso()
+    entries = [{"status": step, "at": at} for step in via]
     entry = {"status": new, "at": at}
     if detail:
         entry["detail"] = detail
+    entries.append(entry)
+    stamps = {f"{step}_at": at for step in (*via, new)}
+    if new in _MIME_DONE:  # the rendered MIME is not needed once the receiver answered
+        stamps["mime"] = ""
     return UpdateOne(
         {"_id": message_id, "status": {"$in": delivery_status.sources_for(new)}},
-        {"$set": {"status": new, "updated_at": at, f"{new}_at": at, **(extra or {})},
-         "$addToSet": {"history": entry}})
+        {"$set": {"status": new, "updated_at": at, **stamps, **(extra or {})},
+         "$addToSet": {"history": {"$each": entries}}})
 
 
-async def advance(db: AsyncDatabase, changes: list[tuple[str, str, dict | None, str | None]]) -> int:
-    """Apply (message_id, new_status, extra fields, detail) transitions that move forward."""
+async def advance(db: AsyncDatabase, changes: list[tuple]) -> int:
+    """Apply (message_id, new_status, extra fields, detail[, via]) transitions that move forward."""
     if not changes:
         return 0
     result = await db.messages.bulk_write([_transition(*c) for c in changes], ordered=False)
@@ -58,7 +69,8 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
                             lease_seconds: int) -> list[dict]:
     """Guarded claim: a rendered message, or one whose earlier sending lease ran out
     (its worker died mid-send), becomes `sending` under our token. A redelivered
-    broker message finds nothing left to claim and sends nothing twice."""
+    broker message finds nothing left to claim and sends nothing twice. The claimed
+    documents carry their rendered MIME (`mime`)."""
     now = now_iso()
     lease = in_seconds(lease_seconds)
     ops = [UpdateOne(
@@ -68,24 +80,21 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
         for mid in message_ids]
     await db.messages.bulk_write(ops, ordered=False)
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
-                                   "status": "sending"}).to_list()
+                                   "status": "sending"}, {"html": 0, "text": 0}).to_list()
+
+
+async def save_rendered(db: AsyncDatabase, rendered: list[dict], failed: dict[str, str]) -> None:
+    """queued → rendered with the MIME on the message itself (one write per message, and
+    the send step's claim reads it back), or queued → failed with the reason."""
+    changes = [(r["_id"], "rendered", {"mime": {k: v for k, v in r.items() if k != "_id"}}, None)
+               for r in rendered]
+    changes += [(mid, "failed", {"error": why}, why) for mid, why in failed.items()]
+    await advance(db, changes)
 
 
 async def store_rendered(db: AsyncDatabase, rendered: list[dict]) -> None:
-    """Upsert MIME by message id (re-rendering after a redelivery overwrites, never doubles)."""
-    if rendered:
-        await db.outgoing.bulk_write(
-            [UpdateOne({"_id": r["_id"]}, {"$set": r}, upsert=True) for r in rendered], ordered=False)
-
-
-async def load_rendered(db: AsyncDatabase, message_ids: list[str]) -> dict[str, dict]:
-    docs = await db.outgoing.find({"_id": {"$in": list(message_ids)}}).to_list()
-    return {d["_id"]: d for d in docs}
-
-
-async def drop_rendered(db: AsyncDatabase, message_ids: list[str]) -> None:
-    if message_ids:
-        await db.outgoing.delete_many({"_id": {"$in": list(message_ids)}})
+    """Kept for callers that render then advance separately: put the MIME on the message."""
+    await save_rendered(db, rendered, {})
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
@@ -112,14 +121,19 @@ async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int = 
     return [d["_id"] for d in docs]
 
 
-async def release_for_retry(db: AsyncDatabase, message_ids: list[str], notes: dict[str, str]) -> None:
-    """sending → rendered after a transient failure, keeping the MIME for the next attempt."""
+async def release_for_retry(db: AsyncDatabase, message_ids: list[str], notes: dict[str, str],
+                            *, count_attempt: bool = True) -> None:
+    """sending → rendered after a transient failure (or a throttle hold, which does not
+    count as an attempt), keeping the MIME for the next try."""
     at = now_iso()
-    ops = [UpdateOne({"_id": mid, "status": "sending"},
-                     {"$set": {"status": "rendered", "updated_at": at, "last_error": notes.get(mid)},
-                      "$inc": {"attempts": 1},
-                      "$addToSet": {"history": {"status": "deferred", "at": at, "detail": notes.get(mid)}}})
-           for mid in message_ids]
+    ops = []
+    for mid in message_ids:
+        update = {"$set": {"status": "rendered", "updated_at": at, "lease_token": ""}}
+        if count_attempt:
+            update["$set"]["last_error"] = notes.get(mid)
+            update["$inc"] = {"attempts": 1}
+            update["$addToSet"] = {"history": {"status": "deferred", "at": at, "detail": notes.get(mid)}}
+        ops.append(UpdateOne({"_id": mid, "status": "sending"}, update))
     if ops:
         await db.messages.bulk_write(ops, ordered=False)
 

@@ -8,37 +8,62 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
-from actors.render import render_messages
+from mongo import batches as batch_store
 from mongo import messages as message_store
 from pipelines.errors import Conflict, NotFound
 
-from ..enqueue import enqueue
 from ..idempotency import idempotent
 from ..responses import one
 from ..runtime import caller, db
+from ..sending import build_batch, build_message, charge_plan, schedule_fields, store_and_enqueue
 from ..types import EmailAddress, Strict
 from ..validation import body
-from ..sending import build_message, schedule_fields
 
 bp = Blueprint("email", __name__, url_prefix="/api/v1")
 
 MAX_RECIPIENTS = 50
+MAX_BATCH_MESSAGES = 1000
 
 
-class SendEmail(Strict):
+class EmailContent(Strict):
+    """One email: who it goes to, from whom, and what it says."""
     to: EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_RECIPIENTS)] = Field(
         description="One address, or a list of up to 50 addresses that all receive the same message.")
-    subject: Annotated[str, StringConstraints(min_length=1, max_length=998)]
-    html: str | None = None
-    text: str | None = None
-    template_id: str | None = None
-    template_data: dict[str, Any] | None = None
-    from_email: EmailAddress | None = None
-    from_name: Annotated[str, StringConstraints(max_length=200)] | None = None
-    reply_to: EmailAddress | None = None
-    track_opens: bool = False
-    track_clicks: bool = False
-    send_at: dt.datetime | None = Field(None, description="ISO 8601; in the future and within 72 hours.")
+    subject: Annotated[str, StringConstraints(min_length=1, max_length=998)] = Field(
+        description="HTML tags are stripped and line breaks folded.")
+    html: str | None = Field(None, description="HTML body, at most 256 KB.")
+    text: str | None = Field(None, description="Plain-text body (derived from html when absent).")
+    template_id: str | None = Field(None, description="A template of this workspace to render.")
+    template_data: dict[str, Any] | None = Field(None, description="Keys become merge tags.")
+    from_email: EmailAddress | None = Field(
+        None, description="On a verified domain of the workspace: the From address; otherwise the "
+                          "Reply-To of mail sent from the workspace's address on the shared domain.")
+    from_name: Annotated[str, StringConstraints(max_length=200)] | None = Field(None, description="Display name.")
+    reply_to: EmailAddress | None = Field(None, description="Reply-To address (wins over from_email).")
+    track_opens: bool = Field(False, description="Add an open-tracking pixel.")
+    track_clicks: bool = Field(False, description="Rewrite links for click tracking.")
+
+
+class SendEmail(EmailContent):
+    send_at: dt.datetime | None = Field(
+        None, description="ISO 8601; in the future and within 72 hours. Without a time zone: UTC.")
+
+
+class SendBatch(Strict):
+    messages: Annotated[list[EmailContent], Field(min_length=1, max_length=MAX_BATCH_MESSAGES)] = Field(
+        description="1 to 1000 emails, each validated on its own (errors name `messages[i].field`).")
+
+
+def batch_view(doc: dict) -> dict:
+    return {
+        "batch_id": doc["_id"],
+        "status": batch_store.batch_status(doc),
+        "total": doc["total"],
+        "counts": {"queued": doc["pending"], "sent": doc["sent"],
+                   **{k: doc[k] for k in batch_store.FINAL_OUTCOMES}},
+        "created_at": doc["created_at"],
+        "completed_at": doc["completed_at"] or None,
+    }
 
 
 def status_view(doc: dict) -> dict:
@@ -54,6 +79,9 @@ def status_view(doc: dict) -> dict:
         "opened_at": doc.get("opened_at"),
         "clicked_at": doc.get("clicked_at"),
         "bounced_at": doc.get("bounced_at"),
+        "failed_at": doc.get("failed_at"),
+        "cancelled_at": doc.get("cancelled_at"),
+        "error": doc.get("error"),
         "smtp_response": doc.get("smtp_response"),
         "sandbox": bool(doc.get("sandbox")),
         "batch_id": doc.get("batch_id"),
@@ -66,19 +94,40 @@ def status_view(doc: dict) -> dict:
 @idempotent()
 @body(SendEmail)
 async def send(data: SendEmail):
+    schedule = schedule_fields(data.send_at) if data.send_at is not None else None
     doc = await build_message(data.model_dump(), caller())
     if doc["status"] == "suppressed":  # every recipient is suppressed: stored, never enqueued
-        await message_store.insert_many(db(), [doc])
+        await store_and_enqueue([doc])
         return one({"message_id": doc["_id"], "status": "suppressed", "to": doc["to"],
                     "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 200)
-    if data.send_at is not None:
-        doc.update(schedule_fields(data.send_at))
-        await message_store.insert_many(db(), [doc])
+    await charge_plan(caller(), 1)
+    if schedule is not None:
+        doc.update(schedule)
+        await store_and_enqueue([doc])
         return one({"scheduled": True, "message_id": doc["_id"], "scheduled_at": doc["due_at"]}, 201)
-    await message_store.insert_many(db(), [doc])
-    await enqueue(render_messages, [doc["_id"]])
+    await store_and_enqueue([doc])
     return one({"message_id": doc["_id"], "status": doc["status"], "to": doc["to"],
                 "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 202)
+
+
+@bp.post("/email/batch")
+@idempotent()
+@body(SendBatch)
+async def send_batch(data: SendBatch):
+    batch, docs = await build_batch([m.model_dump() for m in data.messages], caller())
+    await charge_plan(caller(), sum(1 for d in docs if d["status"] != "suppressed"))
+    await batch_store.insert(db(), batch)
+    await store_and_enqueue(docs)
+    return one({"batch_id": batch["_id"], "status": batch_store.batch_status(batch),
+                "total": batch["total"], "message_ids": [d["_id"] for d in docs]}, 202)
+
+
+@bp.get("/email/batch/<batch_id>")
+async def batch_status(batch_id: str):
+    doc = await batch_store.get(db(), caller().workspace_id, batch_id)
+    if doc is None:
+        raise NotFound("No such batch in this workspace.")
+    return one(batch_view(doc))
 
 
 @bp.get("/email/<message_id>/status")

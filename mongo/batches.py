@@ -1,0 +1,83 @@
+"""Batches of transactional email (POST /email/batch): one document per batch whose flat
+counters are bumped by `_id` as its messages finish, so GET /email/batch/:id never scans
+messages.
+
+Counters: `total`; `pending` (not finished yet); `sent` (accepted by the receiving
+server); one per final outcome: `delivered`, `bounced`, `failed`, `suppressed`,
+`cancelled`; `finished` (sum of the final outcomes). `completed_at` is set once
+`finished` reaches `total`."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import now_iso
+
+INDEXES: dict[str, list] = {}  # read and bumped by `_id` only
+
+FINAL_OUTCOMES = ("delivered", "bounced", "failed", "suppressed", "cancelled")
+
+
+def new_batch(batch_id: str, workspace_id: str, key_id: str, message_ids: list[str],
+              statuses: list[str]) -> dict:
+    """The batch document; messages already final at creation (e.g. suppressed) count at once."""
+    now = now_iso()
+    doc = {"_id": batch_id, "workspace_id": workspace_id, "key_id": key_id,
+           "message_ids": message_ids, "total": len(message_ids), "pending": 0, "sent": 0,
+           "finished": 0, "created_at": now, "completed_at": ""}
+    doc.update({k: 0 for k in FINAL_OUTCOMES})
+    for status in statuses:
+        if status in FINAL_OUTCOMES:
+            doc[status] += 1
+            doc["finished"] += 1
+        else:
+            doc["pending"] += 1
+    if doc["finished"] == doc["total"]:
+        doc["completed_at"] = now
+    return doc
+
+
+async def insert(db: AsyncDatabase, doc: dict) -> None:
+    await db.batches.insert_one(doc)
+
+
+async def get(db: AsyncDatabase, workspace_id: str, batch_id: str) -> dict | None:
+    return await db.batches.find_one({"_id": batch_id, "workspace_id": workspace_id},
+                                     {"message_ids": 0})
+
+
+async def record_finished(db: AsyncDatabase, finished: list[tuple[dict, str]]) -> None:
+    """Count messages reaching a final outcome: [(message document, outcome)]. Callers
+    hold the message's guarded transition, so each message is counted once."""
+    per_batch: dict[str, Counter] = {}
+    for message, outcome in finished:
+        batch_id = message.get("batch_id")
+        if not batch_id or outcome not in FINAL_OUTCOMES:
+            continue
+        counts = per_batch.setdefault(batch_id, Counter())
+        counts[outcome] += 1
+        counts["finished"] += 1
+        counts["pending"] -= 1
+        if outcome == "delivered":
+            counts["sent"] += 1
+    if not per_batch:
+        return
+    await db.batches.bulk_write(
+        [UpdateOne({"_id": b}, {"$inc": dict(c)}) for b, c in per_batch.items()], ordered=False)
+    done = await db.batches.find({"_id": {"$in": list(per_batch)}, "completed_at": ""},
+                                 {"total": 1, "finished": 1}).to_list()
+    complete = [d["_id"] for d in done if d["finished"] >= d["total"]]
+    if complete:
+        await db.batches.update_many({"_id": {"$in": complete}, "completed_at": ""},
+                                     {"$set": {"completed_at": now_iso()}})
+
+
+def batch_status(doc: dict) -> str:
+    """processing until every message is final; then failed if none was delivered
+    (every one failed, bounced or was suppressed), else completed."""
+    if doc["finished"] < doc["total"]:
+        return "processing"
+    return "completed" if doc["delivered"] > 0 else "failed"

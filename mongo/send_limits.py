@@ -1,0 +1,136 @@
+"""The store behind pipelines/throttle.py: shared counts every worker process sees.
+
+- Windows (per-key email rate, per-domain rate): buckets of W/6 seconds in the
+  `rate_windows` collection the front's request limits use (`_id` = "send:<key>:<bucket>",
+  purged by the scheduler through `expires_at`). A take is `$inc` then read, then the
+  excess given back, so concurrent takers can under-grant, never over-grant.
+- Slots (per-domain concurrency): one lease document per taker in `send_slots`
+  (`_id` = "<key>:<token>", `n`, `until`). A dead worker's lease lapses at `until`.
+- Plan usage: one counter per workspace per month in `plan_usage` (`_id` = "<ws>:<YYYY-MM>").
+- Per destination domain overrides: `domain_limits` (`_id` = domain,
+  `rate_per_minute`, `concurrency`), set by operators (e.g. a warm-up for one provider).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import in_seconds, now_iso
+from pipelines.ids import new_uuid
+from pipelines.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
+
+BUCKETS_PER_WINDOW = 6
+
+INDEXES: dict[str, list] = {
+    "send_slots": [IndexModel([("key", ASCENDING), ("until", ASCENDING)], name="key_until")],
+}
+
+
+class StoreLimiterBackend:
+    """`pipelines.throttle.LimiterBackend` over the store."""
+
+    def __init__(self, db: AsyncDatabase):
+        self.db = db
+
+    @staticmethod
+    def _buckets(key: str, window_seconds: int, now: float) -> tuple[list[str], float, int]:
+        width = window_seconds / BUCKETS_PER_WINDOW
+        current = int(now // width)
+        first = current - BUCKETS_PER_WINDOW + 1
+        return [f"send:{key}:{b}" for b in range(first, current + 1)], width, first
+
+    async def take_window(self, key: str, want: int, limit: int, window_seconds: int) -> Grant:
+        now = time.time()
+        ids, width, first = self._buckets(key, window_seconds, now)
+        coll = self.db.rate_windows
+        await coll.update_one({"_id": ids[-1]},
+                              {"$inc": {"n": want}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
+                              upsert=True)
+        counts = {d["_id"]: d.get("n", 0) for d in await coll.find({"_id": {"$in": ids}}).to_list()}
+        used = sum(counts.values())
+        excess = min(want, max(0, used - limit))
+        if not excess:
+            return Grant(want)
+        await coll.update_one({"_id": ids[-1]}, {"$inc": {"n": -excess}})
+        # The first refused unit fits once the oldest counted bucket leaves the window.
+        oldest = next((i for i, b in enumerate(ids) if counts.get(b, 0) > 0), len(ids) - 1)
+        leaves_at = (first + oldest) * width + window_seconds
+        return Grant(want - excess, max(1.0, math.ceil(leaves_at - now)))
+
+    async def give_window(self, key: str, count: int, window_seconds: int) -> None:
+        ids, _, _ = self._buckets(key, window_seconds, time.time())
+        await self.db.rate_windows.update_one({"_id": ids[-1]}, {"$inc": {"n": -count}})
+
+    async def take_slots(self, key: str, want: int, limit: int, lease_seconds: int) -> Lease:
+        token = new_uuid()
+        _id = f"{key}:{token}"
+        coll = self.db.send_slots
+        await coll.insert_one({"_id": _id, "key": key, "n": want, "until": in_seconds(lease_seconds)})
+        held = await coll.find({"key": key, "until": {"$gt": now_iso()}}, {"n": 1}).to_list()
+        excess = min(want, max(0, sum(d.get("n", 0) for d in held) - limit))
+        if excess == want:
+            await coll.delete_one({"_id": _id})
+        elif excess:
+            await coll.update_one({"_id": _id}, {"$inc": {"n": -excess}})
+        return Lease(key, token, want - excess)
+
+    async def give_slots(self, lease: Lease, count: int | None = None) -> None:
+        _id = f"{lease.key}:{lease.token}"
+        if count is None or count >= lease.count:
+            await self.db.send_slots.delete_one({"_id": _id})
+        elif count > 0:
+            await self.db.send_slots.update_one({"_id": _id}, {"$inc": {"n": -count}})
+
+
+async def load_limits(db: AsyncDatabase, messages: list[dict], *, default_key_rate_per_minute: int,
+                      default_domain: DomainLimit) -> SendLimits:
+    """The limits that apply to these messages: each key's `email_rate_limit` (or the
+    default) and each destination domain's override (or the default)."""
+    key_ids = sorted({m["key_id"] for m in messages if m.get("key_id")})
+    keys = await db.api_keys.find({"_id": {"$in": key_ids}}, {"email_rate_limit": 1}).to_list() if key_ids else []
+    rates = {k["_id"]: int(k.get("email_rate_limit") or default_key_rate_per_minute) for k in keys}
+    domains = sorted({d for m in messages for d in recipient_domains(m)})
+    overrides = await db.domain_limits.find({"_id": {"$in": domains}}).to_list() if domains else []
+    return SendLimits(
+        key_rate_per_minute=rates, default_domain=default_domain,
+        domains={o["_id"]: DomainLimit(int(o.get("rate_per_minute", default_domain.rate_per_minute)),
+                                       int(o.get("concurrency", default_domain.concurrency)))
+                 for o in overrides})
+
+
+async def set_domain_limit(db: AsyncDatabase, domain: str, *, rate_per_minute: int, concurrency: int) -> None:
+    await db.domain_limits.update_one(
+        {"_id": domain.lower()},
+        {"$set": {"rate_per_minute": rate_per_minute, "concurrency": concurrency, "updated_at": now_iso()}},
+        upsert=True)
+
+
+async def charge_plan(db: AsyncDatabase, workspace_id: str, month: str, count: int, limit: int) -> bool:
+    """Count `count` emails against the month; refused (and not counted) past `limit`."""
+    if count <= 0:
+        return True
+    _id = plan_counter_id(workspace_id, month)
+    doc = await db.plan_usage.find_one_and_update(
+        {"_id": _id}, {"$inc": {"n": count}, "$setOnInsert": {"workspace_id": workspace_id, "month": month}},
+        upsert=True, return_document=ReturnDocument.AFTER)
+    if limit > 0 and doc["n"] > limit:
+        await db.plan_usage.update_one({"_id": _id}, {"$inc": {"n": -count}})
+        return False
+    return True
+
+
+async def plan_used(db: AsyncDatabase, workspace_id: str, month: str) -> int:
+    doc = await db.plan_usage.find_one({"_id": plan_counter_id(workspace_id, month)})
+    return int(doc["n"]) if doc else 0
+
+
+async def purge_lapsed_slots(db, settings) -> int:
+    """Scheduler job: forget concurrency leases whose worker never gave them back."""
+    return (await db.send_slots.delete_many({"until": {"$lt": now_iso()}})).deleted_count
+
+
+JOBS = [purge_lapsed_slots]
