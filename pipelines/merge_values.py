@@ -1,0 +1,146 @@
+"""What merge-tag values mean at render time: lookup, output text, fallback, formats,
+truthiness and comparison. These are the only functions generated templates call; they
+touch dict keys and list indexes, never attributes, so no Python object is reachable."""
+
+from __future__ import annotations
+
+import math
+
+_MISSING = None
+
+
+def lookup(value, keys: tuple) -> object:
+    for key in keys:
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return _MISSING
+    return value
+
+
+def mt_get(value, *keys):
+    return lookup(value, keys)
+
+
+def mt_scoped(scopes: tuple, *keys):
+    """A bare name inside {{#each}}: the innermost item that has it, else the root data
+    (the root is the last scope), like Handlebars."""
+    first = keys[0]
+    for scope in scopes[:-1]:
+        if isinstance(scope, dict) and first in scope:
+            return lookup(scope, keys)
+    return lookup(scopes[-1], keys)
+
+
+def mt_list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_text(value) -> str:
+    """JSON-ish text: true/false, integers without a trailing .0, lists joined by ', ',
+    objects and missing values empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, list):
+        return ", ".join(as_text(v) for v in value if not isinstance(v, (dict, list)))
+    return ""
+
+
+_FORMATS = {
+    "text": lambda s: s,
+    "uppercase": str.upper,
+    "lowercase": str.lower,
+    "capitalize": str.capitalize,
+}
+
+
+def mt_out(value, fallback: str, fmt: str) -> str:
+    text = value if isinstance(value, str) else as_text(value)
+    if not text.strip():
+        text = fallback
+    return text if fmt == "text" else _FORMATS[fmt](text)
+
+
+def truthy(value) -> bool:
+    """Handlebars' rule: missing, null, false, 0, "" (also blank), [] and {} are false."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return bool(value)
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _boolean(value) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _ordered(op: str, a, b) -> bool:
+    if op == "==":
+        return a == b
+    if op == "!=":
+        return a != b
+    if op == ">":
+        return a > b
+    if op == "<":
+        return a < b
+    if op == ">=":
+        return a >= b
+    return a <= b
+
+
+def compare(left, op: str, right) -> bool:
+    """Booleans compare as booleans ("true"/"false" strings count), numbers and numeric
+    strings as numbers, two texts as text; a number against non-numeric text, or a
+    missing/null side, is unequal and never ordered (null equals only null)."""
+    if left is None or right is None:
+        if op in ("==", "!="):
+            return (left is None and right is None) == (op == "==")
+        return False
+    if isinstance(left, bool) or isinstance(right, bool):
+        a, b = _boolean(left), _boolean(right)
+        if a is None or b is None:
+            return op == "!="
+        return _ordered(op, a, b)
+    a, b = _number(left), _number(right)
+    if a is not None and b is not None:
+        return _ordered(op, a, b)
+    numeric = (int, float)
+    if isinstance(left, (dict, list, *numeric)) or isinstance(right, (dict, list, *numeric)):
+        return op == "!="       # a number against non-numeric text, or a list/object: unrelated
+    return _ordered(op, as_text(left), as_text(right))
+
+
+def mt_compare(left, op: str, right) -> bool:
+    return compare(left, op, right)
+
+
+FILTERS = {"mt_get": mt_get, "mt_scoped": mt_scoped, "mt_list": mt_list, "mt_out": mt_out}
+TESTS = {"mt_truthy": truthy, "mt_compare": mt_compare}
