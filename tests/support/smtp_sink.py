@@ -3,6 +3,7 @@ recipient can be scripted: defer (4xx) the first N attempts, or reject (5xx)."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import email
 import email.policy
@@ -32,6 +33,10 @@ class SinkHandler:
         self.defer_counts: dict[str, int] = {}
         self.rejects: dict[str, tuple[int, str]] = {}
         self.attempts = collections.Counter()
+        # Slow domains: DATA takes this long, so concurrent deliveries overlap and show.
+        self.slow: dict[str, float] = {}
+        self.in_flight = collections.Counter()
+        self.max_in_flight = collections.Counter()
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         key = address.lower()
@@ -47,7 +52,17 @@ class SinkHandler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        domains = {r.rsplit("@", 1)[-1].lower() for r in envelope.rcpt_tos}
         with self.lock:
+            for d in domains:
+                self.in_flight[d] += 1
+                self.max_in_flight[d] = max(self.max_in_flight[d], self.in_flight[d])
+        delay = max((self.slow.get(d, 0.0) for d in domains), default=0.0)
+        if delay:
+            await asyncio.sleep(delay)
+        with self.lock:
+            for d in domains:
+                self.in_flight[d] -= 1
             self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
         return "250 2.0.0 queued"
 
@@ -85,6 +100,15 @@ class SmtpSink:
     def defer(self, address: str, times: int) -> None:
         with self.handler.lock:
             self.handler.defer_counts[address.lower()] = times
+
+    def slow_down(self, domain: str, seconds: float) -> None:
+        with self.handler.lock:
+            self.handler.slow[domain.lower()] = seconds
+
+    def max_concurrent(self, domain: str) -> int:
+        """The most messages to `domain` that were being received at the same moment."""
+        with self.handler.lock:
+            return self.handler.max_in_flight[domain.lower()]
 
     def reject(self, address: str, code: int = 550, text: str = "5.1.1 user unknown") -> None:
         with self.handler.lock:
