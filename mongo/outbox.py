@@ -7,8 +7,9 @@ deterministic `event_id` so a redelivered actor message records the event once."
 
 from __future__ import annotations
 
+from pymongo import InsertOne, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
@@ -38,10 +39,23 @@ async def record(db: AsyncDatabase, workspace_id: str, event: str, data: dict,
 async def record_many(db: AsyncDatabase, docs: list[dict]) -> None:
     if not docs:
         return
-    from pymongo import InsertOne
-    from pymongo.errors import BulkWriteError
     try:
         await db.outbox.bulk_write([InsertOne(d) for d in docs], ordered=False)
     except BulkWriteError as error:
         if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
             raise
+
+
+async def pending(db: AsyncDatabase, limit: int = 500) -> list[dict]:
+    """Events not yet fanned out to webhook deliveries, oldest first."""
+    return await db.outbox.find({"dispatched": False}, sort=[("timestamp", 1)], limit=limit).to_list()
+
+
+async def mark_dispatched(db: AsyncDatabase, event_ids: list[str]) -> None:
+    """Guarded per event (`dispatched: false`), by `_id`."""
+    if not event_ids:
+        return
+    at = now_iso()
+    await db.outbox.bulk_write([UpdateOne({"_id": e, "dispatched": False},
+                                          {"$set": {"dispatched": True, "dispatched_at": at}})
+                                for e in event_ids], ordered=False)

@@ -68,6 +68,7 @@ def service_env(run_dir, store_url, database_name, amqp, smtp_sink):
         "POSTROOM_DATA_DIR": str(run_dir / "data"),
         "POSTROOM_ALLOW_PRIVATE_TARGETS": "1",
         "POSTROOM_SCHEDULER_INTERVAL_SECONDS": "0.2",
+        "POSTROOM_WEBHOOK_RETRY_SCALE": "0.01",
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     })
     return env, port

@@ -1,5 +1,171 @@
-"""Webhook subscriptions and test deliveries."""
+"""Webhook subscriptions (both forms of the spec), secret rotation, test deliveries and
+the delivery log. Deliveries themselves are made by the `webhooks` actor from the outbox."""
 
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
+from mongo import webhooks as webhook_store
+from pipelines import webhook_signing
+from pipelines.errors import NotFound, ValidationFailed
+from pipelines.ids import new_uuid
+from pipelines.clock import now_iso
+from pipelines.outbound_http import MAX_URL_LENGTH, literal_target_problem, url_problem
+from pipelines.secret_box import open_sealed, seal
+from pipelines.webhook_delivery import send_signed
+from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db, settings
+from ..types import Id, Strict
+from ..validation import body, query
+
 bp = Blueprint("webhooks", __name__, url_prefix="/api/v1")
+
+EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6.")]
+TargetUrl = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL_LENGTH), Field(
+    description="http(s) URL receiving signed POST deliveries; at most 2048 characters.")]
+
+
+class CreateTrigger(Strict):
+    targetUrl: TargetUrl  # noqa: N815 (the spec's field name)
+    event: EventType
+
+
+class CreateWebhook(Strict):
+    """The second subscription form: one subscription for several events."""
+    url: TargetUrl
+    events: Annotated[list[EventType], Field(min_length=1, max_length=len(EVENT_TYPES), description=(
+        "1 to 18 event types; repeats are ignored. One subscription (one id, one secret) for all."))]
+
+
+class TriggerList(PageQuery):
+    event: EventType | None = Field(None, description="Only subscriptions to this event.")
+
+
+class TriggerId(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: Id = Field(description="The subscription to delete.")
+
+
+class DeliveryList(PageQuery):
+    status: Literal["pending", "delivered", "failed", "cancelled"] | None = None
+
+
+def subscription_view(doc: dict) -> dict:
+    return {"id": doc["_id"], "event": doc["events"][0], "events": doc["events"],
+            "targetUrl": doc["target_url"], "url": doc["target_url"], "createdAt": doc["created_at"],
+            "active": doc["active"]}
+
+
+def check_target(url: str, path: str) -> None:
+    problem = url_problem(url) or literal_target_problem(url, settings().allow_private_targets)
+    if problem:
+        raise ValidationFailed(f"{path} {problem}.", path=path)
+
+
+async def subscribe(events: list[str], url: str, form: str):
+    secret = webhook_signing.new_secret()
+    doc = await webhook_store.create(db(), caller().workspace_id, events=list(dict.fromkeys(events)),
+                                     target_url=url, secret_sealed=seal(secret, settings().secret_key),
+                                     form=form)
+    return one({**subscription_view(doc), "secret": secret}, 201)
+
+
+async def owned(webhook_id: str) -> dict:
+    doc = await webhook_store.get(db(), caller().workspace_id, webhook_id)
+    if doc is None:
+        raise NotFound("No such webhook subscription in this workspace.")
+    return doc
+
+
+async def unsubscribe(webhook_id: str):
+    if not await webhook_store.deactivate(db(), caller().workspace_id, webhook_id):
+        raise NotFound("No such webhook subscription in this workspace.")
+    return one({"success": True})
+
+
+@bp.post("/webhooks/triggers")
+@body(CreateTrigger)
+async def create_trigger(data: CreateTrigger):
+    check_target(data.targetUrl, "targetUrl")
+    return await subscribe([data.event], data.targetUrl, "triggers")
+
+
+@bp.get("/webhooks/triggers")
+@query(TriggerList)
+async def list_triggers(params: TriggerList):
+    docs, total = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
+                                                  limit=params.limit, offset=params.offset)
+    return page([subscription_view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.delete("/webhooks/triggers")
+@query(TriggerId)
+async def delete_trigger(params: TriggerId):
+    return await unsubscribe(params.id)
+
+
+@bp.post("/webhooks")
+@body(CreateWebhook)
+async def create_webhook(data: CreateWebhook):
+    check_target(data.url, "url")
+    return await subscribe(data.events, data.url, "webhooks")
+
+
+@bp.get("/webhooks/<webhook_id>")
+async def get_webhook(webhook_id: str):
+    return one(subscription_view(await owned(webhook_id)))
+
+
+@bp.delete("/webhooks/<webhook_id>")
+async def delete_webhook(webhook_id: str):
+    return await unsubscribe(webhook_id)
+
+
+@bp.post("/webhooks/<webhook_id>/rotate-secret")
+async def rotate_secret(webhook_id: str):
+    secret = webhook_signing.new_secret()
+    doc = await webhook_store.replace_secret(db(), caller().workspace_id, webhook_id,
+                                             seal(secret, settings().secret_key))
+    if doc is None:
+        raise NotFound("No such webhook subscription in this workspace.")
+    return one({"id": doc["_id"], "secret": secret, "rotatedAt": doc["secret_rotated_at"]})
+
+
+@bp.post("/webhooks/<webhook_id>/test")
+async def test_webhook(webhook_id: str):
+    doc = await owned(webhook_id)
+    result = await send_signed(
+        url=doc["target_url"], secret=open_sealed(doc["secret_sealed"], settings().secret_key),
+        body=webhook_signing.encode_payload(TEST_EVENT, now_iso(), {"webhook_id": doc["_id"], "test": True}),
+        event=TEST_EVENT, delivery_id=f"test_{new_uuid()}", webhook_id=doc["_id"],
+        allow_private=settings().allow_private_targets)
+    return one({"success": result.ok, "status_code": result.status_code,
+                "response_time_ms": result.duration_ms})
+
+
+def delivery_view(doc: dict, attempts: list[dict]) -> dict:
+    return {"id": doc["_id"], "event": doc["event"], "event_id": doc["event_id"], "status": doc["status"],
+            "attempt_count": doc["attempt_count"],
+            "next_attempt_at": doc["next_attempt_at"] if doc["status"] == "pending" else None,
+            "delivered_at": doc.get("delivered_at"), "last_status_code": doc["last_status_code"],
+            "last_error": doc.get("last_error"), "created_at": doc["created_at"],
+            "attempts": [{"attempt": a["attempt"], "at": a["at"], "status_code": a["status_code"],
+                          "duration_ms": a["duration_ms"], "error": a.get("error")} for a in attempts]}
+
+
+@bp.get("/webhooks/<webhook_id>/deliveries")
+@query(DeliveryList)
+async def list_deliveries(webhook_id: str, params: DeliveryList):
+    await owned(webhook_id)
+    docs, total = await webhook_store.list_for_webhook(db(), caller().workspace_id, webhook_id,
+                                                       status=params.status, limit=params.limit,
+                                                       offset=params.offset)
+    attempts = await webhook_store.attempts_for(db(), [d["_id"] for d in docs])
+    return page([delivery_view(d, attempts[d["_id"]]) for d in docs], total=total,
+                limit=params.limit, offset=params.offset)
