@@ -1,0 +1,94 @@
+"""The sliding window (six 10-second buckets per minute) against the store, with the clock
+passed in so the slide is exact."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mongo import rate_windows
+from tests.support.harness import StoreThread
+
+T0 = 1_700_000_000.0  # a multiple of 10 s: the start of a bucket
+
+
+@pytest.fixture(scope="module")
+def store(store_url, database_name):
+    thread = StoreThread(store_url, f"{database_name}_windows")
+    yield thread
+    thread.close()
+
+
+@pytest.fixture
+def hit(store):
+    subject = uuid.uuid4().hex
+
+    def _hit(at: float, limit: int = 3, **kw):
+        return store.run(rate_windows.hit, "req", subject, limit=limit, now=T0 + at, **kw)
+    return _hit
+
+
+def test_requests_up_to_the_limit_pass_and_count_down(hit):
+    states = [hit(0.0), hit(1.0), hit(2.0)]
+    assert [s.allowed for s in states] == [True, True, True]
+    assert [s.remaining for s in states] == [2, 1, 0]
+    assert states[0].limit == 3
+
+
+def test_the_next_request_is_refused_until_the_oldest_bucket_leaves(hit):
+    for at in (0.0, 1.0, 2.0):
+        hit(at)
+    refused = hit(5.0)
+    assert not refused.allowed
+    assert refused.remaining == 0
+    assert refused.reset_epoch == T0 + 60
+    assert refused.retry_after_seconds(T0 + 5.0) == 55
+    assert not hit(59.9).allowed
+    assert hit(60.0).allowed
+
+
+def test_a_refused_request_does_not_use_up_the_window(hit):
+    for at in (0.0, 1.0, 2.0):
+        hit(at)
+    for at in (3.0, 4.0, 5.0, 6.0):
+        assert not hit(at).allowed
+    # at 60 s the first three leave; had refusals counted, their bucket would still be full
+    assert [hit(60.0 + i).allowed for i in range(3)] == [True, True, True]
+    assert not hit(63.0).allowed
+
+
+def test_the_window_slides_bucket_by_bucket(hit):
+    assert hit(0.0).allowed        # bucket 0
+    assert hit(30.0).allowed       # bucket 3
+    assert hit(45.0).allowed       # bucket 4
+    state = hit(50.0)
+    assert not state.allowed
+    assert state.reset_epoch == T0 + 60          # when bucket 0 leaves
+    after_first = hit(61.0)                       # bucket 0 gone, 2 remain counted
+    assert after_first.allowed and after_first.used == 3
+    assert not hit(65.0).allowed
+    assert hit(91.0).allowed                      # bucket 3 gone too
+
+
+def test_reset_is_in_the_future_and_retry_after_at_least_one_second(hit):
+    state = hit(0.0, limit=1)
+    assert state.reset_epoch > T0
+    refused = hit(59.99, limit=1)
+    assert not refused.allowed
+    assert refused.retry_after_seconds(T0 + 59.99) == 1
+
+
+def test_windows_of_different_scopes_and_subjects_are_independent(store, hit):
+    for at in (0.0, 1.0, 2.0):
+        hit(at)
+    other = store.run(rate_windows.hit, "email", "someone-else", limit=3, now=T0 + 3.0)
+    assert other.allowed and other.used == 1
+
+
+def test_peek_reports_without_counting(store):
+    subject = uuid.uuid4().hex
+    store.run(rate_windows.hit, "req", subject, limit=2, now=T0)
+    for _ in range(3):
+        state = store.run(rate_windows.peek, "req", subject, limit=2, now=T0 + 1)
+        assert state.used == 1 and state.allowed
