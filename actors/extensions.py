@@ -2,7 +2,7 @@
 
 import importlib
 
-MODULES: list[str] = ["actors.webhooks"]
+MODULES: list[str] = ["actors.webhooks", "actors.campaigns"]
 
 
 def load() -> None:

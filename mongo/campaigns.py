@@ -1,5 +1,210 @@
-"""Store queries for campaigns."""
+"""Campaign documents (`_id` = campaign UUID) and the queries over their messages.
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+Every state change is a guarded `find_one_and_update` on the expected state, so two
+fronts, a scheduler and a redelivered actor never start, finish or cancel a campaign
+twice. The fan-out's position (`last_contact_id`) is saved per batch, guarded on the
+position the batch started from, so a restarted worker resumes where the last one
+stopped and two copies of one batch cannot both advance it."""
 
-INDEXES: dict[str, list] = {}
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.campaign_fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
+from pipelines.campaign_stats import COUNTERS, PENDING_STATUSES
+from pipelines.clock import now_iso
+
+INDEXES: dict[str, list] = {
+    "campaigns": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
+                  IndexModel([("status", ASCENDING), ("send_at", ASCENDING)], name="status_send_at")],
+    "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
+}
+
+# Before the first batch the cursor sits before every contact id.
+CURSOR_START = ""
+
+
+async def insert(db: AsyncDatabase, doc: dict) -> dict:
+    await db.campaigns.insert_one(doc)
+    return doc
+
+
+async def get(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
+    return await db.campaigns.find_one({"_id": campaign_id, "workspace_id": workspace_id})
+
+
+async def load(db: AsyncDatabase, campaign_id: str) -> dict | None:
+    return await db.campaigns.find_one({"_id": campaign_id})
+
+
+async def list_page(db: AsyncDatabase, workspace_id: str, status: str | None,
+                    limit: int, offset: int) -> tuple[list[dict], int]:
+    query: dict = {"workspace_id": workspace_id}
+    if status:
+        query["status"] = status
+    items = await db.campaigns.find(query, sort=[("created_at", -1), ("_id", 1)],
+                                    skip=offset, limit=limit).to_list()
+    return items, await db.campaigns.count_documents(query)
+
+
+async def _guarded(db: AsyncDatabase, query: dict, changes: dict) -> dict | None:
+    changes = {**changes, "updated_at": now_iso()}
+    return await db.campaigns.find_one_and_update(query, {"$set": changes},
+                                                  return_document=ReturnDocument.AFTER)
+
+
+async def start_sending(db: AsyncDatabase, workspace_id: str, campaign_id: str, fields: dict) -> dict | None:
+    """draft|scheduled → sending; None when the campaign was not in a startable state."""
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(STARTABLE)}},
+                          {**fields, "status": "sending", "started_at": now_iso()})
+
+
+async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_at: str) -> dict | None:
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(SCHEDULABLE)}},
+                          {"status": "scheduled", "send_at": send_at})
+
+
+async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(CANCELLABLE)}},
+                          {"status": "cancelled", "cancelled_at": now_iso()})
+
+
+async def fail(db: AsyncDatabase, campaign_id: str, reason: str) -> dict | None:
+    return await _guarded(db, {"_id": campaign_id, "status": {"$in": list(STARTABLE)}},
+                          {"status": "failed", "failed_at": now_iso(), "failure_reason": reason})
+
+
+async def complete(db: AsyncDatabase, campaign_id: str) -> dict | None:
+    """sending → sent, once the fan-out is done (the caller checked nothing is pending)."""
+    return await _guarded(db, {"_id": campaign_id, "status": "sending", "fanout_done": True},
+                          {"status": "sent", "completed_at": now_iso()})
+
+
+async def advance_cursor(db: AsyncDatabase, campaign_id: str, expected: str, new: str,
+                         *, created: int, done: bool) -> bool:
+    result = await db.campaigns.update_one(
+        {"_id": campaign_id, "last_contact_id": expected},
+        {"$set": {"last_contact_id": new, "fanout_done": done, "fanout_at": now_iso()},
+         "$inc": {"batches_done": 1, "messages_created": created}})
+    return result.modified_count == 1
+
+
+async def touch_fanout(db: AsyncDatabase, campaign_id: str) -> None:
+    await db.campaigns.update_one({"_id": campaign_id}, {"$set": {"fanout_at": now_iso()}})
+
+
+async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[dict]:
+    return await db.campaigns.find({"status": "scheduled", "send_at": {"$lte": now_iso()}},
+                                   limit=limit, sort=[("send_at", 1)]).to_list()
+
+
+async def sending(db: AsyncDatabase, limit: int = 200) -> list[dict]:
+    return await db.campaigns.find({"status": "sending"}, limit=limit).to_list()
+
+
+async def recently_finished(db: AsyncDatabase, since: str, limit: int = 200) -> list[dict]:
+    """Campaigns finished since `since`: late outcomes (DSNs) still move their stats."""
+    return await db.campaigns.find({"status": {"$in": ["sent", "cancelled"]},
+                                    "updated_at": {"$gte": since}}, limit=limit).to_list()
+
+
+async def bump(db: AsyncDatabase, campaign_id: str, **counters: int) -> None:
+    unknown = set(counters) - set(COUNTERS)
+    if unknown:
+        raise ValueError(f"unknown campaign counter(s): {', '.join(sorted(unknown))}")
+    fields = {k: int(v) for k, v in counters.items() if v}
+    if fields:
+        await db.campaigns.update_one({"_id": campaign_id}, {"$inc": fields})
+
+
+async def refresh_status_counts(db: AsyncDatabase, campaign_id: str) -> dict[str, int]:
+    """Count the campaign's messages per status and keep the snapshot on the campaign."""
+    rows = await (await db.messages.aggregate([
+        {"$match": {"campaign_id": campaign_id}},
+        {"$group": {"_id": "$status", "n": {"$sum": 1}}}])).to_list()
+    counts = {str(r["_id"]): int(r["n"]) for r in rows}
+    await db.campaigns.update_one({"_id": campaign_id},
+                                  {"$set": {"status_counts": counts, "stats_at": now_iso()}})
+    return counts
+
+
+async def has_pending_messages(db: AsyncDatabase, campaign_id: str) -> bool:
+    found = await db.messages.find_one({"campaign_id": campaign_id,
+                                        "status": {"$in": list(PENDING_STATUSES)}}, {"_id": 1})
+    return found is not None
+
+
+async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[str] | None = None) -> int:
+    """Messages of a cancelled campaign that have not reached SMTP become `cancelled`.
+    A message already claimed for sending is left to finish: it may be on the wire."""
+    if message_ids is None:
+        docs = await db.messages.find({"campaign_id": campaign_id,
+                                       "status": {"$in": ["queued", "rendered"]}}, {"_id": 1}).to_list()
+        message_ids = [d["_id"] for d in docs]
+    if not message_ids:
+        return 0
+    at = now_iso()
+    ops = [UpdateOne({"_id": mid, "status": {"$in": ["queued", "rendered"]}},
+                     {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
+                      "$addToSet": {"history": {"status": "cancelled", "at": at,
+                                                "detail": "campaign cancelled"}}})
+           for mid in message_ids]
+    result = await db.messages.bulk_write(ops, ordered=False)
+    return result.modified_count
+
+
+async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
+    """Insert a batch's messages; ones that exist already (a batch run twice) are skipped.
+    Returns how many were new."""
+    from pymongo.errors import BulkWriteError
+    if not docs:
+        return 0
+    try:
+        result = await db.messages.insert_many(docs, ordered=False)
+        return len(result.inserted_ids)
+    except BulkWriteError as error:
+        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+            raise
+        return int(error.details.get("nInserted", 0))
+
+
+async def statuses_of(db: AsyncDatabase, message_ids: list[str]) -> dict[str, str]:
+    docs = await db.messages.find({"_id": {"$in": list(message_ids)}}, {"status": 1}).to_list()
+    return {d["_id"]: d["status"] for d in docs}
+
+
+async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str]) -> list[str]:
+    """The ids still to render; if the campaign was cancelled meanwhile, they are
+    cancelled here instead (a cancel that ran before they existed could not see them)."""
+    campaign = await db.campaigns.find_one({"_id": campaign_id}, {"status": 1})
+    if campaign is not None and campaign["status"] == "cancelled":
+        await cancel_unsent(db, campaign_id, message_ids)
+        return []
+    return message_ids
+
+
+async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
+    """For the render and send steps: messages of cancelled campaigns are marked
+    `cancelled` and left out; the rest are returned. One query per call, none when no
+    message belongs to a campaign."""
+    from pipelines.delivery_status import can_move
+    campaign_ids = {d["campaign_id"] for d in docs if d.get("campaign_id")}
+    if not campaign_ids:
+        return docs
+    cancelled = {c["_id"] for c in await db.campaigns.find(
+        {"_id": {"$in": list(campaign_ids)}, "status": "cancelled"}, {"_id": 1}).to_list()}
+    if not cancelled:
+        return docs
+    at = now_iso()
+    stop = [d for d in docs if d.get("campaign_id") in cancelled and can_move(d["status"], "cancelled")]
+    if stop:
+        await db.messages.bulk_write([UpdateOne(
+            {"_id": d["_id"], "status": d["status"]},
+            {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
+             "$addToSet": {"history": {"status": "cancelled", "at": at, "detail": "campaign cancelled"}}})
+            for d in stop], ordered=False)
+    return [d for d in docs if d.get("campaign_id") not in cancelled]

@@ -1,5 +1,116 @@
-"""Store queries for tracking."""
+"""Engagement records: opens and clicks counted on the message (by `_id`), contact events
+(`contact_events`: page_viewed, purchase, … — what automations wait on), conversions.
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+Opens, clicks and unsubscribes are counted with `$inc` in a `find_one_and_update` that
+returns the document as it was, so exactly one request sees the count go from 0 to 1:
+that one is the unique open (click, unsubscribe), however many arrive at once."""
 
-INDEXES: dict[str, list] = {}
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+from . import analytics, campaigns, messages, outbox
+
+INDEXES: dict[str, list] = {
+    "contact_events": [IndexModel([("workspace_id", ASCENDING), ("contact_id", ASCENDING),
+                                   ("type", ASCENDING), ("at", ASCENDING)], name="ws_contact_type_at")],
+    "conversions": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
+}
+
+_COUNT_FIELDS = {"open": "open_count", "click": "click_count", "unsubscribe": "unsubscribe_count"}
+
+
+async def count_engagement(db: AsyncDatabase, workspace_id: str, message_id: str,
+                           kind: str) -> tuple[dict | None, bool]:
+    """Count one open/click/unsubscribe on a message. Returns (the message as it was
+    before, whether this was its first of that kind); (None, False) for an unknown message."""
+    field = _COUNT_FIELDS[kind]
+    at = now_iso()
+    before = await db.messages.find_one_and_update(
+        {"_id": message_id, "workspace_id": workspace_id},
+        {"$inc": {field: 1}, "$set": {f"last_{kind}_at": at}},
+        projection={"history": 0}, return_document=ReturnDocument.BEFORE)
+    if before is None:
+        return None, False
+    return before, int(before.get(field) or 0) == 0
+
+
+async def add_contact_event(db: AsyncDatabase, workspace_id: str, contact_id: str, event_type: str,
+                            data: dict, *, event_id: str | None = None) -> dict:
+    doc = {"_id": event_id or new_uuid(), "workspace_id": workspace_id, "contact_id": contact_id,
+           "type": event_type, "data": data, "at": now_iso()}
+    await db.contact_events.insert_one(doc)
+    return doc
+
+
+async def contact_events(db: AsyncDatabase, workspace_id: str, contact_id: str,
+                         event_type: str | None = None, since: str | None = None) -> list[dict]:
+    query: dict = {"workspace_id": workspace_id, "contact_id": contact_id}
+    if event_type:
+        query["type"] = event_type
+    if since:
+        query["at"] = {"$gte": since}
+    return await db.contact_events.find(query, sort=[("at", 1)]).to_list()
+
+
+async def insert_conversion(db: AsyncDatabase, doc: dict) -> dict:
+    await db.conversions.insert_one(doc)
+    return doc
+
+
+async def conversions_page(db: AsyncDatabase, workspace_id: str, limit: int, offset: int) -> tuple[list[dict], int]:
+    query = {"workspace_id": workspace_id}
+    items = await db.conversions.find(query, sort=[("created_at", -1), ("_id", 1)],
+                                      skip=offset, limit=limit).to_list()
+    return items, await db.conversions.count_documents(query)
+
+
+# open → message status, campaign counters, analytics counter, event, contact event type.
+_ENGAGEMENT = {
+    "open": ("opened", ("opened_unique", "opens_total"), "opens", "email.opened", "email_opened"),
+    "click": ("clicked", ("clicked_unique", "clicks_total"), "clicks", "email.clicked", "email_clicked"),
+}
+
+
+async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: str, kind: str,
+                            url: str | None = None) -> bool:
+    """An open or click of a message: every one counts toward the campaign's total; the
+    first one per message also moves the message status, the unique count, analytics,
+    emits email.opened / email.clicked and a contact event. False for an unknown message."""
+    status, (unique_field, total_field), counter, event, contact_event = _ENGAGEMENT[kind]
+    before, first = await count_engagement(db, workspace_id, message_id, kind)
+    if before is None:
+        return False
+    campaign_id = before.get("campaign_id")
+    if campaign_id:
+        await campaigns.bump(db, campaign_id, **{total_field: 1, unique_field: int(first)})
+    if not first:
+        return True
+    at = now_iso()
+    await messages.advance(db, [(message_id, status, None, url)])
+    await analytics.bump(db, workspace_id, **{counter: 1})
+    data = {"message_id": message_id, "to": before["to"], "subject": before["subject"],
+            f"{status}_at": at, **({"campaign_id": campaign_id} if campaign_id else {}),
+            **({"url": url} if url else {})}
+    await outbox.record(db, workspace_id, event, data, event_id=f"{message_id}:{event}")
+    if before.get("contact_id"):
+        try:
+            await add_contact_event(db, workspace_id, before["contact_id"], contact_event, data,
+                                    event_id=f"{message_id}:{contact_event}")
+        except DuplicateKeyError:
+            pass
+    return True
+
+
+async def record_unsubscribe(db: AsyncDatabase, workspace_id: str, message_id: str | None) -> None:
+    """Count an unsubscribe on the campaign the message came from (once per message)."""
+    if not message_id:
+        return
+    before, first = await count_engagement(db, workspace_id, message_id, "unsubscribe")
+    if before is not None and first and before.get("campaign_id"):
+        await campaigns.bump(db, before["campaign_id"], unsubscribed=1)

@@ -1,5 +1,167 @@
-"""Campaigns: create, list, read, send, schedule, cancel."""
+"""Campaigns: create, list, read (with stats and rates), send, schedule, cancel."""
 
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from actors.campaigns import cancel_campaign_messages, fan_out_campaign
+from mongo import campaign_audience
+from mongo import campaigns as campaign_store
+from pipelines import campaign_fanout, campaign_stats
+from pipelines.clock import iso, now_iso, utcnow
+from pipelines.errors import Conflict, InvalidSchedule, NotFound, ValidationFailed
+from pipelines.ids import new_uuid
+
+from ..enqueue import enqueue
+from ..idempotency import idempotent
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db, settings
+from ..types import EmailAddress, Id, Strict
+from ..validation import body, query
+
 bp = Blueprint("campaigns", __name__, url_prefix="/api/v1")
+
+MAX_SCHEDULE_AHEAD = dt.timedelta(days=365)
+# Up to this many recipients GET /campaigns/:id counts statuses live; above it, the
+# snapshot the scheduler refreshes every few seconds is shown (see `stats_at`).
+LIVE_STATS_MAX_RECIPIENTS = 10_000
+
+CampaignStatus = Literal["draft", "scheduled", "sending", "sent", "cancelled", "failed"]
+
+
+class CreateCampaign(Strict):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    subject: Annotated[str, StringConstraints(min_length=1, max_length=998)] = Field(
+        description="May contain merge tags; rendered per recipient.")
+    template_id: Id
+    list_id: Id | None = Field(None, description="Send to this list's members. Exactly one of list_id, segment_id.")
+    segment_id: Id | None = Field(None, description="Send to the contacts matching this segment at send time.")
+    from_email: EmailAddress | None = Field(None, description="Defaults to the workspace's default sender.")
+    from_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    reply_to: EmailAddress | None = None
+    track_opens: bool = Field(True, description="Campaigns track opens unless this is false.")
+    track_clicks: bool = Field(True, description="Campaigns track clicks unless this is false.")
+
+
+class CampaignQuery(PageQuery):
+    status: CampaignStatus | None = Field(None, description="Only campaigns in this state.")
+
+
+class ScheduleCampaign(Strict):
+    send_at: dt.datetime = Field(description="ISO 8601; in the future and within 365 days.")
+
+
+def campaign_view(doc: dict) -> dict:
+    stats = campaign_stats.stats(doc)
+    return {
+        "id": doc["_id"], "name": doc["name"], "subject": doc["subject"],
+        "template_id": doc["template_id"], "list_id": doc["list_id"], "segment_id": doc["segment_id"],
+        "status": doc["status"], "from_email": doc["from_email"], "from_name": doc["from_name"],
+        "reply_to": doc["reply_to"], "track_opens": doc["track_opens"], "track_clicks": doc["track_clicks"],
+        "scheduled_at": doc.get("send_at"), "created_at": doc["created_at"], "updated_at": doc["updated_at"],
+        "started_at": doc.get("started_at"), "completed_at": doc.get("completed_at"),
+        "cancelled_at": doc.get("cancelled_at"), "failure_reason": doc.get("failure_reason"),
+        "total_recipients": doc.get("total_recipients", 0), "batches_queued": doc.get("batches_queued", 0),
+        "stats": stats, "rates": campaign_stats.rates(stats), "stats_at": doc.get("stats_at"),
+    }
+
+
+async def _existing(campaign_id: str) -> dict:
+    doc = await campaign_store.get(db(), caller().workspace_id, campaign_id)
+    if doc is None:
+        raise NotFound("No such campaign in this workspace.")
+    return doc
+
+
+@bp.post("/campaigns")
+@idempotent()
+@body(CreateCampaign)
+async def create(data: CreateCampaign):
+    if (data.list_id is None) == (data.segment_id is None):
+        raise ValidationFailed("Give exactly one of list_id or segment_id.",
+                               path="segment_id" if data.list_id else "list_id")
+    who = caller()
+    await campaign_audience.check_references(db(), who.workspace_id, data.template_id,
+                                             data.list_id, data.segment_id)
+    await campaign_audience.resolve_sender(db(), who.workspace, data.from_email, data.from_name,
+                                           data.reply_to, shared_domain=settings().shared_domain)
+    now = now_iso()
+    doc = {
+        "_id": new_uuid(), "workspace_id": who.workspace_id, "key_id": who.key_id,
+        "sandbox": who.sandbox, **data.model_dump(), "status": "draft", "send_at": None,
+        "created_at": now, "updated_at": now, "total_recipients": 0, "batches_queued": 0,
+        "batches_done": 0, "messages_created": 0, "last_contact_id": campaign_store.CURSOR_START,
+        "fanout_done": False, "status_counts": {}, "stats_at": None,
+        **{counter: 0 for counter in campaign_stats.COUNTERS},
+    }
+    await campaign_store.insert(db(), doc)
+    return one(campaign_view(doc), 201)
+
+
+@bp.get("/campaigns")
+@query(CampaignQuery)
+async def list_campaigns(params: CampaignQuery):
+    items, total = await campaign_store.list_page(db(), caller().workspace_id, params.status,
+                                                  params.limit, params.offset)
+    return page([campaign_view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.get("/campaigns/<campaign_id>")
+async def read(campaign_id: str):
+    doc = await _existing(campaign_id)
+    if doc["status"] in ("sending", "sent", "cancelled") and doc.get("total_recipients", 0) <= LIVE_STATS_MAX_RECIPIENTS:
+        doc["status_counts"] = await campaign_store.refresh_status_counts(db(), doc["_id"])
+        doc["stats_at"] = now_iso()
+    return one(campaign_view(doc))
+
+
+@bp.post("/campaigns/<campaign_id>/send/api")
+@idempotent(required=True)
+async def send(campaign_id: str):
+    doc = await _existing(campaign_id)
+    if doc["status"] not in campaign_fanout.STARTABLE:
+        raise Conflict(f"The campaign is {doc['status']}; only a draft or scheduled campaign can be sent.")
+    who = caller()
+    started = await campaign_audience.begin_sending(db(), who.workspace, doc, key_id=who.key_id,
+                                                    sandbox=who.sandbox, settings=settings())
+    if started is None:
+        raise Conflict("The campaign was started by another request; it is sent once.")
+    if not started["fanout_done"]:
+        await enqueue(fan_out_campaign, started["_id"], started["last_contact_id"])
+    return one({"campaign_id": started["_id"], "status": started["status"],
+                "total_recipients": started["total_recipients"],
+                "batches_queued": started["batches_queued"]}, 202)
+
+
+@bp.post("/campaigns/<campaign_id>/schedule")
+@body(ScheduleCampaign)
+async def schedule(campaign_id: str, data: ScheduleCampaign):
+    doc = await _existing(campaign_id)
+    when = data.send_at if data.send_at.tzinfo else data.send_at.replace(tzinfo=dt.timezone.utc)
+    now = utcnow()
+    if when <= now:
+        raise InvalidSchedule("send_at must be in the future.", path="send_at")
+    if when - now > MAX_SCHEDULE_AHEAD:
+        raise InvalidSchedule("send_at must be within 365 days from now.", path="send_at")
+    scheduled = await campaign_store.schedule(db(), caller().workspace_id, campaign_id, iso(when))
+    if scheduled is None:
+        raise Conflict(f"The campaign is {doc['status']}; only a draft or scheduled campaign can be scheduled.")
+    return one(campaign_view(scheduled))
+
+
+@bp.post("/campaigns/<campaign_id>/cancel")
+async def cancel(campaign_id: str):
+    doc = await _existing(campaign_id)
+    if doc["status"] == "cancelled":
+        return one(campaign_view(doc))
+    cancelled = await campaign_store.cancel(db(), caller().workspace_id, campaign_id)
+    if cancelled is None:
+        raise Conflict(f"The campaign is {doc['status']}; only a scheduled or sending campaign can be cancelled.")
+    if doc["status"] == "sending":
+        await enqueue(cancel_campaign_messages, campaign_id)
+    return one(campaign_view(cancelled))

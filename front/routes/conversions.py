@@ -1,5 +1,61 @@
-"""Conversion tracking."""
+"""Conversion tracking: each conversion is kept, recorded on the contact as a `purchase`
+event (what automations waiting for `purchase` look for) and emits conversion.created."""
 
+from __future__ import annotations
+
+from pydantic import Field
 from quart import Blueprint
 
+from mongo import contacts, outbox, tracking
+from pipelines.clock import now_iso
+from pipelines.errors import NotFound
+from pipelines.ids import new_uuid
+
+from ..commerce_types import Amount, Currency, Metadata, amount_text
+from ..pagination import PageQuery, page
+from ..responses import one, public
+from ..runtime import caller, db
+from ..types import Id, Strict
+from ..validation import body, query
+
 bp = Blueprint("conversions", __name__, url_prefix="/api/v1")
+
+DEFAULT_CURRENCY = "USD"
+
+
+class CreateConversion(Strict):
+    contact_id: Id = Field(description="A live contact of the workspace.")
+    value: Amount
+    currency: Currency = DEFAULT_CURRENCY
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class ConversionQuery(PageQuery):
+    pass
+
+
+@bp.post("/conversions")
+@body(CreateConversion)
+async def create(data: CreateConversion):
+    who = caller()
+    contact = await contacts.get(db(), who.workspace_id, data.contact_id)
+    if contact is None:
+        raise NotFound("No such contact in this workspace.", code="contact_not_found", path="contact_id")
+    doc = {"_id": new_uuid(), "workspace_id": who.workspace_id, "contact_id": contact["_id"],
+           "contact_email": contact["email"], "value": amount_text(data.value), "currency": data.currency,
+           "metadata": data.metadata, "created_at": now_iso()}
+    await tracking.insert_conversion(db(), doc)
+    view = public(doc)
+    await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "purchase",
+                                     {"conversion_id": doc["_id"], "value": doc["value"],
+                                      "currency": doc["currency"], "metadata": doc["metadata"]},
+                                     event_id=f"{doc['_id']}:purchase")
+    await outbox.record(db(), who.workspace_id, "conversion.created", {"conversion": view})
+    return one(view, 201)
+
+
+@bp.get("/conversions")
+@query(ConversionQuery)
+async def list_conversions(params: ConversionQuery):
+    items, total = await tracking.conversions_page(db(), caller().workspace_id, params.limit, params.offset)
+    return page([public(d) for d in items], total=total, limit=params.limit, offset=params.offset)

@@ -1,5 +1,137 @@
-"""Recipient-facing pages with no API key: open pixel, click redirect, unsubscribe, preferences."""
+"""Recipient-facing pages, no API key: open pixel, click redirect, unsubscribe (page and
+RFC 8058 one-click POST), preferences. Every link carries a token signed for its purpose
+(pipelines/links.py); a token that does not verify answers 404 (the pixel excepted: a
+mail client always gets its image, but nothing is recorded)."""
 
-from quart import Blueprint
+from __future__ import annotations
 
-bp = Blueprint("pages", __name__)
+import base64
+
+from quart import Blueprint, redirect, render_template, request
+
+from mongo import recipient_pages, suppressions, tracking
+from pipelines import links
+
+from ..runtime import db, settings
+
+bp = Blueprint("pages", __name__, template_folder="../templates")
+
+# The smallest transparent GIF (1×1, 43 bytes).
+PIXEL_GIF = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
+NO_STORE = {"Cache-Control": "no-store, max-age=0", "Pragma": "no-cache"}
+PAGE_HEADERS = {**NO_STORE, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex",
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                                           "form-action 'self'; frame-ancestors 'none'"}
+
+
+def _verify(purpose: str, token: str) -> dict | None:
+    return links.verify(purpose, token, settings().secret_key)
+
+
+async def _page(template: str, status: int = 200, **context):
+    context.setdefault("sender_name", "this sender")
+    return await render_template(template, **context), status, PAGE_HEADERS
+
+
+async def _not_found():
+    return await _page("not_found.html", 404, title="Link not valid")
+
+
+def _sender_name(workspace: dict) -> str:
+    return (workspace.get("settings") or {}).get("company_name") or workspace["name"]
+
+
+async def _recipient(purpose: str, token: str):
+    payload = _verify(purpose, token)
+    if payload is None:
+        return None
+    found = await recipient_pages.recipient(db(), payload)
+    if found is None:
+        return None
+    workspace, contact = found
+    email = contact["email"] if contact else payload.get("e") or ""
+    return payload, workspace, contact, email
+
+
+def _preferences_link(payload: dict, contact: dict | None) -> str | None:
+    if contact is None:
+        return None
+    return links.preferences_url(settings().base_url, links.sign("preferences", payload, settings().secret_key))
+
+
+@bp.get("/u/<token>")
+async def unsubscribe_page(token: str):
+    found = await _recipient("unsubscribe", token)
+    if found is None:
+        return await _not_found()
+    payload, workspace, contact, email = found
+    suppression = await suppressions.get(db(), workspace["_id"], email)
+    return await _page("unsubscribe.html", title="Unsubscribe", sender_name=_sender_name(workspace),
+                       email=email, action=links.unsubscribe_url("", token),
+                       already=recipient_pages.is_unsubscribed(contact, suppression),
+                       preferences=_preferences_link(payload, contact))
+
+
+@bp.post("/u/<token>")
+async def unsubscribe(token: str):
+    """The page's button and RFC 8058 one-click (`List-Unsubscribe=One-Click`) alike."""
+    found = await _recipient("unsubscribe", token)
+    if found is None:
+        return await _not_found()
+    payload, workspace, contact, email = found
+    form = await request.form
+    source = "one_click" if form.get("List-Unsubscribe") == "One-Click" else "unsubscribe_page"
+    await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), source)
+    return await _page("unsubscribed.html", title="Unsubscribed", sender_name=_sender_name(workspace),
+                       email=email, preferences=_preferences_link(payload, contact))
+
+
+async def _preferences(token: str, saved: bool):
+    found = await _recipient("preferences", token)
+    if found is None or found[2] is None:
+        return await _not_found()
+    _, workspace, contact, email = found
+    return await _page("preferences.html", title="Email preferences", sender_name=_sender_name(workspace),
+                       email=email, subscribed=contact["subscribed"], saved=saved,
+                       lists=await recipient_pages.offered_lists(db(), contact),
+                       action=links.preferences_url("", token))
+
+
+@bp.get("/p/<token>")
+async def preferences_page(token: str):
+    return await _preferences(token, saved=False)
+
+
+@bp.post("/p/<token>")
+async def save_preferences(token: str):
+    found = await _recipient("preferences", token)
+    if found is None or found[2] is None:
+        return await _not_found()
+    payload, workspace, contact, email = found
+    form = await request.form
+    wants = form.get("subscribed") == "1"
+    if wants and not contact["subscribed"]:
+        await recipient_pages.resubscribe(db(), workspace, contact, "preferences_page")
+    elif not wants and contact["subscribed"]:
+        await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), "preferences_page")
+    await recipient_pages.save_lists(db(), contact, set(form.getlist("list")))
+    return await _preferences(token, saved=True)
+
+
+@bp.get("/t/o/<token>.gif")
+async def open_pixel(token: str):
+    payload = _verify("open", token)
+    if payload is not None and payload.get("w") and payload.get("m"):
+        await tracking.record_engagement(db(), payload["w"], payload["m"], "open")
+    return PIXEL_GIF, 200, {"Content-Type": "image/gif", **NO_STORE}
+
+
+@bp.get("/t/c/<token>")
+async def click(token: str):
+    payload = _verify("click", token)
+    url = (payload or {}).get("u")
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        return await _not_found()
+    if payload.get("w") and payload.get("m"):
+        await tracking.record_engagement(db(), payload["w"], payload["m"], "click", url)
+    return redirect(url, 302)

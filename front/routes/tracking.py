@@ -1,5 +1,56 @@
-"""Product-view tracking."""
+"""Product-view tracking: `POST /track/product-view` records a `page_viewed` event on the
+contact (what automations waiting for `page_viewed` look for)."""
 
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from mongo import contacts, tracking
+from pipelines.errors import NotFound
+
+from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text
+from ..responses import one
+from ..runtime import caller, db
+from ..types import EmailAddress, Strict
+from ..validation import body
+
 bp = Blueprint("tracking", __name__, url_prefix="/api/v1")
+
+Text200 = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class ProductView(Strict):
+    contact_email: EmailAddress = Field(description="A live contact of the workspace.")
+    product_id: Text200
+    name: Annotated[str, StringConstraints(max_length=500)] | None = None
+    price: Amount | None = None
+    currency: Currency | None = Field(None, description="ISO 4217 currency of `price`; USD when a price is given without one.")
+    url: WebUrl | None = Field(None, description="The product page (http or https).")
+    category: Annotated[str, StringConstraints(max_length=200)] | None = None
+    image_url: WebUrl | None = None
+    metadata: Metadata | None = None
+
+
+def product_view_view(event: dict, email: str) -> dict:
+    return {"id": event["_id"], "contact_id": event["contact_id"], "contact_email": email,
+            "event": event["type"], **event["data"], "viewed_at": event["at"]}
+
+
+@bp.post("/track/product-view")
+@body(ProductView)
+async def product_view(data: ProductView):
+    who = caller()
+    contact = await contacts.find_by_email(db(), who.workspace_id, data.contact_email)
+    if contact is None:
+        raise NotFound("No contact with this email in the workspace.", code="contact_not_found",
+                       path="contact_email")
+    product = data.model_dump(exclude={"contact_email"})
+    if data.price is not None:
+        product["price"] = amount_text(data.price)
+        product["currency"] = data.currency or "USD"
+    product["metadata"] = data.metadata or {}
+    event = await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "page_viewed", product)
+    return one(product_view_view(event, contact["email"]), 201)

@@ -1,0 +1,88 @@
+"""Scheduler jobs for campaigns: start scheduled ones when due, finish sending ones when
+every message is final (emitting campaign.completed), keep stats snapshots fresh, and
+revive a fan-out whose broker message was lost."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mongo import campaign_audience, campaigns, outbox, workspaces
+from pipelines.clock import in_seconds
+from pipelines.errors import PostroomError
+from pipelines.settings import Settings
+
+log = logging.getLogger("postroom.scheduler")
+
+STATS_REFRESH_SECONDS = 2.0
+# A fan-out that has not advanced for this long gets its next batch enqueued again
+# (harmless if the first is merely slow: a batch is guarded on the cursor it started from).
+FANOUT_STALL_SECONDS = 120
+# Bounces and complaints arrive after a campaign finishes; its stats follow them this long.
+LATE_STATS_WINDOW_SECONDS = 24 * 3600
+
+
+async def _enqueue_fan_out(campaign: dict) -> None:
+    from actors.campaigns import fan_out_campaign
+    await asyncio.to_thread(fan_out_campaign.send, campaign["_id"], campaign["last_contact_id"])
+
+
+async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:
+    started = 0
+    for campaign in await campaigns.due_scheduled(db):
+        workspace = await workspaces.get(db, campaign["workspace_id"])
+        try:
+            if workspace is None:
+                raise PostroomError("The workspace no longer exists.")
+            doc = await campaign_audience.begin_sending(db, workspace, campaign, key_id=campaign["key_id"],
+                                                        sandbox=bool(campaign.get("sandbox")), settings=settings)
+        except PostroomError as error:  # template, list or sender gone since it was scheduled
+            await campaigns.fail(db, campaign["_id"], error.message)
+            continue
+        if doc is not None:
+            started += 1
+            if not doc["fanout_done"]:
+                await _enqueue_fan_out(doc)
+    return started
+
+
+def _stale(timestamp: str | None, seconds: float) -> bool:
+    return timestamp is None or timestamp < in_seconds(-seconds)
+
+
+async def finish_campaigns(db: AsyncDatabase, settings: Settings) -> int:
+    finished = 0
+    for campaign in await campaigns.sending(db):
+        if not campaign["fanout_done"]:
+            if _stale(campaign.get("fanout_at"), FANOUT_STALL_SECONDS):
+                log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"])
+                await campaigns.touch_fanout(db, campaign["_id"])
+                await _enqueue_fan_out(campaign)
+        elif not await campaigns.has_pending_messages(db, campaign["_id"]):
+            await campaigns.refresh_status_counts(db, campaign["_id"])
+            done = await campaigns.complete(db, campaign["_id"])
+            if done is not None:
+                finished += 1
+                await outbox.record(db, done["workspace_id"], "campaign.completed",
+                                    {"campaign_id": done["_id"], "name": done["name"],
+                                     "total_recipients": done["total_recipients"],
+                                     "completed_at": done["completed_at"]},
+                                    event_id=f"{done['_id']}:campaign.completed")
+            continue
+        if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS):
+            await campaigns.refresh_status_counts(db, campaign["_id"])
+    return finished
+
+
+async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
+    refreshed = 0
+    for campaign in await campaigns.recently_finished(db, in_seconds(-LATE_STATS_WINDOW_SECONDS)):
+        if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS * 15):
+            await campaigns.refresh_status_counts(db, campaign["_id"])
+            refreshed += 1
+    return refreshed
+
+
+JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats]
