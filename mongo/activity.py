@@ -1,5 +1,53 @@
-"""Store queries for activity."""
+"""The workspace activity log: what was done to a workspace's data in bulk, by which key.
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+`{_id, workspace_id, action, key_id, details, at}`. Actions so far:
+`contacts.delete_all` (details: deletion_id, count, restorable_until) and
+`contacts.restore` (details: deletion_id, restored, skipped)."""
 
-INDEXES: dict[str, list] = {}
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+INDEXES: dict[str, list] = {
+    "activity": [IndexModel([("workspace_id", ASCENDING), ("at", DESCENDING)], name="ws_at"),
+                 IndexModel([("workspace_id", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)],
+                            name="ws_action_at")],
+}
+
+
+def view(doc: dict) -> dict:
+    return {"id": doc["_id"], "action": doc["action"], "key_id": doc["key_id"],
+            "details": doc["details"], "at": doc["at"]}
+
+
+async def record(db: AsyncDatabase, workspace_id: str, action: str, key_id: str | None,
+                 details: dict) -> dict:
+    doc = {"_id": new_uuid(), "workspace_id": workspace_id, "action": action, "key_id": key_id,
+           "details": details, "at": now_iso()}
+    await db.activity.insert_one(doc)
+    return doc
+
+
+async def page(db: AsyncDatabase, workspace_id: str, action: str | None, *,
+               limit: int, offset: int) -> tuple[list[dict], int]:
+    query: dict = {"workspace_id": workspace_id}
+    if action:
+        query["action"] = action
+    items = await db.activity.find(query, sort=[("at", DESCENDING), ("_id", ASCENDING)],
+                                   skip=offset, limit=limit).to_list()
+    return items, await db.activity.count_documents(query)
+
+
+async def latest(db: AsyncDatabase, workspace_id: str, action: str) -> dict | None:
+    found = await db.activity.find({"workspace_id": workspace_id, "action": action},
+                                   sort=[("at", DESCENDING)], limit=1).to_list()
+    return found[0] if found else None
+
+
+async def find_detail(db: AsyncDatabase, workspace_id: str, action: str, key: str, value: str) -> dict | None:
+    return await db.activity.find_one({"workspace_id": workspace_id, "action": action,
+                                       f"details.{key}": value})

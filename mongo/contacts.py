@@ -1,5 +1,217 @@
-"""Store queries for contacts."""
+"""Contacts: one document per person and workspace, the audience every feature reads.
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+Document shape (other features rely on it):
 
-INDEXES: dict[str, list] = {}
+    _id             UUID string
+    workspace_id    owning workspace
+    email           the address as normalised by pipelines.addresses (domain lower-cased)
+    email_key       the whole address lower-cased: lookups and uniqueness use it
+    first_name      string or None
+    last_name       string or None
+    attributes      dict of custom values (never holds None: setting null removes a key)
+    subscribed      bool
+    bounced         bool
+    tags            list of tag ids
+    lists           list of static list ids (dynamic list membership is computed)
+    deleted         bool, True once soft-deleted by delete-all
+    deleted_at      None, or when it was soft-deleted
+    deletion_id     "" while live; the delete-all's id once soft-deleted
+    created_at, updated_at, unsubscribed_at (None while subscribed)
+
+Uniqueness among live contacts is the unique index (workspace_id, email_key,
+deletion_id): live contacts all carry deletion_id "", so two live contacts cannot share an
+address, while a soft-deleted one holds the address only under its delete-all's id, so
+the address can be added again (and a restore of it then finds the duplicate). A partial
+unique index on `deleted: False` would say the same on MongoDB, but the embedded store
+ignores partialFilterExpression, and nulls are distinct in its unique indexes.
+
+Every read the API makes goes through `live()`: soft-deleted contacts vanish everywhere.
+Counts (tag contact_count, list member_count) are computed by queries over the
+(workspace_id, tags) and (workspace_id, lists) indexes, so they are right by construction
+after any assignment, deletion or restore.
+"""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+from . import outbox
+
+INDEXES: dict[str, list] = {
+    "contacts": [
+        IndexModel([("workspace_id", ASCENDING), ("email_key", ASCENDING), ("deletion_id", ASCENDING)],
+                   unique=True, name="ws_email_live_unique"),
+        IndexModel([("workspace_id", ASCENDING), ("deleted", ASCENDING), ("created_at", DESCENDING)],
+                   name="ws_live_created"),
+        IndexModel([("workspace_id", ASCENDING), ("tags", ASCENDING)], name="ws_tags"),
+        IndexModel([("workspace_id", ASCENDING), ("lists", ASCENDING)], name="ws_lists"),
+        IndexModel([("workspace_id", ASCENDING), ("deletion_id", ASCENDING)], name="ws_deletion"),
+    ],
+}
+
+# Newest first, then by id so pages are stable.
+PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
+
+
+def live(workspace_id: str, *conditions: dict) -> dict:
+    """The filter of a workspace's live contacts, narrowed by `conditions`."""
+    base = {"workspace_id": workspace_id, "deleted": False}
+    return {"$and": [base, *conditions]} if conditions else base
+
+
+def view(doc: dict) -> dict:
+    """The public shape, used by API responses and event data."""
+    return {
+        "id": doc["_id"], "email": doc["email"], "first_name": doc.get("first_name"),
+        "last_name": doc.get("last_name"), "attributes": doc.get("attributes") or {},
+        "subscribed": doc["subscribed"], "bounced": doc["bounced"], "tags": doc.get("tags", []),
+        "created_at": doc["created_at"], "updated_at": doc["updated_at"],
+        "unsubscribed_at": doc.get("unsubscribed_at"),
+    }
+
+
+def new_document(workspace_id: str, *, email: str, first_name: str | None = None,
+                 last_name: str | None = None, attributes: dict | None = None,
+                 subscribed: bool = True, lists: list[str] | None = None) -> dict:
+    now = now_iso()
+    return {
+        "_id": new_uuid(), "workspace_id": workspace_id, "email": email, "email_key": email.lower(),
+        "first_name": first_name, "last_name": last_name,
+        "attributes": {k: v for k, v in (attributes or {}).items() if v is not None},
+        "subscribed": subscribed, "bounced": False, "tags": [], "lists": list(lists or []),
+        "deleted": False, "deleted_at": None, "deletion_id": "",
+        "created_at": now, "updated_at": now, "unsubscribed_at": None if subscribed else now,
+    }
+
+
+async def insert(db: AsyncDatabase, doc: dict) -> bool:
+    """Store a new contact and record contact.created; False if the address is taken."""
+    try:
+        await db.contacts.insert_one(doc)
+    except DuplicateKeyError:
+        return False
+    await outbox.record(db, doc["workspace_id"], "contact.created", {"contact": view(doc)})
+    return True
+
+
+async def get(db: AsyncDatabase, workspace_id: str, contact_id: str) -> dict | None:
+    return await db.contacts.find_one(live(workspace_id, {"_id": contact_id}))
+
+
+async def find_by_email(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:
+    """The live contact with this address (compared lower-cased), or None."""
+    return await db.contacts.find_one(
+        {"workspace_id": workspace_id, "email_key": email.lower(), "deletion_id": ""})
+
+
+async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
+                   fields: tuple[str, ...] = ("_id",)) -> list[dict]:
+    """The live contacts among `contact_ids` (projected to `fields`)."""
+    return await db.contacts.find(live(workspace_id, {"_id": {"$in": list(contact_ids)}}),
+                                  {f: 1 for f in fields}).to_list()
+
+
+async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
+                 set_attributes: dict, unset_attributes: list[str]) -> dict | None:
+    """Change the given fields and merge attributes; records contact.updated (and
+    contact.subscribed/unsubscribed when `subscribed` flips). None if the new email is
+    taken by another live contact."""
+    fields = dict(fields)
+    subscribed = fields.pop("subscribed", None)
+    now = now_iso()
+    changes = {**fields, "updated_at": now}
+    if "email" in fields:
+        changes["email_key"] = fields["email"].lower()
+    changes.update({f"attributes.{k}": v for k, v in set_attributes.items()})
+    update_doc: dict = {"$set": changes}
+    if unset_attributes:
+        update_doc["$unset"] = {f"attributes.{k}": "" for k in unset_attributes}
+    try:
+        doc = await db.contacts.find_one_and_update(
+            live(workspace_id, {"_id": contact_id}), update_doc, return_document=ReturnDocument.AFTER)
+    except DuplicateKeyError:
+        return None
+    if doc is None:
+        return None
+    if subscribed is not None:
+        doc = await set_subscribed(db, workspace_id, contact_id, subscribed, "api") or doc
+    changed = sorted(set(fields) | ({"attributes"} if set_attributes or unset_attributes else set())
+                     | ({"subscribed"} if subscribed is not None else set()))
+    await outbox.record(db, workspace_id, "contact.updated", {"contact": view(doc), "changed": changed})
+    return doc
+
+
+async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, subscribed: bool,
+                         reason: str) -> dict | None:
+    """Flip a live contact's subscription and record contact.subscribed / .unsubscribed
+    with `reason`. Guarded on the old value, so a repeat changes and records nothing
+    (returns None then)."""
+    now = now_iso()
+    doc = await db.contacts.find_one_and_update(
+        live(workspace_id, {"_id": contact_id, "subscribed": not subscribed}),
+        {"$set": {"subscribed": subscribed, "updated_at": now,
+                  "unsubscribed_at": None if subscribed else now}},
+        return_document=ReturnDocument.AFTER)
+    if doc is not None:
+        event = "contact.subscribed" if subscribed else "contact.unsubscribed"
+        await outbox.record(db, workspace_id, event, {"contact": view(doc), "reason": reason})
+    return doc
+
+
+async def mark_bounced(db: AsyncDatabase, workspace_id: str, email: str) -> str | None:
+    """Flag the live contact with this address as bounced; its id, or None if none."""
+    doc = await find_by_email(db, workspace_id, email)
+    if doc is None:
+        return None
+    await db.contacts.update_one({"_id": doc["_id"]}, {"$set": {"bounced": True, "updated_at": now_iso()}})
+    return doc["_id"]
+
+
+async def delete(db: AsyncDatabase, workspace_id: str, contact_id: str) -> bool:
+    result = await db.contacts.delete_one(live(workspace_id, {"_id": contact_id}))
+    return result.deleted_count == 1
+
+
+async def delete_many(db: AsyncDatabase, workspace_id: str, contact_ids: list[str]) -> list[str]:
+    """Permanently delete the live contacts among `contact_ids`; the ids deleted."""
+    found = [d["_id"] for d in await existing(db, workspace_id, contact_ids)]
+    if found:
+        await db.contacts.delete_many({"_id": {"$in": found}, "workspace_id": workspace_id})
+    return found
+
+
+async def page(db: AsyncDatabase, workspace_id: str, condition: dict | None, *,
+               limit: int, offset: int) -> tuple[list[dict], int]:
+    """A page of live contacts matching `condition` (a Mongo filter) and their total."""
+    query = live(workspace_id, condition) if condition else live(workspace_id)
+    items = await db.contacts.find(query, sort=PAGE_ORDER, skip=offset, limit=limit).to_list()
+    return items, await db.contacts.count_documents(query)
+
+
+async def count(db: AsyncDatabase, workspace_id: str, condition: dict | None = None) -> int:
+    query = live(workspace_id, condition) if condition else live(workspace_id)
+    return await db.contacts.count_documents(query)
+
+
+async def audience_page(db: AsyncDatabase, workspace_id: str, mongo_filter: dict | None,
+                        after_id: str | None, limit: int) -> list[dict]:
+    """Campaign fan-out: live, subscribed, not bounced contacts matching `mongo_filter`,
+    in `_id` order after `after_id` (None: from the start), at most `limit`."""
+    conditions: list[dict] = [{"subscribed": True, "bounced": False}]
+    if mongo_filter:
+        conditions.append(mongo_filter)
+    if after_id is not None:
+        conditions.append({"_id": {"$gt": after_id}})
+    return await db.contacts.find(live(workspace_id, *conditions), sort=[("_id", ASCENDING)],
+                                  limit=limit).to_list()
+
+
+async def matches(db: AsyncDatabase, workspace_id: str, contact_id: str, condition: dict) -> bool:
+    """Whether one live contact matches `condition` (dynamic list membership)."""
+    found = await db.contacts.find_one(live(workspace_id, {"_id": contact_id}, condition), {"_id": 1})
+    return found is not None

@@ -1,5 +1,129 @@
-"""Rule-based segments: estimate and matching contacts."""
+"""Rule-based segments: CRUD, estimate and matching contacts. The rule language is
+pipelines/segment_rules.py (also used by dynamic lists)."""
 
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from mongo import contacts as contact_store
+from mongo import segments as segment_store
+from pipelines import segment_rules
+from pipelines.errors import NotFound
+
+from ..audience import checked_filter
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db
+from ..types import Strict
+from ..validation import body, query
+
 bp = Blueprint("segments", __name__, url_prefix="/api/v1")
+
+Scalar = str | int | float | bool
+SegmentName = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+Description = Annotated[str, StringConstraints(max_length=1000)]
+
+
+class Rule(Strict):
+    field: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(description=(
+        "email, first_name, last_name, subscribed, bounced, created_at, tags (a tag id), "
+        "lists (a static list id), attributes.<name> or a bare custom attribute <name>."))
+    operator: Literal[segment_rules.OPERATORS] = Field(description=(
+        "contains, not_contains and starts_with are case-insensitive; not_equals and not_contains "
+        "also match contacts without the field; exists on text fields means non-empty."))
+    value: Scalar | list[Scalar] | None = Field(None, description=(
+        "String, number or boolean; an array for `in`; omitted for exists / not_exists."))
+
+
+class Conditions(Strict):
+    match: Literal[segment_rules.MATCH_VALUES] = Field("all", description="all: every rule; any: at least one.")
+    rules: Annotated[list[Rule], Field(min_length=1, max_length=segment_rules.MAX_RULES)]
+
+
+class CreateSegment(Strict):
+    name: SegmentName
+    description: Description | None = None
+    conditions: Conditions
+
+
+class UpdateSegment(Strict):
+    name: SegmentName = None
+    description: Description | None = Field(None, description="null clears.")
+    conditions: Conditions = None
+
+
+class SegmentQuery(PageQuery):
+    search: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        None, description="Part of the segment name, case-insensitive.")
+
+
+async def _segment_or_404(segment_id: str) -> dict:
+    doc = await segment_store.get(db(), caller().workspace_id, segment_id)
+    if doc is None:
+        raise NotFound("No such segment in this workspace.")
+    return doc
+
+
+@bp.get("/segments")
+@query(SegmentQuery)
+async def list_segments(params: SegmentQuery):
+    items, total = await segment_store.page(db(), caller().workspace_id, params.search,
+                                            limit=params.limit, offset=params.offset)
+    return page([segment_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/segments")
+@body(CreateSegment)
+async def create_segment(data: CreateSegment):
+    conditions = data.conditions.model_dump(exclude_none=True)
+    await checked_filter(conditions)
+    doc = await segment_store.create(db(), caller().workspace_id, name=data.name,
+                                     description=data.description, conditions=conditions)
+    return one(segment_store.view(doc), 201)
+
+
+@bp.get("/segments/<segment_id>")
+async def get_segment(segment_id: str):
+    return one(segment_store.view(await _segment_or_404(segment_id)))
+
+
+@bp.patch("/segments/<segment_id>")
+@body(UpdateSegment)
+async def update_segment(segment_id: str, data: UpdateSegment):
+    current = await _segment_or_404(segment_id)
+    changes = data.model_dump(include=data.model_fields_set)
+    if "conditions" in changes:
+        changes["conditions"] = data.conditions.model_dump(exclude_none=True)
+        await checked_filter(changes["conditions"])
+    doc = await segment_store.update(db(), caller().workspace_id, segment_id, changes) if changes else current
+    if doc is None:
+        raise NotFound("No such segment in this workspace.")
+    return one(segment_store.view(doc))
+
+
+@bp.delete("/segments/<segment_id>")
+async def delete_segment(segment_id: str):
+    if not await segment_store.delete(db(), caller().workspace_id, segment_id):
+        raise NotFound("No such segment in this workspace.")
+    return one({"id": segment_id, "deleted": True})
+
+
+@bp.post("/segments/<segment_id>/estimate")
+async def estimate(segment_id: str):
+    doc = await _segment_or_404(segment_id)
+    condition = segment_rules.compile_conditions(doc["conditions"])
+    return one({"segment_id": segment_id,
+                "count": await contact_store.count(db(), caller().workspace_id, condition)})
+
+
+@bp.get("/segments/<segment_id>/contacts")
+@query(PageQuery)
+async def segment_contacts(segment_id: str, params: PageQuery):
+    doc = await _segment_or_404(segment_id)
+    condition = segment_rules.compile_conditions(doc["conditions"])
+    items, total = await contact_store.page(db(), caller().workspace_id, condition,
+                                            limit=params.limit, offset=params.offset)
+    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)

@@ -1,5 +1,136 @@
 """Tags and their assignment to contacts."""
 
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from mongo import contacts as contact_store
+from mongo import memberships
+from mongo import tags as tag_store
+from pipelines.errors import Conflict, NotFound
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db
+from ..types import Id, Strict
+from ..validation import body, query
+
 bp = Blueprint("tags", __name__, url_prefix="/api/v1")
+
+DEFAULT_COLOR = "#6366f1"
+MAX_ASSIGN = 500
+
+TagName = Annotated[str, StringConstraints(min_length=1, max_length=50, strip_whitespace=True)]
+Color = Annotated[str, StringConstraints(pattern=r"^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", to_lower=True)]
+Description = Annotated[str, StringConstraints(max_length=200)]
+
+
+class CreateTag(Strict):
+    name: TagName = Field(description="Up to 50 characters; unique per workspace, case-insensitively.")
+    color: Color = Field(DEFAULT_COLOR, description="Hex colour #RGB or #RRGGBB (default #6366f1).")
+    description: Description | None = Field(None, description="Up to 200 characters.")
+
+
+class UpdateTag(Strict):
+    name: TagName = Field(None, description="Up to 50 characters; unique per workspace.")
+    color: Color = Field(None, description="Hex colour #RGB or #RRGGBB.")
+    description: Description | None = Field(None, description="Up to 200 characters; null clears.")
+
+
+class TagQuery(PageQuery):
+    search: Annotated[str, StringConstraints(max_length=50)] | None = Field(
+        None, description="Part of the tag name, case-insensitive.")
+
+
+class TagContacts(Strict):
+    contact_ids: Annotated[list[Id], Field(min_length=1, max_length=MAX_ASSIGN, description=(
+        "1 to 500 contact ids. Ids that are not live contacts of this workspace are reported "
+        "in not_found and change nothing."))]
+
+
+async def _tag_or_404(tag_id: str) -> dict:
+    doc = await tag_store.get(db(), caller().workspace_id, tag_id)
+    if doc is None:
+        raise NotFound("No such tag in this workspace.")
+    return doc
+
+
+async def _one_view(doc: dict) -> dict:
+    return (await tag_store.with_counts(db(), [doc]))[0]
+
+
+def _duplicate(name: str) -> Conflict:
+    return Conflict(f"A tag named {name!r} already exists in this workspace.", code="duplicate")
+
+
+@bp.get("/tags")
+@query(TagQuery)
+async def list_tags(params: TagQuery):
+    items, total = await tag_store.page(db(), caller().workspace_id, params.search,
+                                        limit=params.limit, offset=params.offset)
+    return page(await tag_store.with_counts(db(), items), total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/tags")
+@body(CreateTag)
+async def create_tag(data: CreateTag):
+    doc = await tag_store.create(db(), caller().workspace_id, name=data.name, color=data.color,
+                                 description=data.description)
+    if doc is None:
+        raise _duplicate(data.name)
+    return one(await _one_view(doc), 201)
+
+
+@bp.get("/tags/<tag_id>")
+async def get_tag(tag_id: str):
+    return one(await _one_view(await _tag_or_404(tag_id)))
+
+
+@bp.patch("/tags/<tag_id>")
+@body(UpdateTag)
+async def update_tag(tag_id: str, data: UpdateTag):
+    current = await _tag_or_404(tag_id)
+    changes = data.model_dump(include=data.model_fields_set)
+    if not changes:
+        return one(await _one_view(current))
+    doc = await tag_store.update(db(), caller().workspace_id, tag_id, changes)
+    if doc is None:
+        raise _duplicate(changes["name"])
+    return one(await _one_view(doc))
+
+
+@bp.delete("/tags/<tag_id>")
+async def delete_tag(tag_id: str):
+    if not await tag_store.delete(db(), caller().workspace_id, tag_id):
+        raise NotFound("No such tag in this workspace.")
+    return one({"id": tag_id, "deleted": True})
+
+
+@bp.get("/tags/<tag_id>/contacts")
+@query(PageQuery)
+async def tag_contacts(tag_id: str, params: PageQuery):
+    await _tag_or_404(tag_id)
+    items, total = await contact_store.page(db(), caller().workspace_id, {"tags": tag_id},
+                                            limit=params.limit, offset=params.offset)
+    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/tags/<tag_id>/contacts")
+@body(TagContacts)
+async def assign(tag_id: str, data: TagContacts):
+    await _tag_or_404(tag_id)
+    outcome = await memberships.add(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
+    return one({"tag_id": tag_id, "assigned": len(outcome.changed),
+                "already_assigned": len(outcome.unchanged), "not_found": outcome.not_found})
+
+
+@bp.delete("/tags/<tag_id>/contacts")
+@body(TagContacts)
+async def unassign(tag_id: str, data: TagContacts):
+    await _tag_or_404(tag_id)
+    outcome = await memberships.remove(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
+    return one({"tag_id": tag_id, "removed": len(outcome.changed),
+                "not_assigned": len(outcome.unchanged), "not_found": outcome.not_found})

@@ -1,0 +1,87 @@
+"""Helpers the audience blueprints (contacts, lists, segments, tags) share: rule
+conditions checked against the workspace's tags and lists, list membership as a filter,
+member counts, and a contact's lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongo import contacts as contact_store
+from mongo import lists as list_store
+from mongo import memberships
+from mongo import tags as tag_store
+from pipelines import segment_rules
+from pipelines.errors import NotFound, ValidationFailed
+
+from .runtime import caller, db
+
+MAX_ATTRIBUTES = 100
+
+
+def check_attributes(attributes: dict[str, Any], path: str = "attributes") -> None:
+    """Attribute names are what the rule language can address (letters, digits, _ and -)."""
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise ValidationFailed(f"{path}: at most {MAX_ATTRIBUTES} attributes.", path=path)
+    for name in attributes:
+        if not segment_rules.ATTRIBUTE_NAME.match(name):
+            where = f"{path}.{name}"
+            raise ValidationFailed(f"{where}: attribute names are 1-64 letters, digits, _ or -, "
+                                   "starting with a letter, digit or _.", path=where)
+
+
+async def checked_filter(conditions: dict, path: str = "conditions") -> dict:
+    """Compile `conditions` and check that the tags and lists they name exist here
+    (lists must be static: dynamic membership is not stored on contacts)."""
+    compiled = segment_rules.compile_conditions(conditions, path)
+    refs = segment_rules.references(conditions, path)
+    workspace_id = caller().workspace_id
+    if refs["tags"]:
+        known = await tag_store.existing_ids(db(), workspace_id, list(refs["tags"]))
+        for tag_id, where in refs["tags"].items():
+            if tag_id not in known:
+                raise ValidationFailed(f"{where}: no tag {tag_id!r} in this workspace.", path=where)
+    if refs["lists"]:
+        found = {d["_id"]: d for d in await list_store.get_many(db(), workspace_id, list(refs["lists"]))}
+        for list_id, where in refs["lists"].items():
+            if list_id not in found:
+                raise ValidationFailed(f"{where}: no list {list_id!r} in this workspace.", path=where)
+            if found[list_id]["type"] != "static":
+                raise ValidationFailed(f"{where}: rules can name static lists only.", path=where)
+    return compiled
+
+
+def members_filter(list_doc: dict) -> dict:
+    if list_doc["type"] == "static":
+        return {"lists": list_doc["_id"]}
+    return segment_rules.compile_conditions(list_doc["conditions"])
+
+
+async def list_or_404(list_id: str) -> dict:
+    doc = await list_store.get(db(), caller().workspace_id, list_id)
+    if doc is None:
+        raise NotFound("No such list in this workspace.")
+    return doc
+
+
+async def list_views(docs: list[dict]) -> list[dict]:
+    workspace_id = caller().workspace_id
+    counted = await memberships.counts(db(), workspace_id, "lists",
+                                       [d["_id"] for d in docs if d["type"] == "static"])
+    for doc in docs:
+        if doc["type"] == "dynamic":
+            counted[doc["_id"]] = await contact_store.count(db(), workspace_id, members_filter(doc))
+    return [list_store.view(d, counted[d["_id"]]) for d in docs]
+
+
+async def contact_lists(contact: dict) -> list[dict]:
+    """[{id, name}] of the static lists holding the contact and the dynamic lists it matches."""
+    workspace_id = caller().workspace_id
+    found = await list_store.get_many(db(), workspace_id, contact["lists"]) if contact["lists"] else []
+    for doc in await list_store.dynamic(db(), workspace_id):
+        if await contact_store.matches(db(), workspace_id, contact["_id"], members_filter(doc)):
+            found.append(doc)
+    return [{"id": d["_id"], "name": d["name"]} for d in found]
+
+
+async def contact_with_lists(contact: dict) -> dict:
+    return {**contact_store.view(contact), "lists": await contact_lists(contact)}

@@ -1,0 +1,83 @@
+"""Assigning contacts to tags and static lists: both are an id kept in an array field of
+the contact (`tags`, `lists`), added with `$addToSet` and removed with `$pull`.
+
+Each change is guarded on the array's current content, so a repeat (or two callers at
+once) changes a contact once, and callers learn exactly which contacts changed (to record
+one event per contact)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import now_iso
+
+from .contacts import existing
+
+FIELDS = ("tags", "lists")
+
+
+@dataclasses.dataclass
+class Outcome:
+    changed: list[dict]       # the contacts changed ({_id, email})
+    unchanged: list[str]      # ids that already were (or were not) members
+    not_found: list[str]      # ids that are not live contacts of the workspace
+
+
+async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
+                 contact_ids: list[str], adding: bool) -> Outcome:
+    assert field in FIELDS
+    wanted = list(dict.fromkeys(contact_ids))
+    docs = await existing(db, workspace_id, wanted, fields=("_id", "email", field))
+    found = {d["_id"] for d in docs}
+    changed = [d for d in docs if (ref_id in d.get(field, [])) != adding]
+    now = now_iso()
+    if adding:
+        ops = [UpdateOne({"_id": d["_id"], field: {"$nin": [ref_id]}},
+                         {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}) for d in changed]
+    else:
+        ops = [UpdateOne({"_id": d["_id"], field: ref_id},
+                         {"$pull": {field: ref_id}, "$set": {"updated_at": now}}) for d in changed]
+    if ops:
+        await db.contacts.bulk_write(ops, ordered=False)
+    changed_ids = {d["_id"] for d in changed}
+    return Outcome(changed=[{"_id": d["_id"], "email": d["email"]} for d in changed],
+                   unchanged=[i for i in wanted if i in found and i not in changed_ids],
+                   not_found=[i for i in wanted if i not in found])
+
+
+async def add(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
+              contact_ids: list[str]) -> Outcome:
+    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=True)
+
+
+async def remove(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
+                 contact_ids: list[str]) -> Outcome:
+    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=False)
+
+
+async def drop_everywhere(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str) -> int:
+    """Cascade of a deleted tag or list: pulled from every contact, soft-deleted ones too
+    (so a restore brings back no dangling id)."""
+    assert field in FIELDS
+    result = await db.contacts.update_many({"workspace_id": workspace_id, field: ref_id},
+                                           {"$pull": {field: ref_id}})
+    return result.modified_count
+
+
+async def counts(db: AsyncDatabase, workspace_id: str, field: str, ref_ids: list[str]) -> dict[str, int]:
+    """Live contacts per tag or static list id, in one index-backed aggregation."""
+    assert field in FIELDS
+    if not ref_ids:
+        return {}
+    pipeline = [
+        {"$match": {"workspace_id": workspace_id, field: {"$in": list(ref_ids)}, "deleted": False}},
+        {"$unwind": f"${field}"},
+        {"$match": {field: {"$in": list(ref_ids)}}},
+        {"$group": {"_id": f"${field}", "n": {"$sum": 1}}},
+    ]
+    rows = await (await db.contacts.aggregate(pipeline)).to_list()
+    found = {row["_id"]: row["n"] for row in rows}
+    return {ref: found.get(ref, 0) for ref in ref_ids}
