@@ -77,9 +77,12 @@ def register(app: Quart) -> None:
     async def _guard():
         if not request.path.startswith("/api/v1/") or request.endpoint in PUBLIC_ENDPOINTS:
             return None
-        if request.routing_exception is not None:
-            return None  # unknown route or method: 404/405 whoever asks (the routes are public)
-        caller = await authenticate()
+        try:
+            caller = await authenticate()
+        except (Unauthorized, NotFound):
+            if request.routing_exception is not None:
+                return None  # unknown route or method: 404/405 whoever asks (the routes are public)
+            raise
         g.caller = caller
         await check_rate(caller)
         permission = needed_permission()

@@ -1,0 +1,113 @@
+"""Per-key rate limits: a sliding window kept in the store, so every front process
+shares it; headers on every authenticated response; 429 with Retry-After."""
+
+import datetime as dt
+
+from tests.support import services
+from tests.support.services import Process
+
+SEND = {"to": "limited@example.org", "subject": "Hi", "text": "hello"}
+
+
+def reset_time(response) -> dt.datetime:
+    return dt.datetime.fromisoformat(response.headers["X-RateLimit-Reset"].replace("Z", "+00:00"))
+
+
+def assert_rate_headers(response, limit):
+    assert response.headers["X-RateLimit-Limit"] == str(limit)
+    assert 0 <= int(response.headers["X-RateLimit-Remaining"]) <= limit
+    now = dt.datetime.now(dt.timezone.utc)
+    assert now - dt.timedelta(seconds=5) <= reset_time(response) <= now + dt.timedelta(seconds=61)
+
+
+def test_every_authenticated_response_carries_the_rate_headers(service, tenant):
+    key = service.extra_key(tenant, rate_limit=50)
+    responses = [
+        key.get("/api-key/permissions"),                 # 200
+        key.post("/email/send", json=SEND),               # 202
+        key.post("/email/send", json={"to": 1}),          # 400
+        key.get("/email/no-such-message/status"),         # 404
+        key.get("/no-such-route"),                        # 404 unknown route
+        key.put("/email/send", json={}),                  # 405
+    ]
+    assert [r.status_code for r in responses] == [200, 202, 400, 404, 404, 405]
+    for response in responses:
+        assert_rate_headers(response, 50)
+    remaining = [int(r.headers["X-RateLimit-Remaining"]) for r in responses]
+    assert remaining == [49, 48, 47, 46, 45, 44]
+
+
+def test_forbidden_response_carries_the_rate_headers(service, tenant):
+    reader = service.extra_key(tenant, permissions=["contacts:read"], rate_limit=10)
+    response = reader.post("/email/send", json=SEND)
+    assert response.status_code == 403
+    assert_rate_headers(response, 10)
+
+
+def test_default_limit_is_100_per_minute(service):
+    default = service.tenant(rate_limit=None, email_rate_limit=None)
+    response = default.get("/api-key/permissions")
+    assert response.headers["X-RateLimit-Limit"] == "100"
+    assert response.json()["data"]["rate_limit"] == 100
+    assert response.json()["data"]["email_rate_limit"] == 100
+
+
+def test_over_the_limit_answers_429_rate_limited_with_retry_after(service, tenant):
+    key = service.extra_key(tenant, rate_limit=5)
+    allowed = [key.get("/api-key/permissions") for _ in range(5)]
+    assert [r.status_code for r in allowed] == [200] * 5
+    assert allowed[-1].headers["X-RateLimit-Remaining"] == "0"
+
+    refused = key.get("/api-key/permissions")
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limited"
+    assert "5" in error["message"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert_rate_headers(refused, 5)
+    assert refused.headers["X-RateLimit-Remaining"] == "0"
+
+    # a refused request is not counted, and the window is per key
+    assert key.get("/api-key/permissions").status_code == 429
+    assert tenant.get("/api-key/permissions").status_code == 200
+
+
+def test_the_limit_is_shared_by_every_front_process(service, tenant, run_dir):
+    from ops.embedded_store import free_port
+    port = free_port()
+    env = dict(service.env)
+    second = Process("front-second", ["front", "--port", str(port)], env, service.log_dir)
+    try:
+        other_base = f"http://127.0.0.1:{port}"
+        services.wait_healthy(other_base, second)
+        key = service.extra_key(tenant, rate_limit=5)
+        import httpx
+        with httpx.Client(base_url=other_base + "/api/v1", timeout=30,
+                          headers={"Authorization": f"Bearer {key.key}"}) as other:
+            fronts = [key.client, other]
+            statuses = [fronts[i % 2].get("/api-key/permissions").status_code for i in range(6)]
+            sixth_on_first = key.get("/api-key/permissions")
+    finally:
+        second.stop()
+    assert statuses == [200, 200, 200, 200, 200, 429]
+    assert sixth_on_first.status_code == 429
+
+
+def test_email_window_is_separate_and_answers_429_rate_limit_exceeded(service, tenant):
+    key = service.extra_key(tenant, sandbox=True, rate_limit=50, email_rate_limit=2)
+    first = key.post("/email/send", json=SEND)
+    second = key.post("/email/send", json=SEND)
+    assert [first.status_code, second.status_code] == [202, 202]
+    assert first.headers["X-EmailRateLimit-Limit"] == "2"
+    assert [first.headers["X-EmailRateLimit-Remaining"], second.headers["X-EmailRateLimit-Remaining"]] == ["1", "0"]
+
+    third = key.post("/email/send", json=SEND)
+    assert third.status_code == 429
+    assert third.json()["error"]["code"] == "rate_limit_exceeded"
+    assert 1 <= int(third.headers["Retry-After"]) <= 60
+
+    # reads are not email sends: only the general window counts them
+    status = key.get(f"/email/{first.json()['data']['message_id']}/status")
+    assert status.status_code == 200
+    assert "X-EmailRateLimit-Limit" not in status.headers
+    assert int(status.headers["X-RateLimit-Remaining"]) == 50 - 4
