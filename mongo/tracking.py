@@ -22,7 +22,8 @@ INDEXES: dict[str, list] = {
     "conversions": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
 }
 
-_COUNT_FIELDS = {"open": "open_count", "click": "click_count", "unsubscribe": "unsubscribe_count"}
+_COUNT_FIELDS = {"open": "open_count", "click": "click_count", "unsubscribe": "unsubscribe_count",
+                 "complaint": "complaint_count"}
 
 
 async def count_engagement(db: AsyncDatabase, workspace_id: str, message_id: str,
@@ -107,10 +108,21 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     return True
 
 
-async def record_unsubscribe(db: AsyncDatabase, workspace_id: str, message_id: str | None) -> None:
-    """Count an unsubscribe on the campaign the message came from (once per message)."""
+async def _count_once_on_campaign(db: AsyncDatabase, workspace_id: str, message_id: str | None,
+                                  kind: str, counter: str) -> None:
     if not message_id:
         return
-    before, first = await count_engagement(db, workspace_id, message_id, "unsubscribe")
+    before, first = await count_engagement(db, workspace_id, message_id, kind)
     if before is not None and first and before.get("campaign_id"):
-        await campaigns.bump(db, before["campaign_id"], unsubscribed=1)
+        await campaigns.bump(db, before["campaign_id"], **{counter: 1})
+
+
+async def record_unsubscribe(db: AsyncDatabase, workspace_id: str, message_id: str | None) -> None:
+    """Count an unsubscribe on the campaign the message came from (once per message)."""
+    await _count_once_on_campaign(db, workspace_id, message_id, "unsubscribe", "unsubscribed")
+
+
+async def record_complaint(db: AsyncDatabase, workspace_id: str, message_id: str | None) -> None:
+    """Count a spam complaint (ARF) on the campaign the message came from (once per message,
+    so a report applied twice counts once)."""
+    await _count_once_on_campaign(db, workspace_id, message_id, "complaint", "complained")

@@ -1,0 +1,63 @@
+"""Product views over real HTTP: kept per contact as `page_viewed` contact events."""
+
+import pytest
+
+from tests.support.audience import error, make_contact
+
+
+def page_views(service, tenant, contact_id):
+    async def read(db):
+        return await db.contact_events.find({"workspace_id": tenant.workspace_id, "contact_id": contact_id,
+                                             "type": "page_viewed"}).to_list()
+    return service.store.run(read)
+
+
+def test_a_product_view_is_kept_as_a_page_viewed_event_of_the_contact(service, tenant):
+    contact = make_contact(tenant, "Viewer@Example.org")
+    response = tenant.post("/track/product-view", json={
+        "contact_email": "viewer@example.org", "product_id": "sku-1", "name": "Blue mug",
+        "price": "12.50", "currency": "EUR", "url": "https://shop.example/mug", "category": "kitchen",
+        "image_url": "https://cdn.example/mug.png", "metadata": {"size": "L"}})
+    assert response.status_code == 201, response.text
+    view = response.json()["data"]
+    assert view["contact_id"] == contact["id"]
+    assert view["price"] == "12.50" and view["currency"] == "EUR"
+    assert view["event"] == "page_viewed"
+    [stored] = page_views(service, tenant, contact["id"])
+    assert stored["data"]["product_id"] == "sku-1"
+    assert stored["data"]["metadata"] == {"size": "L"}
+
+
+def test_only_contact_email_and_product_id_are_required_and_a_bare_price_is_in_usd(tenant):
+    make_contact(tenant, "bare@example.org")
+    response = tenant.post("/track/product-view", json={"contact_email": "bare@example.org",
+                                                        "product_id": "p", "price": 3})
+    assert response.status_code == 201, response.text
+    assert response.json()["data"]["currency"] == "USD"
+    assert response.json()["data"]["price"] == "3"
+
+
+@pytest.mark.parametrize("missing", ["contact_email", "product_id"])
+def test_required_fields_are_required(tenant, missing):
+    body = {"contact_email": "a@example.org", "product_id": "p"}
+    del body[missing]
+    error(tenant.post("/track/product-view", json=body), 400, "validation_error", missing)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("contact_email", "not-an-email"), ("product_id", ""), ("product_id", "x" * 201),
+    ("price", -3), ("price", "cheap"), ("currency", "eur"), ("url", "javascript:alert(1)"),
+    ("image_url", "ftp://x.example/a.png"), ("metadata", [1]), ("name", 7), ("colour", "red"),
+])
+def test_bad_fields_are_refused_with_their_path(tenant, field, value):
+    body = {"contact_email": "a@example.org", "product_id": "p", field: value}
+    error(tenant.post("/track/product-view", json=body), 400, "validation_error", field)
+
+
+def test_unknown_email_or_another_workspaces_contact_answers_404_contact_not_found(service, tenant):
+    body = {"contact_email": "nobody@example.org", "product_id": "p"}
+    error(tenant.post("/track/product-view", json=body), 404, "contact_not_found", "contact_email")
+    other = service.tenant()
+    make_contact(other, "elsewhere@example.org")
+    body = {"contact_email": "elsewhere@example.org", "product_id": "p"}
+    error(tenant.post("/track/product-view", json=body), 404, "contact_not_found")
