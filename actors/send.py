@@ -18,6 +18,7 @@ from mongo import analytics, batches, messages, outbox, send_limits
 from pipelines.outcomes import OutcomePlan, plan_outcomes
 from pipelines.throttle import Admission, DomainLimit, SendThrottle
 
+from . import bounces as bounce_actor
 from . import runtime
 
 LEASE_SECONDS = 300
@@ -71,7 +72,7 @@ async def _apply(db, plan: OutcomePlan) -> None:
     await outbox.record_many(db, plan.events)
     await batches.record_finished(db, plan.finished)
     await analytics.bump_many(db, plan.analytics)
-    # TODO(delivery A): record plan.bounces as bounce records once mongo.bounces has its writer.
+    await bounce_actor.record_rejections(db, plan.bounces)
     if plan.retry_ids:
         await messages.release_for_retry(db, plan.retry_ids, plan.retry_notes)
         send_messages.send_with_options(args=(plan.retry_ids,), delay=plan.retry_delay_ms)

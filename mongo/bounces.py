@@ -1,5 +1,53 @@
-"""Store queries for bounces."""
+"""Bounce and complaint records (`bounces`), one per report and recipient, `_id` derived
+from the report (pipelines.bounce_effects.bounce_id) so a redelivered report writes
+nothing new."""
 
-from pymongo import ASCENDING, IndexModel  # noqa: F401
+from __future__ import annotations
 
-INDEXES: dict[str, list] = {}
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+INDEXES: dict[str, list] = {
+    "bounces": [
+        IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
+        IndexModel([("workspace_id", ASCENDING), ("email_key", ASCENDING), ("created_at", DESCENDING)],
+                   name="ws_email_created"),
+    ],
+}
+
+
+async def insert(db: AsyncDatabase, doc: dict) -> bool:
+    """False when this bounce is already recorded."""
+    try:
+        await db.bounces.insert_one(doc)
+        return True
+    except DuplicateKeyError:
+        return False
+
+
+async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, since: str) -> int:
+    return await db.bounces.count_documents({"workspace_id": workspace_id, "email_key": email.lower(),
+                                             "kind": "bounce", "type": type_, "created_at": {"$gte": since}})
+
+
+async def get(db: AsyncDatabase, workspace_id: str, bounce_id: str) -> dict | None:
+    return await db.bounces.find_one({"_id": bounce_id, "workspace_id": workspace_id})
+
+
+async def list_page(db: AsyncDatabase, workspace_id: str, *, type_: str | None, kind: str | None, email: str | None,
+                    since: str | None, until: str | None, limit: int, offset: int) -> tuple[list[dict], int]:
+    query: dict = {"workspace_id": workspace_id}
+    if type_:
+        query["type"] = type_
+    if kind:
+        query["kind"] = kind
+    if email:
+        query["email_key"] = email.lower()
+    window = {**({"$gte": since} if since else {}), **({"$lt": until} if until else {})}
+    if window:
+        query["created_at"] = window
+    total = await db.bounces.count_documents(query)
+    docs = await db.bounces.find(query, sort=[("created_at", -1), ("_id", 1)], skip=offset,
+                                 limit=limit).to_list()
+    return docs, total

@@ -22,7 +22,7 @@ INDEXES: dict[str, list[IndexModel]] = {
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
                  "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
-                 "send_limits"]
+                 "send_limits", "inbound_reports"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

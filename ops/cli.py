@@ -170,7 +170,7 @@ def cmd_queues(args) -> int:
     return 0
 
 
-EXTRA_COMMANDS: list[str] = []  # modules exposing add_commands(subparsers) (e.g. inbound)
+EXTRA_COMMANDS: list[str] = ["ops.inbound"]  # modules exposing add_commands(subparsers) (e.g. inbound)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -55,7 +55,15 @@ def smtp_sink():
 
 
 @pytest.fixture(scope="session")
-def service_env(run_dir, store_url, database_name, amqp, smtp_sink):
+def dns_server():
+    from tests.support.dns_server import LoopbackDns
+    server = LoopbackDns(embedded_store.free_port()).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def service_env(run_dir, store_url, database_name, amqp, smtp_sink, dns_server):
     port = embedded_store.free_port()
     env = dict(os.environ)
     env.update({
@@ -68,6 +76,8 @@ def service_env(run_dir, store_url, database_name, amqp, smtp_sink):
         "POSTROOM_DATA_DIR": str(run_dir / "data"),
         "POSTROOM_ALLOW_PRIVATE_TARGETS": "1",
         "POSTROOM_SCHEDULER_INTERVAL_SECONDS": "0.2",
+        "POSTROOM_DNS_RESOLVER": dns_server.address,
+        "POSTROOM_INBOUND_PORT": str(embedded_store.free_port()),
         "POSTROOM_WEBHOOK_RETRY_SCALE": "0.01",
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     })
@@ -82,6 +92,7 @@ def service(service_env, run_dir, store_url, database_name, smtp_sink):
     front = services.Process("front", ["front", "--port", str(port)], env, log_dir)
     worker = services.Process("worker", ["worker", "-p", "1", "-t", "8"], env, log_dir)
     scheduler = services.Process("scheduler", ["scheduler"], env, log_dir)
+    inbound = services.Process("inbound", ["inbound"], env, log_dir)
     base_url = f"http://127.0.0.1:{port}"
     store = StoreThread(store_url, database_name)
     svc = Service(base_url=base_url, env=env, store=store, log_dir=log_dir, smtp=smtp_sink)
@@ -90,7 +101,7 @@ def service(service_env, run_dir, store_url, database_name, smtp_sink):
         yield svc
     finally:
         svc.close()
-        for process in (scheduler, worker, front):
+        for process in (inbound, scheduler, worker, front):
             process.stop()
         store.close()
 

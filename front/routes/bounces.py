@@ -1,5 +1,83 @@
-"""Bounce records."""
+"""Bounce records: DSN bounces, ARF complaints and synchronous 5xx rejections."""
 
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
 from quart import Blueprint
 
+from mongo import bounces as bounce_store
+from pipelines.clock import iso, parse_iso
+from pipelines.errors import NotFound, ValidationFailed
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db
+from ..types import EmailAddress
+from ..validation import query
+
 bp = Blueprint("bounces", __name__, url_prefix="/api/v1")
+
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _moment(value: str, *, end_of_day: bool) -> str:
+    try:
+        if _DATE_ONLY.match(value):
+            day = dt.date.fromisoformat(value)
+            moment = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+            return iso(moment + dt.timedelta(days=1) if end_of_day else moment)
+        return iso(parse_iso(value))
+    except ValueError:
+        raise ValueError("expected an ISO 8601 date (2026-03-01) or date-time "
+                         "(2026-03-01T12:00:00Z; without an offset, UTC)") from None
+
+
+Since = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=False))]
+Until = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=True))]
+
+
+class BounceQuery(PageQuery):
+    type: Literal["permanent", "transient", "undetermined"] | None = Field(
+        None, description="Only bounces of this classification.")
+    kind: Literal["bounce", "complaint"] | None = Field(
+        None, description="bounce (a delivery failure) or complaint (an ARF spam report; recorded as type "
+        "permanent because the address is suppressed for good).")
+    email: EmailAddress | None = Field(None, description="Only bounces of this recipient (any letter case).")
+    since: Since | None = Field(None, description="Recorded at or after this moment: an ISO 8601 date "
+                                "(start of that day, UTC) or date-time (no offset means UTC).")
+    until: Until | None = Field(None, description="Recorded before this moment: an ISO 8601 date-time, or a "
+                                "date meaning the end of that day (UTC), so since=until=a date lists that day.")
+
+
+def view(doc: dict) -> dict:
+    return {
+        "id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
+        "type": doc["type"], "kind": doc["kind"], "smtp_status": doc["smtp_status"] or None,
+        "diagnostic_code": doc["diagnostic_code"] or None, "isp_name": doc["isp_name"] or None,
+        "source": doc["source"], "action": doc["action"] or None,
+        "reporting_mta": doc["reporting_mta"] or None, "feedback_type": doc["feedback_type"] or None,
+        "created_at": doc["created_at"],
+    }
+
+
+@bp.get("/bounces")
+@query(BounceQuery)
+async def list_bounces(params: BounceQuery):
+    if params.since and params.until and params.since >= params.until:
+        raise ValidationFailed("until: must be later than since.", path="until")
+    docs, total = await bounce_store.list_page(
+        db(), caller().workspace_id, type_=params.type, kind=params.kind, email=params.email,
+        since=params.since, until=params.until, limit=params.limit, offset=params.offset)
+    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.get("/bounces/<bounce_id>")
+async def get_bounce(bounce_id: str):
+    doc = await bounce_store.get(db(), caller().workspace_id, bounce_id)
+    if doc is None:
+        raise NotFound("No such bounce in this workspace.")
+    return one(view(doc))

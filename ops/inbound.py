@@ -1,0 +1,144 @@
+"""`postroom inbound`: the SMTP receiver for bounces and complaints, and `postroom dkim`.
+
+It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
+DSNs come back) and `fbl@<bounce domain>` (where feedback loops send ARF complaints),
+refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
+the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
+is still stored and counted, never dropped. A report whose enqueue failed is re-enqueued
+by the scheduler (`JOBS`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+from pipelines.mime import message_id_from_verp
+
+log = logging.getLogger("postroom.inbound")
+
+FEEDBACK_LOCAL_PARTS = ("fbl",)
+MAX_REPORT_BYTES = 10 * 1024 * 1024
+REQUEUE_AFTER_SECONDS = 120
+
+
+def accepts(address: str, bounce_domain: str) -> bool:
+    local, _, domain = address.rpartition("@")
+    if domain.lower() != bounce_domain.lower():
+        return False
+    return local.lower() in FEEDBACK_LOCAL_PARTS or message_id_from_verp(address) is not None
+
+
+class InboundHandler:
+    """aiosmtpd handler: RCPT filter and DATA → store + enqueue."""
+
+    def __init__(self, db, settings, enqueue):
+        self.db, self.settings, self.enqueue = db, settings, enqueue
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if not accepts(address, self.settings.bounce_domain):
+            return "550 5.1.1 no such mailbox here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        from mongo import inbound_reports
+        raw: bytes = envelope.original_content or envelope.content
+        doc = {"_id": new_uuid(), "mail_from": envelope.mail_from or "", "rcpt_tos": list(envelope.rcpt_tos),
+               "raw": raw.decode("latin-1"), "size_bytes": len(raw), "status": "received",
+               "received_at": now_iso(), "processed_at": None, "detail": ""}
+        doc["enqueued_at"] = doc["received_at"]
+        try:
+            await inbound_reports.store(self.db, doc)
+        except Exception:
+            log.exception("could not store an inbound report")
+            return "451 4.3.0 cannot store the message now, try again later"
+        try:
+            await self.enqueue(doc["_id"])
+        except Exception:  # stored: the scheduler re-enqueues it
+            log.exception("enqueue of inbound report %s failed", doc["_id"])
+        return f"250 2.0.0 stored as {doc['_id']}"
+
+
+async def serve(settings, stop: asyncio.Event) -> None:
+    from aiosmtpd.smtp import SMTP
+
+    from actors import broker as broker_setup
+    from mongo.client import connect
+    broker_setup.setup(settings)
+    broker_setup.load_actors()
+    from actors.bounces import process_report
+
+    async def enqueue(report_id: str) -> None:
+        await asyncio.to_thread(process_report.send, report_id)
+
+    client, db = connect(settings.mongodb_url, settings.mongodb_database)
+    handler = InboundHandler(db, settings, enqueue)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: SMTP(handler, hostname=settings.bounce_domain, data_size_limit=MAX_REPORT_BYTES,
+                     decode_data=False),
+        host=settings.inbound_host, port=settings.inbound_port)
+    print(f"postroom inbound listening on {settings.inbound_host}:{settings.inbound_port} "
+          f"for bounce+*@{settings.bounce_domain} and fbl@{settings.bounce_domain}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        await server.wait_closed()
+        await client.close()
+
+
+def cmd_inbound(args) -> int:
+    import signal
+
+    from . import config
+
+    async def main():
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        await serve(config.load(), stop)
+    asyncio.run(main())
+    return 0
+
+
+def cmd_dkim(args) -> int:
+    """Print the DNS record of the shared domain's DKIM key (created on first use)."""
+    from actors.signing import shared_key
+    from mongo.client import connect
+    from pipelines.dkim import txt_value
+
+    from . import config
+    settings = config.load()
+
+    async def work():
+        client, db = connect(settings.mongodb_url, settings.mongodb_database)
+        try:
+            return await shared_key(db, settings)
+        finally:
+            await client.close()
+    key = asyncio.run(work())
+    print(f"{key['selector']}._domainkey.{settings.shared_domain}. IN TXT \"{txt_value(key['public_key'])}\"")
+    return 0
+
+
+def add_commands(sub) -> None:
+    inbound = sub.add_parser("inbound", help="receive bounces and complaints over SMTP (aiosmtpd)")
+    inbound.set_defaults(func=cmd_inbound)
+    dkim = sub.add_parser("dkim", help="print the DKIM TXT record to publish for the shared domain")
+    dkim.set_defaults(func=cmd_dkim)
+
+
+async def requeue_stale_reports(db, settings) -> int:
+    """Reports stored but never processed (their enqueue failed): enqueue again."""
+    from actors.bounces import process_report
+    from mongo import inbound_reports
+    stale = await inbound_reports.stale_received(db, REQUEUE_AFTER_SECONDS)
+    for report_id in stale:
+        await asyncio.to_thread(process_report.send, report_id)
+    return len(stale)
+
+
+JOBS = [requeue_stale_reports]

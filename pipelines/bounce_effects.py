@@ -1,0 +1,93 @@
+"""What a bounce or complaint does, as plain values the `bounces` (and `send`) actors apply.
+
+| report                         | message status | contact bounced | suppression                | event            |
+|--------------------------------|----------------|-----------------|----------------------------|------------------|
+| permanent bounce               | bounced        | yes             | hard_bounce                | email.bounced    |
+| transient, Action: failed      | bounced        | no              | soft_bounce at the 3rd transient bounce of the address within 7 days | email.bounced |
+| transient, Action: delayed     | unchanged (the remote server is still trying) | no | as above          | email.bounced    |
+| undetermined                   | bounced        | no              | none                       | email.bounced    |
+| complaint (ARF)                | unchanged      | no              | complaint                  | email.complained |
+| synchronous 5xx at send time   | set by the send step's own outcome plan | yes | hard_bounce     | email.bounced    |
+
+Every id is derived from where the report came from, so applying the same report twice
+writes the same documents and the same events (idempotent on redelivery)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+from .bounce_parsing import Bounce
+from .bounce_parsing.classify import status_from
+from .bounce_parsing.isp import with_isp
+from .bounce_parsing.model import PERMANENT, TRANSIENT
+
+SUPPRESSION_REASONS = ("manual", "unsubscribe", "hard_bounce", "soft_bounce", "complaint")
+TRANSIENT_SUPPRESS_COUNT = 3
+TRANSIENT_WINDOW_SECONDS = 7 * 24 * 3600
+_NAMESPACE = uuid.UUID("6f1c9a52-6a0e-4d8e-9d59-2d7f4c1b7e10")
+
+
+def bounce_id(origin: str, email: str) -> str:
+    """A UUID fixed by the report (or send attempt) and the recipient."""
+    return str(uuid.uuid5(_NAMESPACE, f"{origin}|{email.lower()}"))
+
+
+def from_smtp_rejection(email: str, code: int, text: str) -> Bounce:
+    """A 5xx answer to RCPT/DATA at send time, as a bounce."""
+    diagnostic = f"{code} {text}".strip()
+    return with_isp(Bounce(email=email, type=PERMANENT, source="smtp", action="failed",
+                           smtp_status=status_from("", diagnostic), diagnostic_code=diagnostic))
+
+
+def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_id: str | None,
+                    created_at: str) -> dict:
+    return {
+        "_id": bounce_id(origin, bounce.email),
+        "workspace_id": workspace_id,
+        "message_id": message_id or "",
+        "email": bounce.email,
+        "email_key": bounce.email.lower(),
+        "kind": bounce.kind,
+        "type": bounce.type,
+        "smtp_status": bounce.smtp_status,
+        "diagnostic_code": bounce.diagnostic_code,
+        "isp_name": bounce.isp_name,
+        "source": bounce.source,
+        "action": bounce.action,
+        "reporting_mta": bounce.reporting_mta,
+        "feedback_type": bounce.feedback_type,
+        "origin": origin,
+        "created_at": created_at,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Effects:
+    message_status: str | None
+    mark_contact_bounced: bool
+    suppress_reason: str | None
+    event: str
+    counters: dict
+
+
+def effects_of(doc: dict, *, transient_count: int) -> Effects:
+    """`transient_count`: transient bounces of this address in the window, this one included."""
+    if doc["kind"] == "complaint":
+        return Effects(None, False, "complaint", "email.complained", {"complaints": 1})
+    # the send step already set the status and counted a synchronous rejection
+    counters = {} if doc["source"] == "smtp" else {"bounces": 1}
+    message_status = None if doc["source"] == "smtp" or doc["action"] == "delayed" else "bounced"
+    if doc["type"] == PERMANENT:
+        return Effects(message_status, True, "hard_bounce", "email.bounced", counters)
+    soft = doc["type"] == TRANSIENT and transient_count >= TRANSIENT_SUPPRESS_COUNT
+    return Effects(message_status, False, "soft_bounce" if soft else None, "email.bounced", counters)
+
+
+def event_data(doc: dict) -> dict:
+    data = {"bounce_id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
+            "isp_name": doc["isp_name"], "source": doc["source"]}
+    if doc["kind"] == "complaint":
+        return {**data, "feedback_type": doc["feedback_type"]}
+    return {**data, "type": doc["type"], "smtp_status": doc["smtp_status"],
+            "diagnostic_code": doc["diagnostic_code"]}

@@ -1,0 +1,48 @@
+"""Gmail's older text-only notices (Gmail's current ones are RFC 3464 reports):
+
+    Delivery to the following recipient failed permanently:
+
+         bob@example.com
+
+    Technical details of permanent failure:
+    Google tried to deliver your message, but it was rejected by the server for the
+    recipient domain example.com by mx.example.com. [203.0.113.5].
+
+    The error that the other server returned was:
+    550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown
+"""
+
+from __future__ import annotations
+
+import re
+from email.message import EmailMessage
+
+from .classify import classify, clean_diagnostic, status_from
+from .model import PERMANENT, TRANSIENT, Bounce
+from .text_reports import ADDRESS, first_text
+
+_HEAD = re.compile(r"Delivery to the following recipients? (failed permanently|has been delayed|"
+                   r"failed temporarily):\s*(.+?)\n\s*\n", re.I | re.S)
+_RETURNED = re.compile(r"(?:The error that the other server returned was|"
+                       r"The response from the remote server was):\s*\n(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
+_BY_SERVER = re.compile(r"by ([\w.-]+\.[a-z]{2,})\.? \[", re.I)
+
+
+def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
+    text = first_text(msg)
+    head = _HEAD.search(text)
+    if not head:
+        return None
+    returned = _RETURNED.search(text)
+    diagnostic = clean_diagnostic(returned.group(1)) if returned else ""
+    status = status_from("", diagnostic)
+    verdict = head.group(1).lower()
+    kind = classify(status, diagnostic)
+    if kind not in (PERMANENT, TRANSIENT):
+        kind = PERMANENT if "permanently" in verdict else TRANSIENT
+    server = _BY_SERVER.search(text)
+    bounces = [Bounce(email=a, type=kind, source="dsn", smtp_status=status, diagnostic_code=diagnostic,
+                      action="failed" if "permanently" in verdict else "delayed",
+                      reporting_mta=server.group(1) if server else "")
+               for a in dict.fromkeys(ADDRESS.findall(head.group(2)))]
+    return ("gmail", bounces) if bounces else None
