@@ -1,0 +1,62 @@
+"""What the send step does with each recipient's SMTP answer."""
+
+from pipelines.outcomes import MAX_ATTEMPTS, RETRY_DELAYS_MS, plan_outcomes
+from pipelines.transport import Outcome
+
+
+def message(i=1, to=("a@example.org",), attempts=0, batch_id="batch_1", kind="transactional"):
+    return {"_id": f"m{i}", "workspace_id": "ws", "to": list(to), "subject": "Hi",
+            "attempts": attempts, "batch_id": batch_id, "kind": kind, "campaign_id": None}
+
+
+def test_an_accepted_message_is_delivered_via_sent_with_both_events():
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(250, "ok")})])
+    [(mid, status, extra, detail, via)] = plan.transitions
+    assert (mid, status, via) == ("m1", "delivered", ("sent",)) and extra["smtp_response"] == "250 ok"
+    assert [e["event"] for e in plan.events] == ["email.sent", "email.delivered"]
+    assert [e["_id"] for e in plan.events] == ["m1:email.sent", "m1:email.delivered"]
+    assert plan.finished == [(message(), "delivered")]
+    [counts] = plan.analytics.values()
+    assert counts == {"sends": 1, "delivered": 1, "api_sends": 1}
+
+
+def test_a_permanent_refusal_bounces_at_once_and_records_the_bounce():
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(550, "5.1.1 unknown")})])
+    assert plan.transitions[0][1] == "bounced" and plan.retry_ids == []
+    assert plan.bounces == [{"message": message(), "email": "a@example.org", "code": 550,
+                             "text": "5.1.1 unknown"}]
+    assert plan.finished[0][1] == "bounced"
+
+
+def test_a_transient_refusal_is_retried_with_backoff():
+    plan = plan_outcomes([(message(attempts=2), {"a@example.org": Outcome(451, "later")})])
+    assert plan.retry_ids == ["m1"] and plan.transitions == [] and plan.finished == []
+    assert plan.retry_delay_ms == RETRY_DELAYS_MS[2] and plan.retry_notes["m1"] == "451 later"
+
+
+def test_a_lost_connection_is_transient():
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(0, "connection failed")})])
+    assert plan.retry_ids == ["m1"]
+
+
+def test_transient_failures_give_up_after_the_last_attempt():
+    plan = plan_outcomes([(message(attempts=MAX_ATTEMPTS - 1), {"a@example.org": Outcome(451, "later")})])
+    assert plan.transitions[0][1] == "failed" and plan.finished[0][1] == "failed"
+
+
+def test_a_partly_accepted_message_is_delivered_and_bounces_the_refused_recipient():
+    outcomes = {"a@example.org": Outcome(250, "ok"), "b@example.org": Outcome(550, "no")}
+    plan = plan_outcomes([(message(to=("a@example.org", "b@example.org")), outcomes)])
+    assert plan.transitions[0][1] == "delivered"
+    assert [b["email"] for b in plan.bounces] == ["b@example.org"]
+
+
+def test_a_message_without_rendered_mime_fails_alone():
+    plan = plan_outcomes([(message(1), None), (message(2), {"a@example.org": Outcome(250, "ok")})])
+    assert [(t[0], t[1]) for t in plan.transitions] == [("m1", "failed"), ("m2", "delivered")]
+
+
+def test_campaign_mail_counts_as_a_campaign_send():
+    plan = plan_outcomes([(message(kind="campaign"), {"a@example.org": Outcome(250, "ok")})])
+    [counts] = plan.analytics.values()
+    assert counts["campaign_sends"] == 1 and "api_sends" not in counts
