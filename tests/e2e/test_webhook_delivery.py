@@ -1,0 +1,171 @@
+"""Events reach a real HTTP receiver through the outbox, the scheduler, RabbitMQ and the
+`webhooks` actor: signed (checked with the README's helper), retried on failure with the
+same delivery id, and nothing lost while the receiver is down. Retry waits run at 1/100
+of the documented schedule (POSTROOM_WEBHOOK_RETRY_SCALE=0.01 in the test service)."""
+
+import time
+
+import pytest
+
+from mongo import outbox
+from mongo import webhooks as webhook_store
+from pipelines.clock import in_seconds, now_iso
+from pipelines.webhook_events import NEVER
+from tests.support.http_receiver import HttpReceiver
+
+
+@pytest.fixture
+def receiver():
+    server = HttpReceiver().start()
+    yield server
+    server.stop()
+
+
+def subscribe(tenant, receiver, event="contact.created"):
+    response = tenant.post("/webhooks/triggers", json={"targetUrl": receiver.url, "event": event})
+    assert response.status_code == 201, response.text
+    data = response.json()["data"]
+    receiver.trust(data["id"], data["secret"])
+    return data
+
+
+def record(service, tenant, event, data):
+    return service.store.run(outbox.record, tenant.workspace_id, event, data)
+
+
+def deliveries(tenant, webhook_id):
+    response = tenant.get(f"/webhooks/{webhook_id}/deliveries")
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def wait_until(check, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt_with_one_delivery_id(
+        service, tenant, receiver):
+    hook = subscribe(tenant, receiver)
+    receiver.fail_next(2, status=500)
+    event_id = record(service, tenant, "contact.created", {"id": "c-1", "email": "ann@example.org"})
+
+    [accepted] = receiver.wait_for(lambda r: r.accepted("contact.created"), what="an accepted delivery")
+    requests = receiver.received("contact.created")
+    assert [r.status for r in requests] == [500, 500, 200]
+    assert {r.delivery_id for r in requests} == {f"{event_id}:{hook['id']}"}
+    assert all(r.verified for r in requests)  # README's verify_signature accepted every attempt
+    assert len({r.body for r in requests}) == 1  # the same bytes each time; only `t` differs
+    assert accepted.headers["x-service-webhook-id"] == hook["id"]
+    assert accepted.headers["content-type"] == "application/json"
+    payload = accepted.json
+    assert set(payload) == {"event", "timestamp", "data"}
+    assert payload["event"] == "contact.created"
+    assert payload["data"] == {"id": "c-1", "email": "ann@example.org"}
+
+    [log] = wait_until(lambda: [d for d in deliveries(tenant, hook["id"]) if d["status"] == "delivered"],
+                       what="the delivery log to say delivered")
+    assert log["id"] == accepted.delivery_id and log["event_id"] == event_id
+    assert log["attempt_count"] == 3 and log["delivered_at"]
+    assert [a["status_code"] for a in log["attempts"]] == [500, 500, 200]
+    assert [a["error"] for a in log["attempts"]] == ["HTTP 500", "HTTP 500", None]
+
+
+def test_a_receiver_that_is_down_and_comes_back_loses_nothing(service, tenant, receiver):
+    hook = subscribe(tenant, receiver, event="list.member_added")
+    receiver.stop()
+    ids = [record(service, tenant, "list.member_added", {"list_id": "l-1", "contact_id": f"c-{n}"})
+           for n in range(3)]
+
+    def failed_three_times():
+        log = deliveries(tenant, hook["id"])
+        return len(log) == 3 and all(d["attempt_count"] >= 3 for d in log) and log
+    log = wait_until(failed_three_times, what="three failed attempts per delivery")
+    assert all(d["status"] == "pending" and d["last_status_code"] == 0 and d["last_error"] for d in log)
+    receiver.start()  # same port; the 4th attempt waits in the store, then the scheduler sends it
+
+    receiver.wait_for(lambda r: len(r.accepted("list.member_added")) == 3, timeout=30,
+                      what="all three events after the receiver came back")
+    got = {r.json["data"]["contact_id"] for r in receiver.accepted("list.member_added")}
+    assert got == {"c-0", "c-1", "c-2"}
+    assert {r.delivery_id for r in receiver.accepted()} == {f"{i}:{hook['id']}" for i in ids}
+    done = wait_until(lambda: all(d["status"] == "delivered" for d in deliveries(tenant, hook["id"]))
+                      and deliveries(tenant, hook["id"]), what="every delivery delivered")
+    assert all(d["attempt_count"] >= 4 and d["attempts"][-1]["status_code"] == 200 for d in done)
+    assert all(a["status_code"] == 0 for d in done for a in d["attempts"][:-1])
+
+
+def test_only_matching_events_of_the_workspace_after_subscribing_are_delivered(service, tenant, receiver):
+    before = record(service, tenant, "contact.created", {"id": "before"})
+    wait_until(lambda: service.store.run(_outbox_doc, before)["dispatched"], what="dispatch of the early event")
+    hook = subscribe(tenant, receiver)
+    other = service.tenant()
+    unsubscribed = record(service, tenant, "contact.updated", {"id": "upd"})
+    foreign = record(service, other, "contact.created", {"id": "foreign"})
+    wanted = record(service, tenant, "contact.created", {"id": "wanted"})
+
+    receiver.wait_for(lambda r: r.accepted(), what="the matching event")
+    wait_until(lambda: all(service.store.run(_outbox_doc, e)["dispatched"] for e in (unsubscribed, foreign)),
+               what="dispatch of the other events")
+    assert [r.json["data"]["id"] for r in receiver.received()] == ["wanted"]
+    assert [d["event_id"] for d in deliveries(tenant, hook["id"])] == [wanted]
+
+
+def test_dispatching_an_event_again_makes_no_second_delivery(service, tenant, receiver):
+    hook = subscribe(tenant, receiver)
+    event_id = record(service, tenant, "contact.created", {"id": "once"})
+    receiver.wait_for(lambda r: r.accepted(), what="the first delivery")
+    wait_until(lambda: deliveries(tenant, hook["id"])[0]["status"] == "delivered", what="delivered")
+
+    service.store.run(_undispatch, event_id)  # as if the scheduler crashed before marking it
+    wait_until(lambda: service.store.run(_outbox_doc, event_id)["dispatched"], what="re-dispatch")
+    [log] = deliveries(tenant, hook["id"])
+    assert log["status"] == "delivered" and log["attempt_count"] == 1
+    assert len(receiver.received()) == 1
+
+
+def test_deleting_a_subscription_cancels_its_waiting_deliveries(service, tenant, receiver):
+    hook = subscribe(tenant, receiver)
+    receiver.stop()
+    event_id = record(service, tenant, "contact.created", {"id": "late"})
+    wait_until(lambda: [d for d in deliveries(tenant, hook["id"]) if d["attempt_count"] >= 1],
+               what="a failed attempt")
+    assert tenant.delete(f"/webhooks/{hook['id']}").status_code == 200
+    delivery = service.store.run(_delivery_doc, f"{event_id}:{hook['id']}")
+    assert delivery["status"] == "cancelled"
+
+
+def test_a_delivery_lease_lets_only_one_worker_attempt_it(service, tenant):
+    delivery_id = f"lease-{time.time_ns()}:nobody"
+    now = now_iso()
+    service.store.run(webhook_store.insert_deliveries, [{
+        "_id": delivery_id, "workspace_id": tenant.workspace_id, "webhook_id": "nobody",
+        "event_id": "e", "event": "contact.created", "body": "{}", "status": "pending",
+        "attempt_count": 0, "next_attempt_at": now, "handoff_until": in_seconds(3600),
+        "locked_by": "", "locked_until": NEVER, "last_status_code": 0, "last_error": None,
+        "created_at": now, "updated_at": now}])
+    first = service.store.run(webhook_store.claim, delivery_id, "worker-a", 60)
+    second = service.store.run(webhook_store.claim, delivery_id, "worker-b", 60)
+    assert first is not None and first["locked_by"] == "worker-a"
+    assert second is None
+    assert not service.store.run(webhook_store.finish_attempt, delivery_id, "worker-b", {"status": "delivered"})
+    assert service.store.run(webhook_store.finish_attempt, delivery_id, "worker-a",
+                             {"status": "delivered", "locked_by": "", "locked_until": NEVER})
+    assert service.store.run(webhook_store.claim, delivery_id, "worker-b", 60) is None
+
+
+async def _outbox_doc(db, event_id):
+    return await db.outbox.find_one({"_id": event_id})
+
+
+async def _undispatch(db, event_id):
+    await db.outbox.update_one({"_id": event_id}, {"$set": {"dispatched": False}})
+
+
+async def _delivery_doc(db, delivery_id):
+    return await db.webhook_deliveries.find_one({"_id": delivery_id})
