@@ -14,20 +14,19 @@ import uuid
 
 import dramatiq
 
-from mongo import analytics, batches, messages, outbox, send_limits
+from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from pipelines.outcomes import OutcomePlan, plan_outcomes
 from pipelines.throttle import Admission, DomainLimit, SendThrottle
 
 from . import bounces as bounce_actor
 from . import runtime
 
-LEASE_SECONDS = 300
-
-
 @dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
 async def send_messages(message_ids: list[str], attempt: int = 0) -> None:
     db = runtime.store()
-    claimed = await messages.claim_for_sending(db, message_ids, uuid.uuid4().hex, LEASE_SECONDS)
+    claimed = await messages.claim_for_sending(db, message_ids, uuid.uuid4().hex,
+                                               runtime.settings().send_lease_seconds)
+    claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
     if not claimed:
         return
     throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
