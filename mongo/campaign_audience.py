@@ -82,7 +82,7 @@ async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, k
     None). Emits campaign.sent; a campaign with nobody to send to is sent at once."""
     from pipelines.clock import now_iso
     workspace_id = workspace["_id"]
-    _, audience = await check_references(db, workspace_id, campaign["template_id"],
+    template, audience = await check_references(db, workspace_id, campaign["template_id"],
                                          campaign["list_id"], campaign["segment_id"])
     sender = await resolve_sender(db, workspace, campaign["from_email"], campaign["from_name"],
                                   campaign["reply_to"], shared_domain=settings.shared_domain)
@@ -90,11 +90,12 @@ async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, k
     mongo_filter = audience_filter(audience, campaign["list_id"] is not None, started_at)
     total = await count_recipients(db, workspace_id, mongo_filter)
     started = await campaign_store.start_sending(db, workspace_id, campaign["_id"], {
-        "audience_filter": json.dumps(mongo_filter), "sender": sender, "key_id": key_id,
+        "audience_filter": json.dumps(mongo_filter), "sender": sender,
+        "template_version": template["version"], "key_id": key_id,
         "sandbox": sandbox, "total_recipients": total,
         "batches_queued": campaign_fanout.batch_count(total),
         "last_contact_id": campaign_store.CURSOR_START, "fanout_done": total == 0,
-        "fanout_at": started_at})
+        "fanout_at": started_at, "revived_at": started_at})
     if started is None:
         return None
     await outbox.record(db, workspace_id, "campaign.sent",

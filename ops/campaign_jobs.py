@@ -22,6 +22,7 @@ STATS_REFRESH_SECONDS = 2.0
 FANOUT_STALL_SECONDS = 120
 # Bounces and complaints arrive after a campaign finishes; its stats follow them this long.
 LATE_STATS_WINDOW_SECONDS = 24 * 3600
+SEND_CHUNK = 100
 
 
 async def _enqueue_fan_out(campaign: dict) -> None:
@@ -85,4 +86,19 @@ async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
     return refreshed
 
 
-JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats]
+async def revive_stalled_messages(db: AsyncDatabase, settings: Settings) -> int:
+    from actors.send import send_messages
+    revived = 0
+    for campaign in await campaigns.sending(db):
+        if not await campaigns.claim_revival(db, campaign["_id"], settings.campaign_stall_seconds / 2):
+            continue
+        stalled = await campaigns.stalled_messages(db, campaign["_id"], settings.campaign_stall_seconds)
+        for start in range(0, len(stalled), SEND_CHUNK):
+            await asyncio.to_thread(send_messages.send, stalled[start:start + SEND_CHUNK])
+        revived += len(stalled)
+    if revived:
+        log.warning("re-enqueued the send of %d stalled campaign message(s)", revived)
+    return revived
+
+
+JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats, revive_stalled_messages]

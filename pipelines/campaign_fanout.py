@@ -53,6 +53,7 @@ def campaign_message(campaign: dict, contact: dict, now: str) -> dict:
         "html": None,
         "text": None,
         "template_id": campaign["template_id"],
+        "template_version": campaign["template_version"],
         "template_data": {},
         "from_address": sender["from_address"],
         "from_name": sender["from_name"],
