@@ -1,5 +1,192 @@
-"""Versioned templates and json_structure rendering."""
+"""Versioned templates, their history, and json_structure rendering.
 
+The html a client stores is what is sent. When a create or PATCH carries json_structure
+but no html, html is rendered from json_structure (so the two stay in sync, as the spec
+asks of clients); `POST /templates/render` renders without storing anything."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from mongo import templates as template_store
+from pipelines import merge_tags
+from pipelines.email_blocks import validate_structure
+from pipelines.email_blocks_html import render_structure
+from pipelines.errors import NotFound, ValidationFailed
+
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db, settings
+from ..types import Strict
+from ..validation import body, query
+
 bp = Blueprint("templates", __name__, url_prefix="/api/v1")
+
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2000
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
+Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)]
+HTML_HELP = ("The email HTML (max 256 KB) with merge tags; sent as stored. Malformed merge tags are "
+             "refused with their line and column. Omit it and give json_structure to have it rendered.")
+STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}], settings}. Validated; "
+                  "unknown fields are kept for the editor. See the README for each block's content.")
+
+
+class CreateTemplate(Strict):
+    name: Name = Field(description="Required, 1–200 characters.")
+    html: str | None = Field(None, description=HTML_HELP + " Required unless json_structure is given.")
+    description: Description | None = Field(None, description="Optional, up to 2000 characters.")
+    json_structure: dict[str, Any] | None = Field(None, description=STRUCTURE_HELP)
+
+
+class UpdateTemplate(Strict):
+    name: Name | None = Field(None, description="1–200 characters; null is refused.")
+    html: str | None = Field(None, description=HTML_HELP + " null is refused.")
+    description: Description | None = Field(None, description="null clears it.")
+    json_structure: dict[str, Any] | None = Field(None, description=STRUCTURE_HELP + " null clears it.")
+
+
+class RenderStructure(Strict):
+    json_structure: dict[str, Any] = Field(description=STRUCTURE_HELP)
+
+
+class TemplateQuery(PageQuery):
+    search: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        None, description="Case-insensitive substring of the template name.")
+
+
+def view(doc: dict, *, full: bool = True) -> dict:
+    out = {"id": doc["_id"], "name": doc["name"], "description": doc.get("description"),
+           "version": doc["version"], "created_at": doc["created_at"], "updated_at": doc["updated_at"]}
+    if full:
+        out.update(html=doc["html"], json_structure=doc.get("json_structure"))
+    return out
+
+
+def version_view(doc: dict, *, full: bool = True) -> dict:
+    out = {"template_id": doc["template_id"], "version": doc["version"], "name": doc["name"],
+           "description": doc.get("description"), "restored_from": doc.get("restored_from"),
+           "created_at": doc["created_at"]}
+    if full:
+        out.update(html=doc["html"], json_structure=doc.get("json_structure"))
+    return out
+
+
+def checked_html(html: str, path: str = "html") -> str:
+    limit = settings().max_html_bytes
+    if len(html.encode()) > limit:
+        raise ValidationFailed(f"{path}: larger than {limit // 1024} KB.", path=path)
+    try:
+        merge_tags.parse(html)
+    except merge_tags.MergeTagError as error:
+        raise error.at(path) from None
+    return html
+
+
+def content_changes(data: Strict, *, creating: bool) -> dict:
+    """The content fields a request sets, validated; html rendered from json_structure
+    when only the latter is given."""
+    given = data.model_fields_set
+    changes = {k: getattr(data, k) for k in ("name", "description", "json_structure", "html") if k in given}
+    for field in ("name", "html"):
+        if field in changes and changes[field] is None:
+            raise ValidationFailed(f"{field}: may not be null.", path=field)
+    if changes.get("json_structure") is not None:
+        validate_structure(changes["json_structure"])
+    if changes.get("html") is not None:
+        checked_html(changes["html"])
+    elif changes.get("json_structure") is not None:
+        changes["html"] = checked_html(render_structure(changes["json_structure"]), "json_structure")
+    elif creating:
+        raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
+    return changes
+
+
+async def live_template(template_id: str) -> dict:
+    doc = await template_store.get(db(), caller().workspace_id, template_id)
+    if doc is None:
+        raise NotFound("No such template in this workspace.")
+    return doc
+
+
+@bp.post("/templates")
+@body(CreateTemplate)
+async def create_template(data: CreateTemplate):
+    doc = await template_store.create(db(), caller().workspace_id, content_changes(data, creating=True))
+    return one(view(doc), 201)
+
+
+@bp.get("/templates")
+@query(TemplateQuery)
+async def list_templates(params: TemplateQuery):
+    docs, total = await template_store.list_page(db(), caller().workspace_id, search=params.search,
+                                                 limit=params.limit, offset=params.offset)
+    return page([view(d, full=False) for d in docs], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/templates/render")
+@body(RenderStructure)
+async def render_template_structure(data: RenderStructure):
+    structure = validate_structure(data.json_structure)
+    return one({"html": checked_html(render_structure(structure), "json_structure")})
+
+
+@bp.get("/templates/<template_id>")
+async def get_template(template_id: str):
+    return one(view(await live_template(template_id)))
+
+
+@bp.patch("/templates/<template_id>")
+@body(UpdateTemplate)
+async def update_template(template_id: str, data: UpdateTemplate):
+    changes = content_changes(data, creating=False)
+    if not changes:
+        raise ValidationFailed("Give at least one of name, html, description, json_structure.")
+    doc = await template_store.update(db(), caller().workspace_id, template_id, changes)
+    if doc is None:
+        raise NotFound("No such template in this workspace.")
+    return one(view(doc))
+
+
+@bp.delete("/templates/<template_id>")
+async def delete_template(template_id: str):
+    if not await template_store.soft_delete(db(), caller().workspace_id, template_id):
+        raise NotFound("No such template in this workspace.")
+    return one({"id": template_id, "deleted": True})
+
+
+@bp.get("/templates/<template_id>/versions")
+@query(PageQuery)
+async def list_template_versions(template_id: str, params: PageQuery):
+    await live_template(template_id)
+    docs, total = await template_store.list_versions(db(), caller().workspace_id, template_id,
+                                                     limit=params.limit, offset=params.offset)
+    return page([version_view(d, full=False) for d in docs], total=total, limit=params.limit,
+                offset=params.offset)
+
+
+async def _version(template_id: str, version: int) -> dict:
+    await live_template(template_id)
+    doc = await template_store.get_version(db(), caller().workspace_id, template_id, version)
+    if doc is None:
+        raise NotFound(f"Template {template_id} has no version {version}.")
+    return doc
+
+
+@bp.get("/templates/<template_id>/versions/<int:version>")
+async def get_template_version(template_id: str, version: int):
+    return one(version_view(await _version(template_id, version)))
+
+
+@bp.post("/templates/<template_id>/versions/<int:version>/restore")
+async def restore_template_version(template_id: str, version: int):
+    old = await _version(template_id, version)
+    changes = {k: old.get(k) for k in template_store.CONTENT_FIELDS}
+    doc = await template_store.update(db(), caller().workspace_id, template_id, changes, restored_from=version)
+    if doc is None:
+        raise NotFound("No such template in this workspace.")
+    return one(view(doc))
