@@ -54,6 +54,8 @@ INDEXES: dict[str, list] = {
     ],
 }
 
+# Compare-and-set rounds of an update before giving up (only under heavy contention).
+_MERGE_ATTEMPTS = 5
 # Newest first, then by id so pages are stable.
 PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
@@ -65,11 +67,12 @@ def live(workspace_id: str, *conditions: dict) -> dict:
 
 
 def view(doc: dict) -> dict:
-    """The public shape, used by API responses and event data."""
+    """The public shape, used by API responses and event data. Booleans are coerced: the
+    embedded store hands back a `$set` boolean as 0/1."""
     return {
         "id": doc["_id"], "email": doc["email"], "first_name": doc.get("first_name"),
         "last_name": doc.get("last_name"), "attributes": doc.get("attributes") or {},
-        "subscribed": doc["subscribed"], "bounced": doc["bounced"], "tags": doc.get("tags", []),
+        "subscribed": bool(doc["subscribed"]), "bounced": bool(doc["bounced"]), "tags": doc.get("tags", []),
         "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         "unsubscribed_at": doc.get("unsubscribed_at"),
     }
@@ -120,24 +123,35 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
                  set_attributes: dict, unset_attributes: list[str]) -> dict | None:
     """Change the given fields and merge attributes; records contact.updated (and
     contact.subscribed/unsubscribed when `subscribed` flips). None if the new email is
-    taken by another live contact."""
+    taken by another live contact.
+
+    Attributes are merged here and written as one whole object, guarded by the
+    `updated_at` we read (compare-and-set, retried): the embedded store turns a boolean
+    written with a dotted `$set` into 0/1, while a whole object keeps its types. (It also
+    answers a unique-index violation in find_one_and_update with None instead of an
+    error, hence update_one.)"""
     fields = dict(fields)
     subscribed = fields.pop("subscribed", None)
-    now = now_iso()
-    changes = {**fields, "updated_at": now}
-    if "email" in fields:
-        changes["email_key"] = fields["email"].lower()
-    changes.update({f"attributes.{k}": v for k, v in set_attributes.items()})
-    update_doc: dict = {"$set": changes}
-    if unset_attributes:
-        update_doc["$unset"] = {f"attributes.{k}": "" for k in unset_attributes}
-    try:
-        doc = await db.contacts.find_one_and_update(
-            live(workspace_id, {"_id": contact_id}), update_doc, return_document=ReturnDocument.AFTER)
-    except DuplicateKeyError:
-        return None
-    if doc is None:
-        return None
+    for _ in range(_MERGE_ATTEMPTS):
+        current = await get(db, workspace_id, contact_id)
+        if current is None:
+            raise LookupError(f"contact {contact_id} vanished during update")
+        changes = {**fields, "updated_at": now_iso()}
+        if "email" in fields:
+            changes["email_key"] = fields["email"].lower()
+        if set_attributes or unset_attributes:
+            merged = {**(current.get("attributes") or {}), **set_attributes}
+            changes["attributes"] = {k: v for k, v in merged.items() if k not in unset_attributes}
+        try:  # update_one, not find_one_and_update: the embedded store's answers None there
+            result = await db.contacts.update_one(
+                live(workspace_id, {"_id": contact_id, "updated_at": current["updated_at"]}), {"$set": changes})
+        except DuplicateKeyError:
+            return None
+        if result.matched_count == 1:
+            doc = {**current, **changes}
+            break
+    else:
+        raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
     if subscribed is not None:
         doc = await set_subscribed(db, workspace_id, contact_id, subscribed, "api") or doc
     changed = sorted(set(fields) | ({"attributes"} if set_attributes or unset_attributes else set())
