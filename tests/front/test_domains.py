@@ -1,0 +1,158 @@
+"""Sending domains over real HTTP, verified against a real DNS server on loopback, and
+mail from them arriving DKIM-signed so that dkimpy verifies it against the published key."""
+
+import uuid
+
+import dkim as dkimpy
+import dns.resolver
+
+from mongo import service_keys
+
+
+def error(response, status, code, path=None):
+    assert response.status_code == status, response.text
+    body = response.json()["error"]
+    assert body["code"] == code
+    if path is not None:
+        assert body.get("path") == path
+    return body
+
+
+def new_domain():
+    return f"mail-{uuid.uuid4().hex[:8]}.example.com"
+
+
+def add(tenant, domain):
+    response = tenant.post("/domains", json={"domain": domain})
+    assert response.status_code == 201, response.text
+    return response.json()["data"]
+
+
+def records(domain_view):
+    return {r["purpose"]: r for r in domain_view["dns_records"]}
+
+
+def dnsfunc_for(dns_server):
+    resolver = dns.resolver.Resolver(configure=False)
+    resolver.nameservers, resolver.port = ["127.0.0.1"], dns_server.port
+
+    def lookup(name, timeout=5):
+        answer = resolver.resolve(name.decode(), "TXT")
+        return b"".join(answer.rrset[0].strings)
+    return lookup
+
+
+def test_adding_a_domain_returns_the_records_to_publish(tenant):
+    domain = new_domain()
+    view = add(tenant, domain.upper() + ".")
+    assert view["domain"] == domain and view["verified"] is False and view["verified_at"] is None
+    recs = records(view)
+    assert recs["verification"]["type"] == "TXT" and recs["verification"]["name"] == f"_postroom.{domain}"
+    assert recs["verification"]["value"].startswith("postroom-verification=")
+    assert recs["dkim"]["type"] == "CNAME" and recs["dkim"]["name"] == f"pr1._domainkey.{domain}"
+    assert recs["dkim"]["value"].endswith(".dkim.postroom.test")
+    assert recs["dkim"]["txt_value"].startswith("v=DKIM1; k=rsa; p=")
+    assert all(r["verified"] is False and r["status"] == "pending" for r in recs.values())
+    assert view["dkim"] == {"selector": "pr1", "algorithm": "rsa-sha256", "key_bits": 2048}
+    assert "dkim_private_key" not in str(view)
+    assert tenant.get(f"/domains/{view['id']}").json()["data"] == view
+    listed = tenant.get("/domains").json()
+    assert [d["id"] for d in listed["data"]] == [view["id"]] and listed["pagination"]["total"] == 1
+
+
+def test_the_private_key_is_stored_sealed(service, tenant):
+    view = add(tenant, new_domain())
+    doc = service.store.run(lambda db: db.domains.find_one({"_id": view["id"]}))
+    assert "PRIVATE KEY" not in doc["dkim_private_key"] and doc["dkim_private_key"].startswith("gAAAA")
+
+
+def test_a_domain_twice_is_a_duplicate_and_bad_names_are_refused(tenant):
+    domain = new_domain()
+    add(tenant, domain)
+    error(tenant.post("/domains", json={"domain": domain}), 409, "duplicate", "domain")
+    for bad in ("not a domain", "localhost", "-x.example.com", "a..b.com", "x" * 64 + ".com", ""):
+        error(tenant.post("/domains", json={"domain": bad}), 400, "validation_error", "domain")
+    error(tenant.post("/domains", json={"domain": "x" * 250 + ".com"}), 400, "validation_error", "domain")
+    error(tenant.post("/domains", json={}), 400, "validation_error", "domain")
+    error(tenant.post("/domains", json={"domain": 7}), 400, "validation_error", "domain")
+    error(tenant.post("/domains", json={"domain": "ok.example.com", "x": 1}), 400, "validation_error", "x")
+    error(tenant.post("/domains", json={"domain": "news.postroom.test"}), 400, "validation_error", "domain")
+
+
+def test_unknown_and_foreign_domains_answer_404(service, tenant):
+    view = add(tenant, new_domain())
+    other = service.tenant()
+    for call in (other.get, other.delete):
+        error(call(f"/domains/{view['id']}"), 404, "not_found")
+    error(other.post(f"/domains/{view['id']}/verify"), 404, "not_found")
+    error(tenant.get(f"/domains/{uuid.uuid4()}"), 404, "not_found")
+    assert other.get("/domains").json()["data"] == []
+
+
+def test_delete_removes_the_domain(tenant):
+    view = add(tenant, new_domain())
+    assert tenant.delete(f"/domains/{view['id']}").json()["data"] == {"id": view["id"], "deleted": True}
+    error(tenant.get(f"/domains/{view['id']}"), 404, "not_found")
+    error(tenant.delete(f"/domains/{view['id']}"), 404, "not_found")
+
+
+def test_verify_reports_each_missing_or_wrong_record(tenant, dns_server):
+    view = add(tenant, new_domain())
+    recs = records(view)
+    result = tenant.post(f"/domains/{view['id']}/verify")
+    assert result.status_code == 200
+    body = result.json()["data"]
+    assert body["verified"] is False and sorted(body["failed_records"]) == ["dkim", "verification"]
+    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {"verification": "missing", "dkim": "missing"}
+    dns_server.set(recs["verification"]["name"], "TXT", "postroom-verification=wrong")
+    dns_server.publish(recs["dkim"])
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["verified"] is False and body["failed_records"] == ["verification"]
+    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {"verification": "mismatch", "dkim": "verified"}
+
+
+def test_verify_succeeds_with_the_txt_key_instead_of_the_cname(tenant, dns_server):
+    view = add(tenant, new_domain())
+    recs = records(view)
+    dns_server.publish(recs["verification"])
+    dns_server.set(recs["dkim"]["name"], "TXT", recs["dkim"]["txt_value"])
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["verified"] is True and body["failed_records"] == [] and body["verified_at"]
+    assert tenant.get(f"/domains/{view['id']}").json()["data"]["verified"] is True
+
+
+def test_mail_from_an_unverified_domain_is_refused(tenant):
+    domain = new_domain()
+    add(tenant, domain)
+    error(tenant.post("/email/send", json={"to": "r@example.org", "subject": "s", "text": "t",
+                                           "from_email": f"news@{domain}"}), 403, "domain_invalid")
+
+
+def test_mail_from_a_verified_domain_is_signed_with_its_key(service, tenant, dns_server):
+    domain = new_domain()
+    view = add(tenant, domain)
+    recs = records(view)
+    dns_server.publish(recs["verification"])
+    dns_server.publish(recs["dkim"])  # the CNAME to where the service publishes the key
+    dns_server.set(recs["dkim"]["value"], "TXT", recs["dkim"]["txt_value"])
+    assert tenant.post(f"/domains/{view['id']}/verify").json()["data"]["verified"] is True
+
+    rcpt = f"signed-{uuid.uuid4().hex[:6]}@example.org"
+    response = tenant.post("/email/send", json={"to": rcpt, "subject": "Signed", "html": "<p>Hi</p>",
+                                                "from_email": f"news@{domain}", "from_name": "News"})
+    assert response.status_code == 202, response.text
+    [received] = service.smtp.wait_for(rcpt)
+    assert received.message["From"] == f"News <news@{domain}>"
+    signature = received.message["DKIM-Signature"]
+    assert f"d={domain};" in signature.replace(" ", "").replace("\t", "") and "s=pr1" in signature
+    assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
+
+
+def test_mail_from_the_shared_domain_is_signed_with_the_service_key(service, tenant, dns_server):
+    rcpt = f"shared-{uuid.uuid4().hex[:6]}@example.org"
+    assert tenant.post("/email/send", json={"to": rcpt, "subject": "Hi", "text": "t"}).status_code == 202
+    [received] = service.smtp.wait_for(rcpt)
+    assert "d=postroom.test;" in received.message["DKIM-Signature"].replace(" ", "")
+    key = service.store.run(lambda db: service_keys.get_or_create(db, "dkim:shared", dict))
+    dns_server.set("pr1._domainkey.postroom.test", "TXT", f"v=DKIM1; k=rsa; p={key['public_key']}")
+    assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
