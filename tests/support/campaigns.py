@@ -1,0 +1,58 @@
+"""Helpers the campaign, tracking and recipient-page tests share."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from tests.support.audience import make_contact, make_list
+
+
+def make_template(tenant, html="<html><body><p>Hi {{first_name|there}}</p></body></html>", name="Newsletter"):
+    response = tenant.post("/templates", json={"name": name, "html": html})
+    assert response.status_code == 201, response.text
+    return response.json()["data"]
+
+
+def make_campaign(tenant, *, template_id, list_id=None, segment_id=None, **fields):
+    body = {"name": "Spring", "subject": "Hello {{first_name|friend}}", "template_id": template_id, **fields}
+    if list_id:
+        body["list_id"] = list_id
+    if segment_id:
+        body["segment_id"] = segment_id
+    response = tenant.post("/campaigns", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()["data"]
+
+
+def list_with_contacts(tenant, emails, **contact_fields):
+    members = make_list(tenant, f"list-{uuid.uuid4().hex[:6]}")
+    contacts = [make_contact(tenant, email, list_id=members["id"], **contact_fields) for email in emails]
+    return members, contacts
+
+
+def send(tenant, campaign_id, key=None):
+    return tenant.post(f"/campaigns/{campaign_id}/send/api",
+                       headers={"Idempotency-Key": key or uuid.uuid4().hex})
+
+
+def wait_campaign(tenant, campaign_id, status, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    body = None
+    while time.monotonic() < deadline:
+        body = tenant.get(f"/campaigns/{campaign_id}").json()["data"]
+        if body["status"] == status:
+            return body
+        time.sleep(0.2)
+    raise AssertionError(f"campaign never became {status}: {body}")
+
+
+def wait_until(check, timeout=20.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
