@@ -4,17 +4,70 @@ requests, published as YAML at /openapi.yaml (and JSON at /openapi.json)."""
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 from quart import Quart, Response, current_app
 from quart_schema import QuartSchema
-from quart_schema.openapi import Info
+from quart_schema.openapi import Info, OpenAPIProvider
 
 DESCRIPTION = """Postroom: workspace-scoped HTTP JSON API for email marketing and transactional
 email. Authenticate with `Authorization: Bearer <API key>`. Errors use the envelope
 `{error: {code, message, path?}}`; `path` names the offending field as `a.b[2].c`.
 Lists answer `{data, pagination: {total, limit, offset, has_more}}`. See the README for
 the decisions made where the contract is silent."""
+
+API_PREFIX = "/api/v1/"
+# Answer without an API key: the health check, and everything outside the API
+# (recipient pages, tracking, this description).
+PUBLIC_API_PATHS = {"/api/v1/health"}
+
+# A rule's variables, `<name>` or `<converter:name>`. quart-schema's own pattern lets the
+# converter part run across `>`, so `/t/<a>/v/<int:b>` came out as `/t/{b}`.
+_RULE_VARIABLE = re.compile(r"<(?:[^:<>]*:)?([^<>]+)>")
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {
+            "code": {"type": "string", "description": "Machine-readable, e.g. validation_error."},
+            "message": {"type": "string", "description": "Human-readable."},
+            "path": {"type": "string", "description": "The offending field, written a.b[2].c."},
+        },
+    }},
+}
+ERROR_RESPONSE = {"description": "Any failure, as the error envelope.",
+                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+class PostroomOpenAPI(OpenAPIProvider):
+    """quart-schema's document, completed: every API operation documents the error envelope
+    (an OpenAPI Responses object may not be empty), and public operations need no key."""
+
+    def build_paths(self, rule) -> tuple[dict, dict]:
+        paths, components = super().build_paths(rule)
+        [operations] = paths.values()
+        return {_RULE_VARIABLE.sub(r"{\1}", rule.rule): operations}, components
+
+    def schema(self) -> dict:
+        document = super().schema()
+        document["components"]["schemas"]["Error"] = ERROR_SCHEMA
+        for path, operations in document["paths"].items():
+            in_api = path.startswith(API_PREFIX)
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if in_api:
+                    if not any(code.startswith("2") for code in responses):
+                        responses["2XX"] = {"description": "Success: `{data: ...}`, or a list page."}
+                    responses.setdefault("default", ERROR_RESPONSE)
+                else:
+                    responses.setdefault("default", {"description": "A page, an image or a redirect."})
+                if not in_api or path in PUBLIC_API_PATHS:
+                    operation["security"] = []
+        return document
 
 
 def install(app: Quart) -> QuartSchema:
@@ -25,6 +78,7 @@ def install(app: Quart) -> QuartSchema:
         swagger_ui_path=None, redoc_ui_path=None, scalar_ui_path=None,
         security_schemes={"bearer": {"type": "http", "scheme": "bearer"}},
         security=[{"bearer": []}],
+        openapi_provider_class=PostroomOpenAPI,
     )
 
     @app.get("/openapi.yaml")
