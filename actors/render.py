@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import dramatiq
 
-from mongo import batches, messages
+from mongo import batches, contacts, messages, templates, workspaces
 from pipelines.render_message import RenderContext, render_all
 
 from . import runtime, signing
 
 SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
+
+
+async def personalisation_inputs(db, docs: list[dict]) -> dict:
+    """What merge tags read: each workspace (company fields), the template versions the
+    messages were sent with, and the contact of each first recipient (if there is one)."""
+    workspace_ids = {m["workspace_id"] for m in docs}
+    found = {w: await workspaces.get(db, w) for w in workspace_ids}
+    versions = await templates.load_versions(db, list({(m["template_id"], m.get("template_version"))
+                                                        for m in docs if m.get("template_id")}))
+    people = {}
+    for workspace_id, email in {(m["workspace_id"], m["to"][0].lower()) for m in docs}:
+        contact = await contacts.find_by_email(db, workspace_id, email)
+        if contact is not None:
+            people[(workspace_id, email)] = contact
+    return {"workspaces": {k: v for k, v in found.items() if v}, "templates": versions, "contacts": people}
 
 
 @dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
@@ -25,7 +40,8 @@ async def render_messages(message_ids: list[str]) -> None:
     if not real:
         return
     signers = await signing.signers_for(db, runtime.settings(), real)
-    result = render_all(real, RenderContext(settings=runtime.settings(), workspaces={}, signers=signers))
+    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers,
+                                            **await personalisation_inputs(db, real)))
     await messages.save_rendered(db, result.rendered, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
     if result.ready_ids:

@@ -12,12 +12,14 @@ from mongo import domains as domain_store
 from mongo import messages as message_store
 from mongo import send_limits
 from mongo import suppressions as suppression_store
+from mongo import templates as template_store
 from pipelines import sender as sender_rules
 from pipelines import throttle
 from pipelines.clock import iso, now_iso, utcnow
-from pipelines.errors import (Forbidden, InvalidSchedule, NoContent, PostroomError, ServerError,
+from pipelines.errors import (Forbidden, InvalidSchedule, NoContent, NotFound, PostroomError, ServerError,
                              ValidationFailed)
 from pipelines.ids import new_batch_id, new_message_id
+from pipelines.personalise import check_merge_tags
 from pipelines.text import clean_subject
 
 from .enqueue import enqueue
@@ -26,11 +28,29 @@ from .runtime import Caller, db, settings
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
 
 
+async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache: dict | None) -> dict | None:
+    """The live template a send names (404 template_not_found if unknown, deleted or another
+    workspace's); `cache` lets a batch look each template up once."""
+    template_id = fields.get("template_id")
+    if not template_id:
+        return None
+    if fields.get("html") is not None:
+        raise ValidationFailed("Give either html or template_id, not both.", path=f"{path_prefix}html")
+    cache = {} if cache is None else cache
+    if template_id not in cache:
+        cache[template_id] = await template_store.get(db(), workspace_id, template_id)
+    if cache[template_id] is None:
+        raise NotFound("No template with this id in the workspace.", code="template_not_found",
+                       path=f"{path_prefix}template_id")
+    return cache[template_id]
+
+
 async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
-                        suppressed: set[str] | None = None, domains: dict[str, bool] | None = None) -> dict:
-    """`suppressed` / `domains`: the suppressed addresses among the recipients and the
-    workspace's sending domains when the caller already looked them up in bulk (batch
-    sends); otherwise they are looked up here."""
+                        suppressed: set[str] | None = None, domains: dict[str, bool] | None = None,
+                        templates: dict | None = None) -> dict:
+    """`suppressed` / `domains` / `templates`: the suppressed addresses among the recipients,
+    the workspace's sending domains and the templates named so far when the caller already
+    looked them up in bulk (batch sends); otherwise they are looked up here."""
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
         raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
     html = fields.get("html")
@@ -38,6 +58,9 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         raise ValidationFailed(f"html is larger than {settings().max_html_bytes // 1024} KB.",
                                path=f"{path_prefix}html")
     workspace = who.workspace
+    template = await load_template(fields, workspace["_id"], path_prefix, templates)
+    # Malformed merge tags are refused now, with their position, not discovered at render.
+    check_merge_tags(clean_subject(fields["subject"]), html, fields.get("text"), path_prefix=path_prefix)
     if domains is None:
         domains = await domain_store.verified_map(db(), workspace["_id"])
     try:
@@ -67,6 +90,7 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         "html": html,
         "text": fields.get("text"),
         "template_id": fields.get("template_id"),
+        "template_version": template["version"] if template else None,  # rendered exactly as sent
         "template_data": fields.get("template_data") or {},
         "from_address": sender.from_address,
         "from_name": sender.from_name,
@@ -136,8 +160,9 @@ async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]
     everyone = list(dict.fromkeys(r for item in items
                                   for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
     suppressed = await suppression_store.suppressed_among(db(), workspace_id, everyone)
+    templates: dict = {}
     docs = [await build_message(item, who, path_prefix=f"messages[{i}].", suppressed=suppressed,
-                                domains=domains) for i, item in enumerate(items)]
+                                domains=domains, templates=templates) for i, item in enumerate(items)]
     batch_id = new_batch_id()
     for doc in docs:
         doc["batch_id"] = batch_id

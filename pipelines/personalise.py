@@ -17,7 +17,7 @@ import datetime as dt
 from . import links
 from .compliance_footer import add_html_footer, add_text_footer
 from .merge_compile import CompiledTemplate, compile_template
-from .merge_tags import MergeTagError
+from .merge_tags import MergeTagError, parse
 from .text import clean_subject
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -56,6 +56,17 @@ def compile_content(subject: str, html: str | None, text: str | None, *,
         if not compiled_text.mentions("unsubscribe_url"):
             compiled_text = _compile(add_text_footer(text), "text", f"{path_prefix}text")
     return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text)
+
+
+def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_prefix: str = "") -> None:
+    """Parse without compiling (cheap enough for every item of a 1000-message batch);
+    raises MergeTagError naming the field."""
+    for field, source in (("subject", subject), ("html", html), ("text", text)):
+        if source is not None:
+            try:
+                parse(source)
+            except MergeTagError as error:
+                raise error.at(f"{path_prefix}{field}") from None
 
 
 def contact_fields(contact: dict | None, email: str) -> dict:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from .clock import utcnow
 from .dkim import Signer, signer_key
+from .errors import PostroomError
 from .mime import compose, verp_return_path
+from .personalise import CompiledContent, compile_content, recipient_data, render_content, system_fields
 from .settings import Settings
 
 
@@ -17,6 +20,10 @@ class RenderContext:
     workspaces: dict[str, dict]
     # pipelines.dkim.signer_key(message) → Signer; a message without one leaves unsigned
     signers: dict[str, Signer] = dataclasses.field(default_factory=dict)
+    # (template id, version) → that template version (messages render what was current at send)
+    templates: dict[tuple[str, int], dict] = dataclasses.field(default_factory=dict)
+    # (workspace id, lower-cased address) → contact, for contact merge tags
+    contacts: dict[tuple[str, str], dict] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -29,12 +36,37 @@ class RenderResult:
         return [r["_id"] for r in self.rendered]
 
 
+def message_content(message: dict, ctx: RenderContext) -> CompiledContent:
+    """The message's subject/html/text compiled (cached by content, so a batch or campaign
+    on one template compiles once)."""
+    html = message.get("html")
+    if message.get("template_id"):
+        template = ctx.templates.get((message["template_id"], message.get("template_version")))
+        if template is None:
+            raise ValueError(f"template {message['template_id']} version {message.get('template_version')} is gone")
+        html = template["html"]
+    return compile_content(message["subject"], html, message.get("text"))
+
+
+def message_data(message: dict, ctx: RenderContext) -> dict:
+    """Merge-tag values for the message's first recipient (a message to several addresses
+    is one email, personalised for the first)."""
+    s, email = ctx.settings, message["to"][0]
+    contact = ctx.contacts.get((message["workspace_id"], email.lower()))
+    system = system_fields(workspace=ctx.workspaces.get(message["workspace_id"]) or {"_id": message["workspace_id"]},
+                           contact_id=contact["_id"] if contact else None, email=email,
+                           message_id=message["_id"], base_url=s.base_url, secret_key=s.secret_key, now=utcnow())
+    return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
+
+
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
+    subject, html, text = render_content(message_content(message, ctx), message_data(message, ctx),
+                                         max_html_bytes=s.max_html_bytes)
     data = compose(
         message_id=message["_id"], from_address=message["from_address"],
-        from_name=message.get("from_name"), to=message["to"], subject=message["subject"],
-        html=message.get("html"), text=message.get("text"), reply_to=message.get("reply_to"),
+        from_name=message.get("from_name"), to=message["to"], subject=subject,
+        html=html, text=text, reply_to=message.get("reply_to"),
         id_domain=message.get("signing_domain") or s.shared_domain)
     signer = ctx.signers.get(signer_key(message))
     if signer is not None:
@@ -52,6 +84,6 @@ def render_all(messages: list[dict], ctx: RenderContext) -> RenderResult:
     for message in messages:
         try:
             result.rendered.append(render_one(message, ctx))
-        except ValueError as error:  # a message that cannot be rendered fails alone
+        except (ValueError, PostroomError) as error:  # a message that cannot be rendered fails alone
             result.failed[message["_id"]] = str(error)
     return result
