@@ -169,3 +169,33 @@ async def _undispatch(db, event_id):
 
 async def _delivery_doc(db, delivery_id):
     return await db.webhook_deliveries.find_one({"_id": delivery_id})
+
+
+def test_contact_and_list_changes_made_through_the_api_arrive_signed(service, tenant, receiver):
+    response = tenant.post("/webhooks", json={"url": receiver.url, "events": [
+        "contact.created", "contact.updated", "contact.unsubscribed", "list.member_added"]})
+    assert response.status_code == 201, response.text
+    hook = response.json()["data"]
+    receiver.trust(hook["id"], hook["secret"])
+
+    contact = tenant.post("/contacts", json={"email": "Webhook.Reader@Example.org", "first_name": "Wen"})
+    assert contact.status_code == 201, contact.text
+    contact_id = contact.json()["data"]["id"]
+    assert tenant.patch(f"/contacts/{contact_id}", json={"last_name": "Hook"}).status_code == 200
+    assert tenant.patch(f"/contacts/{contact_id}", json={"subscribed": False}).status_code == 200
+    listed = tenant.post("/lists", json={"name": "Webhook readers"})
+    assert listed.status_code == 201, listed.text
+    list_id = listed.json()["data"]["id"]
+    assert tenant.post(f"/lists/{list_id}/members", json={"contact_ids": [contact_id]}).status_code in (200, 201)
+
+    wanted = {"contact.created", "contact.updated", "contact.unsubscribed", "list.member_added"}
+    receiver.wait_for(lambda r: {x.headers["x-service-event"] for x in r.accepted()} >= wanted,
+                      what="contact and list events")
+    by_event = {r.headers["x-service-event"]: r for r in receiver.accepted()}
+    assert all(r.verified and r.headers["x-service-webhook-id"] == hook["id"] for r in receiver.received())
+    assert by_event["contact.created"].json["data"]["contact"]["id"] == contact_id
+    assert by_event["contact.created"].json["data"]["contact"]["email"] == contact.json()["data"]["email"]
+    assert by_event["list.member_added"].json["data"]["list"]["id"] == list_id
+    assert by_event["list.member_added"].json["data"]["contact"]["id"] == contact_id
+    assert by_event["contact.unsubscribed"].json["data"]["contact"]["id"] == contact_id
+    assert by_event["contact.updated"].json["data"]["contact"]["last_name"] == "Hook"
