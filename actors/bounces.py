@@ -33,7 +33,7 @@ async def process_report(report_id: str) -> None:
         await inbound_reports.finish(db, report_id, "unmatched", f"no message {parsed.message_id or '(none named)'}",
                                      style=parsed.style)
         return
-    ids = await record_bounces(db, [(b, message[0]) for b in parsed.bounces], origin=f"report:{report_id}")
+    ids = await record_bounces(db, [(b, message[0]) for b in parsed.bounces], origin="report")
     await inbound_reports.finish(db, report_id, "parsed", style=parsed.style, bounce_ids=ids)
 
 
@@ -42,7 +42,10 @@ async def record_bounces(db: AsyncDatabase, items: list[tuple[Bounce, dict]], *,
     ids = []
     for bounce, message in items:
         ws = message["workspace_id"]
-        doc = bounce_effects.bounce_document(bounce, origin=f"{origin}:{message['_id']}", workspace_id=ws,
+        # the same report delivered twice (or sent twice by the remote MTA) is one bounce;
+        # a later report with another action or status (delayed, then failed) is another
+        key = f"{origin}:{message['_id']}:{bounce.kind}:{bounce.action}:{bounce.smtp_status}"
+        doc = bounce_effects.bounce_document(bounce, origin=key, workspace_id=ws,
                                              message_id=message["_id"], created_at=now_iso())
         new = await bounces.insert(db, doc)
         doc = doc if new else await bounces.get(db, ws, doc["_id"])
