@@ -92,6 +92,7 @@ async def unsubscribe(webhook_id: str):
 @bp.post("/webhooks/triggers")
 @body(CreateTrigger)
 async def create_trigger(data: CreateTrigger):
+    """Subscribe `targetUrl` to one event. 201; the signing secret is in `secret`, shown only here."""
     check_target(data.targetUrl, "targetUrl")
     return await subscribe([data.event], data.targetUrl, "triggers")
 
@@ -99,6 +100,7 @@ async def create_trigger(data: CreateTrigger):
 @bp.get("/webhooks/triggers")
 @query(TriggerList)
 async def list_triggers(params: TriggerList):
+    """The workspace's active subscriptions, newest first (secrets are never listed)."""
     docs, total = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
                                                   limit=params.limit, offset=params.offset)
     return page([subscription_view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
@@ -107,28 +109,33 @@ async def list_triggers(params: TriggerList):
 @bp.delete("/webhooks/triggers")
 @query(TriggerId)
 async def delete_trigger(params: TriggerId):
+    """Delete the subscription `id`; its waiting deliveries are cancelled."""
     return await unsubscribe(params.id)
 
 
 @bp.post("/webhooks")
 @body(CreateWebhook)
 async def create_webhook(data: CreateWebhook):
+    """Second form: one subscription (one id, one secret) for several events. 201."""
     check_target(data.url, "url")
     return await subscribe(data.events, data.url, "webhooks")
 
 
 @bp.get("/webhooks/<webhook_id>")
 async def get_webhook(webhook_id: str):
+    """One active subscription."""
     return one(subscription_view(await owned(webhook_id)))
 
 
 @bp.delete("/webhooks/<webhook_id>")
 async def delete_webhook(webhook_id: str):
+    """Delete a subscription; its waiting deliveries are cancelled."""
     return await unsubscribe(webhook_id)
 
 
 @bp.post("/webhooks/<webhook_id>/rotate-secret")
 async def rotate_secret(webhook_id: str):
+    """Replace the signing secret at once; the new one is returned only here."""
     secret = webhook_signing.new_secret()
     doc = await webhook_store.replace_secret(db(), caller().workspace_id, webhook_id,
                                              seal(secret, settings().secret_key))
@@ -139,6 +146,7 @@ async def rotate_secret(webhook_id: str):
 
 @bp.post("/webhooks/<webhook_id>/test")
 async def test_webhook(webhook_id: str):
+    """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
     doc = await owned(webhook_id)
     result = await send_signed(
         url=doc["target_url"], secret=open_sealed(doc["secret_sealed"], settings().secret_key),
@@ -162,6 +170,7 @@ def delivery_view(doc: dict, attempts: list[dict]) -> dict:
 @bp.get("/webhooks/<webhook_id>/deliveries")
 @query(DeliveryList)
 async def list_deliveries(webhook_id: str, params: DeliveryList):
+    """The subscription's deliveries, newest first, each with every attempt."""
     await owned(webhook_id)
     docs, total = await webhook_store.list_for_webhook(db(), caller().workspace_id, webhook_id,
                                                        status=params.status, limit=params.limit,
