@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from mongo import batches, contacts, messages, templates, workspaces
+from mongo import batches, campaigns, contacts, messages, templates, workspaces
 from pipelines.render_message import RenderContext, render_all
 
 from . import runtime, signing
@@ -31,6 +31,7 @@ async def personalisation_inputs(db, docs: list[dict]) -> dict:
 async def render_messages(message_ids: list[str]) -> None:
     db = runtime.store()
     docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
+    docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
     sandbox = [m["_id"] for m in docs if m.get("sandbox")]
     if sandbox:  # sandbox keys go through every step but SMTP and get a mock outcome
         await messages.advance(db, [(mid, "delivered", {"smtp_response": "250 sandbox"}, SANDBOX_DETAIL,

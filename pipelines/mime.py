@@ -53,9 +53,10 @@ class MimeTemplate:
     boundary: bytes
 
     def fill(self, *, message_id: str, id_domain: str, to: list[str], date: str,
-             plain: str, html: str | None) -> bytes:
+             plain: str, html: str | None, recipient_headers: bytes = b"") -> bytes:
         out = [b"Message-ID: <", message_id.encode("ascii"), b"@", id_domain.encode("idna"), b">\r\n",
-               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), self.shared_headers]
+               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), recipient_headers,
+               self.shared_headers]
         if html is None:
             out += [b'Content-Type: text/plain; charset="utf-8"\r\n',
                     b"Content-Transfer-Encoding: quoted-printable\r\n\r\n", _qp(plain)]
@@ -101,12 +102,29 @@ def _qp(text: str) -> bytes:
 
 def compose(*, message_id: str, from_address: str, from_name: str | None, to: list[str],
             subject: str, html: str | None, text: str | None, reply_to: str | None,
-            id_domain: str, extra_headers: dict[str, str] | None = None) -> bytes:
+            id_domain: str, extra_headers: dict[str, str] | None = None,
+            recipient_headers: dict[str, str] | None = None) -> bytes:
+    """`extra_headers` are shared by many messages (cached in the template);
+    `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached."""
     template = mime_template(from_address, from_name, reply_to, subject,
                              tuple((extra_headers or {}).items()))
     plain = text if text is not None else (html_to_text(html) if html else "")
     return template.fill(message_id=message_id, id_domain=id_domain, to=to,
-                         date=format_datetime(utcnow()), plain=plain, html=html)
+                         date=format_datetime(utcnow()), plain=plain, html=html,
+                         recipient_headers=_recipient_header_lines(recipient_headers or {}))
+
+
+def _recipient_header_lines(headers: dict[str, str]) -> bytes:
+    """Plain ASCII values are written directly (a list of `<URI>`s folded after each
+    comma); anything else goes through the stdlib, like the shared headers."""
+    out = []
+    for name, value in headers.items():
+        if value.isascii() and "\r" not in value and "\n" not in value and len(value) < 900:
+            folded = value.replace(", <", ",\r\n <")
+            out.append(f"{name}: {folded}\r\n".encode("ascii"))
+        else:
+            out.append(_header_lines([(name, value)]))
+    return b"".join(out)
 
 
 def verp_return_path(message_id: str, bounce_domain: str) -> str:

@@ -12,6 +12,7 @@ from .errors import PostroomError
 from .mime import compose, verp_return_path
 from .personalise import CompiledContent, compile_content, recipient_data, render_content, system_fields
 from .settings import Settings
+from . import tracking_rewrite, unsubscribe_headers
 
 
 @dataclasses.dataclass
@@ -61,13 +62,17 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
 
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
-    subject, html, text = render_content(message_content(message, ctx), message_data(message, ctx),
-                                         max_html_bytes=s.max_html_bytes)
+    fields = message_data(message, ctx)
+    subject, html, text = render_content(message_content(message, ctx), fields, max_html_bytes=s.max_html_bytes)
+    if html is not None:  # open pixel and click redirects, as the message's track_* flags ask
+        html = tracking_rewrite.apply(html, message, base_url=s.base_url, secret_key=s.secret_key)
     data = compose(
         message_id=message["_id"], from_address=message["from_address"],
         from_name=message.get("from_name"), to=message["to"], subject=subject,
         html=html, text=text, reply_to=message.get("reply_to"),
-        id_domain=message.get("signing_domain") or s.shared_domain)
+        id_domain=message.get("signing_domain") or s.shared_domain,
+        recipient_headers=unsubscribe_headers.headers(message, fields["unsubscribe_url"],
+                                                      bounce_domain=s.bounce_domain))
     signer = ctx.signers.get(signer_key(message))
     if signer is not None:
         data = signer.sign(data)
