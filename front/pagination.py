@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
+# The store takes a 64-bit skip; a larger offset was a 500. No list comes near this.
+MAX_OFFSET = 2**31 - 1
 
 
 class PageQuery(BaseModel):
@@ -13,7 +15,7 @@ class PageQuery(BaseModel):
     model_config = ConfigDict(extra="ignore")
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT,
                        description="Page size, 1 to 1000 (default 100).")
-    offset: int = Field(0, ge=0, description="Items to skip (default 0).")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip (default 0, at most 2147483647).")
 
 
 def page(items: list, *, total: int, limit: int, offset: int) -> dict:

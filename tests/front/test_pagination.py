@@ -46,9 +46,12 @@ def test_limit_of_exactly_the_total_has_no_more(tenant, five_tags):
     assert body["pagination"]["has_more"] is False
 
 
-def test_largest_limit_1000_is_accepted(tenant):
+def test_largest_limit_1000_and_largest_offset_are_accepted(tenant):
     body = tenant.get("/tags", params={"limit": 1000}).json()
     assert body["pagination"]["limit"] == 1000
+    far = tenant.get("/tags", params={"offset": 2**31 - 1})
+    assert far.status_code == 200
+    assert far.json()["data"] == []
 
 
 @pytest.mark.parametrize("params, path", [
@@ -61,6 +64,8 @@ def test_largest_limit_1000_is_accepted(tenant):
     ({"offset": -1}, "offset"),
     ({"offset": "abc"}, "offset"),
     ({"limit": 10, "offset": "1e3"}, "offset"),
+    ({"offset": 2**31}, "offset"),
+    ({"offset": 10**20}, "offset"),
 ])
 def test_invalid_limit_or_offset_answers_400_with_its_path(tenant, params, path):
     response = tenant.get("/tags", params=params)
