@@ -47,10 +47,12 @@ class StoreLimiterBackend:
         now = time.time()
         ids, width, first = self._buckets(key, window_seconds, now)
         coll = self.db.rate_windows
-        await coll.update_one({"_id": ids[-1]},
-                              {"$inc": {"n": want}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
-                              upsert=True)
-        counts = {d["_id"]: d.get("n", 0) for d in await coll.find({"_id": {"$in": ids}}).to_list()}
+        # Our own atomic view of the current bucket, plus the older ones (which only shrink).
+        current = await coll.find_one_and_update(
+            {"_id": ids[-1]}, {"$inc": {"n": want}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
+            upsert=True, return_document=ReturnDocument.AFTER)
+        counts = {d["_id"]: d.get("n", 0) for d in await coll.find({"_id": {"$in": ids[:-1]}}).to_list()}
+        counts[ids[-1]] = current.get("n", 0)
         used = sum(counts.values())
         excess = min(want, max(0, used - limit))
         if not excess:

@@ -74,6 +74,7 @@ def status_view(doc: dict) -> dict:
         "subject": doc["subject"],
         "created_at": doc["created_at"],
         "scheduled_at": doc.get("due_at"),
+        "queued_at": doc.get("queued_at"),
         "sent_at": doc.get("sent_at"),
         "delivered_at": doc.get("delivered_at"),
         "opened_at": doc.get("opened_at"),
