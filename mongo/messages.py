@@ -98,9 +98,12 @@ async def store_rendered(db: AsyncDatabase, rendered: list[dict]) -> None:
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
-    return await db.messages.find(
-        {"status": "scheduled", "due_at": {"$lte": now_iso()}},
-        {"_id": 1, "workspace_id": 1}, limit=limit, sort=[("due_at", 1)]).to_list()
+    now = now_iso()
+    docs = await db.messages.find(
+        {"status": "scheduled", "due_at": {"$lte": now}},
+        {"_id": 1, "workspace_id": 1, "due_at": 1}, limit=limit, sort=[("due_at", 1)]).to_list()
+    # Checked again here: the embedded store compares these strings at whole seconds.
+    return [d for d in docs if d["due_at"] <= now]
 
 
 async def promote(db: AsyncDatabase, message_id: str) -> bool:
