@@ -44,7 +44,8 @@ async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
 
 
 JOBS = [promote_due_messages, requeue_stale, purge_expired]
-JOB_MODULES: list[str] = ["mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs", "ops.inbound"]
+JOB_MODULES: list[str] = ["mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs", "ops.inbound",
+                          "mongo.contact_removal"]
 
 
 def all_jobs() -> list:
