@@ -34,7 +34,7 @@ async def delete_all(db: AsyncDatabase, workspace_id: str, key_id: str | None) -
         {"$set": {"deleted": True, "deleted_at": iso(now), "deletion_id": deletion_id, "updated_at": iso(now)}})
     return await activity.record(db, workspace_id, DELETE_ALL, key_id, {
         "deletion_id": deletion_id, "count": result.modified_count,
-        "restorable_until": iso(now + RESTORE_WINDOW)})
+        "restorable_until": iso(now + RESTORE_WINDOW), "purged": False})
 
 
 async def find_deletion(db: AsyncDatabase, workspace_id: str, deletion_id: str | None) -> dict | None:
@@ -72,3 +72,22 @@ async def restore(db: AsyncDatabase, workspace_id: str, entry: dict, key_id: str
             skipped.extend(chunk[e["index"]]["email"] for e in failed)
     return await activity.record(db, workspace_id, RESTORE, key_id, {
         "deletion_id": deletion_id, "restored": restored, "skipped": skipped})
+
+
+async def purge_unrestorable(db: AsyncDatabase, settings=None) -> int:
+    """Scheduler job: permanently delete the contacts of delete-alls whose restore window
+    has ended (found through the small activity log, not by scanning contacts)."""
+    due = await db.activity.find({"action": DELETE_ALL, "details.purged": False,
+                                  "details.restorable_until": {"$lt": now_iso()}}, limit=100).to_list()
+    purged = 0
+    for entry in due:
+        result = await db.contacts.delete_many({"workspace_id": entry["workspace_id"],
+                                                "deletion_id": entry["details"]["deletion_id"]})
+        purged += result.deleted_count
+        # the whole object: a dotted boolean $set comes back as 0/1 from the embedded store
+        await db.activity.update_one({"_id": entry["_id"]},
+                                     {"$set": {"details": {**entry["details"], "purged": True}}})
+    return purged
+
+
+JOBS = [purge_unrestorable]
