@@ -1,5 +1,6 @@
 """Delete-all (soft delete), its confirmation, restore within 30 days, and the activity log."""
 
+import time
 import uuid
 
 import pytest
@@ -118,6 +119,27 @@ def test_restore_after_the_30_day_window_is_refused(service, tenant, audience):
     service.store.run(age)
     error(tenant.post("/contacts/restore", json={"deletion_id": deletion["deletion_id"]}), 409, "conflict")
     assert total(tenant) == 0
+
+
+def test_contacts_past_the_restore_window_are_purged_by_the_scheduler(service, tenant, audience):
+    deletion = tenant.post("/contacts/delete-all", json={"confirm": True}).json()["data"]
+
+    async def age(db):
+        entry = await db.activity.find_one({"workspace_id": tenant.workspace_id, "action": "contacts.delete_all"})
+        details = {**entry["details"], "restorable_until": "2000-01-01T00:00:00.000000Z"}
+        await db.activity.update_one({"_id": entry["_id"]}, {"$set": {"details": details}})
+
+    async def remaining(db):
+        return await db.contacts.count_documents({"workspace_id": tenant.workspace_id,
+                                                  "deletion_id": deletion["deletion_id"]})
+    assert service.store.run(remaining) == 3
+    service.store.run(age)
+    deadline = time.monotonic() + 20
+    while service.store.run(remaining) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert service.store.run(remaining) == 0
+    [entry] = tenant.get("/contacts/activity").json()["data"]
+    assert entry["details"]["purged"] is True
 
 
 def test_activity_log_records_delete_all_and_restore_newest_first(service, tenant, audience):
