@@ -149,6 +149,7 @@ async def delete_contact(contact_id: str):
 @bp.post("/contacts/bulk-delete")
 @body(ContactIds)
 async def bulk_delete(data: ContactIds):
+    """Permanently delete up to 5000 contacts; answers {deleted, not_found}."""
     deleted = await contact_store.delete_many(db(), caller().workspace_id, data.contact_ids)
     gone = set(deleted)
     return one({"deleted": len(deleted),
@@ -158,6 +159,7 @@ async def bulk_delete(data: ContactIds):
 @bp.post("/contacts/delete-all")
 @body(DeleteAll)
 async def delete_all(data: DeleteAll):
+    """Soft-delete every contact (confirm must be true); answers {deleted, deletion_id, restorable_until, activity_id}."""
     if data.confirm is not True:
         raise ConfirmationRequired("Send {\"confirm\": true} to delete every contact; nothing was deleted.",
                                    path="confirm")
@@ -169,6 +171,7 @@ async def delete_all(data: DeleteAll):
 @bp.post("/contacts/restore")
 @body(Restore)
 async def restore(data: Restore):
+    """Undo a delete-all within 30 days; answers {deletion_id, restored, skipped, activity_id}."""
     entry = await contact_removal.find_deletion(db(), caller().workspace_id, data.deletion_id)
     if entry is None:
         raise NotFound("No delete-all to restore in this workspace.")
@@ -181,6 +184,7 @@ async def restore(data: Restore):
 @bp.get("/contacts/activity")
 @query(ActivityQuery)
 async def activity_log(params: ActivityQuery):
+    """The workspace activity log (delete-all and restore), newest first."""
     items, total = await activity_store.page(db(), caller().workspace_id, params.action,
                                              limit=params.limit, offset=params.offset)
     return page([activity_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
@@ -189,6 +193,7 @@ async def activity_log(params: ActivityQuery):
 @bp.get("/contacts/duplicates")
 @query(DuplicatesQuery)
 async def duplicates(params: DuplicatesQuery):
+    """Contacts in two or more static lists, each with its lists [{id, name}]."""
     condition: dict = {"$expr": {"$gte": [{"$size": "$lists"}, 2]}}
     if params.list_id is not None:
         await list_or_404(params.list_id)

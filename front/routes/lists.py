@@ -122,6 +122,7 @@ async def members(list_id: str, params: PageQuery):
 @bp.post("/lists/<list_id>/members")
 @body(MemberIds)
 async def add_members(list_id: str, data: MemberIds):
+    """Add contacts to a static list; answers {list_id, added, already_members, not_found}."""
     list_doc = await list_or_404(list_id)
     _static_only(list_doc)
     outcome = await list_store.add_members(db(), list_doc, data.contact_ids)
@@ -132,6 +133,7 @@ async def add_members(list_id: str, data: MemberIds):
 @bp.delete("/lists/<list_id>/members")
 @body(MemberIds)
 async def remove_members(list_id: str, data: MemberIds):
+    """Remove contacts from a static list; answers {list_id, removed, not_members, not_found}."""
     list_doc = await list_or_404(list_id)
     _static_only(list_doc)
     outcome = await list_store.remove_members(db(), list_doc, data.contact_ids)

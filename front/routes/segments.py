@@ -113,6 +113,7 @@ async def delete_segment(segment_id: str):
 
 @bp.post("/segments/<segment_id>/estimate")
 async def estimate(segment_id: str):
+    """Count the live contacts matching the segment; answers {segment_id, count}."""
     doc = await _segment_or_404(segment_id)
     condition = segment_rules.compile_conditions(doc["conditions"])
     return one({"segment_id": segment_id,

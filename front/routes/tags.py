@@ -121,6 +121,7 @@ async def tag_contacts(tag_id: str, params: PageQuery):
 @bp.post("/tags/<tag_id>/contacts")
 @body(TagContacts)
 async def assign(tag_id: str, data: TagContacts):
+    """Assign the tag; answers {tag_id, assigned, already_assigned, not_found}."""
     await _tag_or_404(tag_id)
     outcome = await memberships.add(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
     return one({"tag_id": tag_id, "assigned": len(outcome.changed),
@@ -130,6 +131,7 @@ async def assign(tag_id: str, data: TagContacts):
 @bp.delete("/tags/<tag_id>/contacts")
 @body(TagContacts)
 async def unassign(tag_id: str, data: TagContacts):
+    """Remove the tag; answers {tag_id, removed, not_assigned, not_found}."""
     await _tag_or_404(tag_id)
     outcome = await memberships.remove(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
     return one({"tag_id": tag_id, "removed": len(outcome.changed),
