@@ -88,7 +88,14 @@ def cmd_indexes(args) -> int:
 
 def cmd_workspace_create(args) -> int:
     from mongo import workspaces
+    from pipelines.addresses import normalize
     from pipelines.sender import workspace_local_part
+    if args.from_email is not None:
+        try:
+            args.from_email = normalize(args.from_email)
+        except ValueError as error:
+            print(f"--from-email: {error}", file=sys.stderr)
+            return 2
 
     async def work(db):
         ws = await workspaces.create(db, args.name, from_email=args.from_email)
@@ -102,7 +109,11 @@ def cmd_workspace_create(args) -> int:
 
 def cmd_workspace_list(args) -> int:
     from mongo import workspaces
-    for ws in _run_store(config.load(), workspaces.list_all):
+    rows = _run_store(config.load(), workspaces.list_all)
+    if args.json:
+        print(json.dumps([{"id": ws["_id"], "name": ws["name"], "created_at": ws["created_at"]} for ws in rows]))
+        return 0
+    for ws in rows:
         print(f"{ws['_id']}  {ws['name']}")
     return 0
 
@@ -114,6 +125,9 @@ def cmd_key_create(args) -> int:
     bad = [p for p in permissions if not api_keys.is_valid_permission(p)]
     if bad:
         print(f"unknown permission(s): {', '.join(bad)}", file=sys.stderr)
+        return 2
+    if any(limit is not None and limit < 1 for limit in (args.rate_limit, args.email_rate_limit)):
+        print("--rate-limit and --email-rate-limit must be at least 1 per minute", file=sys.stderr)
         return 2
 
     async def work(db):
@@ -136,7 +150,13 @@ def cmd_key_create(args) -> int:
 
 def cmd_key_list(args) -> int:
     from mongo import api_keys as key_store
-    for k in _run_store(config.load(), lambda db: key_store.list_for(db, args.workspace)):
+    keys = _run_store(config.load(), lambda db: key_store.list_for(db, args.workspace))
+    if args.json:
+        print(json.dumps([{"id": k["_id"], "workspace_id": k["workspace_id"], "name": k["name"],
+                           "type": k["type"], "prefix": k["prefix"], "permissions": k["permissions"],
+                           "revoked": bool(k.get("revoked")), "created_at": k["created_at"]} for k in keys]))
+        return 0
+    for k in keys:
         state = "revoked" if k.get("revoked") else "active"
         print(f"{k['_id']}  {k['prefix']}…  {k['type']:7s} {state:8s} {k['name']}  ws={k['workspace_id']}")
     return 0
@@ -148,7 +168,7 @@ def cmd_key_revoke(args) -> int:
     if doc is None:
         print(f"no key {args.key_id}", file=sys.stderr)
         return 1
-    print(f"key {args.key_id} revoked")
+    print(json.dumps({"id": doc["_id"], "revoked": True}) if args.json else f"key {args.key_id} revoked")
     return 0
 
 
@@ -206,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     wc.add_argument("--from-email", dest="from_email")
     wc.add_argument("--json", action="store_true")
     wc.set_defaults(func=cmd_workspace_create)
-    ws.add_parser("list").set_defaults(func=cmd_workspace_list)
+    wl = ws.add_parser("list")
+    wl.add_argument("--json", action="store_true")
+    wl.set_defaults(func=cmd_workspace_list)
 
     key = sub.add_parser("key", help="API keys").add_subparsers(dest="action", required=True)
     kc = key.add_parser("create")
@@ -220,9 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     kc.set_defaults(func=cmd_key_create)
     kl = key.add_parser("list")
     kl.add_argument("--workspace")
+    kl.add_argument("--json", action="store_true")
     kl.set_defaults(func=cmd_key_list)
     kr = key.add_parser("revoke")
     kr.add_argument("key_id")
+    kr.add_argument("--json", action="store_true")
     kr.set_defaults(func=cmd_key_revoke)
 
     queues = sub.add_parser("queues", help="ready/unacked counts per queue")
