@@ -98,8 +98,11 @@ async def touch_fanout(db: AsyncDatabase, campaign_id: str) -> None:
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[dict]:
-    return await db.campaigns.find({"status": "scheduled", "send_at": {"$lte": now_iso()}},
-                                   limit=limit, sort=[("send_at", 1)]).to_list()
+    now = now_iso()
+    found = await db.campaigns.find({"status": "scheduled", "send_at": {"$lte": now}},
+                                    limit=limit, sort=[("send_at", 1)]).to_list()
+    # Checked again in code: the embedded store matched timestamps up to a second early.
+    return [c for c in found if c["send_at"] <= now]
 
 
 async def sending(db: AsyncDatabase, limit: int = 200) -> list[dict]:
