@@ -1,0 +1,155 @@
+"""The pages a recipient opens from an email, in a real headless Chromium (Playwright):
+one-click unsubscribe, preferences; and the RFC 8058 one-click POST a mailbox provider
+makes. The links come from emails received by the SMTP sink."""
+
+import re
+import uuid
+
+import httpx
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.support.audience import events, make_contact, make_list
+from tests.support.campaigns import make_campaign, make_template, send, wait_until
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TEMPLATE = ('<html><body><p>Hello {{first_name}}</p>'
+            '<p><a href="{{unsubscribe_url}}">Unsubscribe</a> · <a href="{{preferences_url}}">Preferences</a></p>'
+            '</body></html>')
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def received_campaign_email(service, tenant, *lists):
+    """A contact in `lists` (names) gets a campaign; returns (contact, list docs, email)."""
+    docs = [make_list(tenant, name) for name in lists]
+    contact = make_contact(tenant, f"reader-{uuid.uuid4().hex[:8]}@pages.example", first_name="Pia",
+                           list_id=docs[0]["id"])
+    for extra in docs[1:]:
+        tenant.post(f"/lists/{extra['id']}/members", json={"contact_ids": [contact["id"]]})
+    campaign = make_campaign(tenant, template_id=make_template(tenant, TEMPLATE)["id"], list_id=docs[0]["id"])
+    assert send(tenant, campaign["id"]).status_code == 202
+    [received] = service.smtp.wait_for(contact["email"])
+    return contact, docs, campaign, received
+
+
+def link(received, path):
+    return re.search(rf'href="([^"]+/{path}/[^"]+)"', received.body("html")).group(1)
+
+
+def unsubscribe_reasons(tenant, email):
+    return [s["reason"] for s in tenant.get("/suppressions").json()["data"] if s["email"] == email]
+
+
+def test_unsubscribe_from_a_real_email_with_the_keyboard_in_a_browser(service, tenant, browser, tmp_path):
+    contact, _, campaign, received = received_campaign_email(service, tenant, "News")
+    page = browser.new_page()
+    response = page.goto(link(received, "u"))
+    assert response.status == 200
+    assert page.locator("html").get_attribute("lang") == "en"
+    assert "Unsubscribe" in page.title()
+    assert page.get_by_role("heading", level=1).inner_text() == "Unsubscribe"
+    assert contact["email"] in page.inner_text("main")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Unsubscribe"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=You have been unsubscribed")
+    assert page.get_by_role("status").inner_text().endswith("will no longer receive emails from " + page.title().split(" · ")[-1] + ".")
+    shot = tmp_path / "unsubscribed.png"
+    page.screenshot(path=str(shot), full_page=True)
+    data = shot.read_bytes()
+    assert data.startswith(b"\x89PNG") and len(data) > 5_000
+    page.close()
+
+    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is False
+    assert unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"]
+    [event] = events(service, tenant, "contact.unsubscribed")
+    assert event["data"]["contact"]["id"] == contact["id"]
+    stats = tenant.get(f"/campaigns/{campaign['id']}").json()["data"]
+    assert stats["stats"]["unsubscribed"] == 1 and stats["rates"]["unsubscribe_rate"] == 1.0
+
+
+def test_preferences_show_the_lists_and_save_changes_in_a_browser(service, tenant, browser, tmp_path):
+    contact, (news, offers), _, received = received_campaign_email(service, tenant, "Weekly news", "Offers")
+    page = browser.new_page()
+    page.goto(link(received, "p"))
+    assert page.get_by_role("heading", level=1).inner_text() == "Email preferences"
+    assert page.get_by_label("Weekly news").is_checked() and page.get_by_label("Offers").is_checked()
+    assert page.get_by_label(re.compile("Receive emails from")).is_checked()
+    page.get_by_text("Offers").click()  # the label toggles its checkbox
+    assert not page.get_by_label("Offers").is_checked()
+    page.get_by_role("button", name="Save preferences").click()
+    page.wait_for_selector("text=Your preferences have been saved.")
+    assert not page.get_by_label("Offers").is_checked(), "a list left is still offered, unticked"
+    shot = tmp_path / "preferences.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 5_000
+    lists = [item["id"] for item in tenant.get(f"/contacts/{contact['id']}").json()["data"]["lists"]]
+    assert lists == [news["id"]]
+
+    page.get_by_label("Offers").check()
+    page.get_by_label(re.compile("Receive emails from")).uncheck()
+    page.get_by_role("button", name="Save preferences").click()
+    page.wait_for_selector("text=Your preferences have been saved.")
+    page.close()
+    after = tenant.get(f"/contacts/{contact['id']}").json()["data"]
+    assert sorted(item["id"] for item in after["lists"]) == sorted([news["id"], offers["id"]])
+    assert after["subscribed"] is False
+    assert unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"]
+
+
+def test_rfc_8058_one_click_post_unsubscribes_without_a_page_and_only_once(service, tenant):
+    contact, _, campaign, received = received_campaign_email(service, tenant, "Digest")
+    header = received.message["List-Unsubscribe"]
+    url = re.search(r"<(http[^>]+)>", header).group(1)
+    assert received.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    with httpx.Client(timeout=10) as provider:
+        for _ in range(2):
+            answer = provider.post(url, content=b"List-Unsubscribe=One-Click",
+                                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+            assert answer.status_code == 200
+    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is False
+    assert len(events(service, tenant, "contact.unsubscribed")) == 1
+    assert unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"]
+    assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["unsubscribed"] == 1
+    with httpx.Client(timeout=10) as reader:
+        again = reader.get(url)
+        assert again.status_code == 200 and "already unsubscribed" in again.text
+
+
+def test_tampered_or_misused_tokens_get_a_404_page_and_change_nothing(service, tenant):
+    contact, _, _, received = received_campaign_email(service, tenant, "Guarded")
+    unsubscribe, preferences = link(received, "u"), link(received, "p")
+    body, mac = unsubscribe.rsplit("/", 1)[1].split(".")
+    forged = unsubscribe.rsplit("/", 1)[0] + "/" + body + "." + mac[::-1]
+    with httpx.Client(timeout=10) as client:
+        for url in (forged, preferences.replace("/p/", "/u/"), unsubscribe.replace("/u/", "/p/"),
+                    unsubscribe.rsplit("/", 1)[0] + "/not-a-token"):
+            page = client.get(url)
+            assert page.status_code == 404 and "Link not valid" in page.text
+            assert page.headers["content-type"].startswith("text/html")
+            assert client.post(url, data={"List-Unsubscribe": "One-Click"}).status_code == 404
+    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is True
+    assert unsubscribe_reasons(tenant, contact["email"]) == []
+
+
+def test_the_token_is_bound_to_its_workspace(service, tenant):
+    contact, _, _, received = received_campaign_email(service, tenant, "Bound")
+    other = service.tenant()
+    make_contact(other, contact["email"])
+    with httpx.Client(timeout=10) as client:
+        assert client.post(link(received, "u"), data={"List-Unsubscribe": "One-Click"}).status_code == 200
+    mine = tenant.get(f"/contacts/{contact['id']}").json()["data"]
+    theirs = other.get("/contacts", params={"search": contact["email"]}).json()["data"]
+    assert mine["subscribed"] is False
+    assert [c["subscribed"] for c in theirs] == [True]
+    wait_until(lambda: unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"])
+    assert unsubscribe_reasons(other, contact["email"]) == []
