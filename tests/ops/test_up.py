@@ -1,0 +1,129 @@
+"""`postroom up` on a fresh, empty data dir with nothing else configured: the embedded
+store, the in-process broker and the capture outbox, started and stopped cleanly."""
+
+import email
+import email.policy
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ops.embedded_store import free_port
+from tests.support import services
+from tests.support.services import Process, postroom_command
+
+STOP_TIMEOUT_SECONDS = 30
+
+
+@pytest.fixture
+def bare_env(tmp_path):
+    """Only what a newcomer has: no POSTROOM_* setting but the data dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POSTROOM_")}
+    env["POSTROOM_DATA_DIR"] = str(tmp_path / "var")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    return env
+
+
+def start_up(env, log_dir: Path, name: str) -> tuple[Process, str]:
+    port = free_port()
+    process = Process(name, ["up", "--port", str(port), "--threads", "2"], env, log_dir)
+    base_url = f"http://127.0.0.1:{port}"
+    services.wait_healthy(base_url, process, timeout=90)
+    return process, base_url
+
+
+def stop_with(process: Process, sig: int) -> int:
+    os.kill(process.proc.pid, sig)
+    try:
+        return process.proc.wait(timeout=STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.stop()
+        raise AssertionError(f"postroom up did not stop on {sig}:\n{process.tail()}")
+    finally:
+        process.log.close()
+
+
+def process_gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and "\nState:\tZ" in status.read_text():
+            return True  # a zombie no one has reaped yet is not running
+        time.sleep(0.1)
+    return False
+
+
+def cli(env, *args):
+    result = subprocess.run(postroom_command(*args), env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, (args, result.stdout, result.stderr[-2000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def wait_for_file(folder: Path, name: str, timeout: float = 30) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = folder / name
+        if path.exists() and path.stat().st_size > 0:
+            return path
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never appeared in {folder}: {sorted(os.listdir(folder)) if folder.exists() else 'no folder'}")
+
+
+@pytest.mark.slow
+def test_up_runs_everything_on_embedded_defaults_and_stops_cleanly(bare_env, tmp_path):
+    data_dir = Path(bare_env["POSTROOM_DATA_DIR"])
+    assert not data_dir.exists()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+
+    # First start: nothing configured.
+    up, base_url = start_up(bare_env, log_dir, "up-first")
+    health = httpx.get(base_url + "/api/v1/health", timeout=10).json()["data"]
+    assert (health["status"], health["store"], health["broker"]) == ("ok", "ok", "ok")
+    store_pid = json.loads((data_dir / "store.json").read_text())["pid"]
+    assert (data_dir / "secret_key").exists()
+
+    # The CLI on the same data dir finds the running store.
+    workspace = cli(bare_env, "workspace", "create", "Newcomer", "--from-email", "me@newcomer.example", "--json")
+    key = cli(bare_env, "key", "create", "--workspace", workspace["id"], "--json")["key"]
+    api = httpx.Client(base_url=base_url + "/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    try:
+        sent = api.post("/email/send", json={"to": "friend@example.org", "subject": "Hello from up",
+                                             "html": "<p>It works</p>"})
+        assert sent.status_code == 202, sent.text
+        message_id = sent.json()["data"]["message_id"]
+
+        # Mail is captured into the outbox as .eml; nothing leaves the machine.
+        eml = wait_for_file(data_dir / "outbox", f"{message_id}.eml")
+        message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+        assert message["To"] == "friend@example.org"
+        assert message["Subject"] == "Hello from up"
+        assert message["Reply-To"] == "me@newcomer.example"
+        assert "It works" in message.get_body(preferencelist=("html",)).get_content()
+    finally:
+        api.close()
+
+    assert stop_with(up, signal.SIGTERM) == 0, up.tail()
+    assert process_gone(store_pid), "the embedded store outlived `postroom up`"
+    assert not (data_dir / "store.json").exists()
+    assert "postroom stopped" in up.log_path.read_text()
+
+    # Second start on the same data dir: the data survived; stop with Ctrl-C this time.
+    again, base_url = start_up(bare_env, log_dir, "up-second")
+    second_store_pid = json.loads((data_dir / "store.json").read_text())["pid"]
+    with httpx.Client(base_url=base_url + "/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
+        assert api.get("/api-key/permissions").json()["data"]["workspace_id"] == workspace["id"]
+        status = api.get(f"/email/{message_id}/status")
+        assert status.status_code == 200
+        assert status.json()["data"]["subject"] == "Hello from up"
+    assert stop_with(again, signal.SIGINT) == 0, again.tail()
+    assert process_gone(second_store_pid), "the embedded store outlived `postroom up`"
