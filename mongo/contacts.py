@@ -61,9 +61,17 @@ PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
 
 def live(workspace_id: str, *conditions: dict) -> dict:
-    """The filter of a workspace's live contacts, narrowed by `conditions`."""
-    base = {"workspace_id": workspace_id, "deleted": False}
-    return {"$and": [base, *conditions]} if conditions else base
+    """The filter of a workspace's live contacts, narrowed by `conditions`. Conditions are
+    merged into one flat filter where their keys do not collide (the embedded store only
+    takes its `_id` fast path from a flat filter), the rest joined with `$and`."""
+    merged: dict = {"workspace_id": workspace_id, "deleted": False}
+    rest = []
+    for condition in conditions:
+        if merged.keys().isdisjoint(condition):
+            merged.update(condition)
+        else:
+            rest.append(condition)
+    return {"$and": [merged, *rest]} if rest else merged
 
 
 def view(doc: dict) -> dict:
