@@ -11,6 +11,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import in_seconds, now_iso
@@ -42,12 +43,15 @@ async def hit(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
     current = int(now // width)
     ids = [f"{scope}:{subject}:{b}" for b in range(current - BUCKETS_PER_WINDOW + 1, current + 1)]
     coll = db.rate_windows
-    await coll.update_one(
+    # The count this request itself made (not a later read, which would include concurrent
+    # requests and refuse them all): of k simultaneous requests exactly the allowed ones pass.
+    mine = await coll.find_one_and_update(
         {"_id": ids[-1]},
         {"$inc": {"n": cost}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
-        upsert=True)
-    docs = await coll.find({"_id": {"$in": ids}}).to_list()
+        upsert=True, return_document=ReturnDocument.AFTER)
+    docs = await coll.find({"_id": {"$in": ids[:-1]}}).to_list()
     counts = {d["_id"]: d.get("n", 0) for d in docs}
+    counts[ids[-1]] = mine["n"]
     used = sum(counts.values())
     oldest = next((i for i, b in enumerate(ids) if counts.get(b, 0) > 0), len(ids) - 1)
     reset = (current - BUCKETS_PER_WINDOW + 1 + oldest) * width + window_seconds

@@ -92,3 +92,14 @@ def test_peek_reports_without_counting(store):
     for _ in range(3):
         state = store.run(rate_windows.peek, "req", subject, limit=2, now=T0 + 1)
         assert state.used == 1 and state.allowed
+
+
+def test_concurrent_requests_at_the_limit_let_exactly_the_limit_through(store):
+    import asyncio
+    subject = uuid.uuid4().hex
+
+    async def burst(db):
+        states = await asyncio.gather(*(rate_windows.hit(db, "req", subject, limit=5, now=T0 + 1)
+                                        for _ in range(20)))
+        return sum(s.allowed for s in states)
+    assert store.run(burst) == 5
