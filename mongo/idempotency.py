@@ -14,6 +14,15 @@ from pymongo.errors import DuplicateKeyError
 from pipelines.clock import in_seconds, now_iso
 
 
+# A claim still `in_progress` after this long belongs to a front that died mid-request
+# (no request runs this long: bodies time out after 60 s); a retry may take it over.
+IN_PROGRESS_LEASE_SECONDS = 300
+
+
+def _abandoned(doc: dict) -> bool:
+    return doc["state"] == "in_progress" and doc["created_at"] < in_seconds(-IN_PROGRESS_LEASE_SECONDS)
+
+
 def record_id(workspace_id: str, key: str) -> str:
     return f"{workspace_id}:{key}"
 
@@ -30,8 +39,8 @@ async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str
     except DuplicateKeyError:
         pass
     existing = await db.idempotency.find_one({"_id": _id})
-    if existing is None or existing["expires_at"] < now_iso():
-        # Expired: take it over, guarded on the expiry we saw so two takers do not both win.
+    if existing is None or existing["expires_at"] < now_iso() or _abandoned(existing):
+        # Expired or abandoned: take it over, guarded on the expiry we saw so two takers do not both win.
         guard = {"_id": _id}
         if existing is not None:
             guard["expires_at"] = existing["expires_at"]

@@ -155,3 +155,36 @@ def test_key_longer_than_255_characters_answers_400(service):
     longest = post_with_key(tenant, "k" * 255, json.dumps(SEND).encode())
     assert longest.status_code == 202
     assert longest.headers["X-Idempotency-Status"] == "new"
+
+
+def _set_record(service, tenant, key, **fields):
+    async def change(db):
+        return (await db.idempotency.update_one({"_id": f"{tenant.workspace_id}:{key}"},
+                                                {"$set": fields})).matched_count
+    assert service.store.run(change) == 1
+
+
+def test_a_request_still_in_progress_answers_409_conflict(service):
+    tenant = service.tenant(sandbox=True)
+    key = new_key()
+    post_with_key(tenant, key, json.dumps(SEND).encode())
+    from pipelines.clock import now_iso
+    _set_record(service, tenant, key, state="in_progress", response=None, created_at=now_iso())
+
+    busy = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert busy.status_code == 409
+    assert busy.json()["error"]["code"] == "conflict"
+    assert message_count(service, tenant.workspace_id) == 1
+
+
+def test_a_claim_abandoned_mid_request_is_taken_over_by_a_retry(service):
+    tenant = service.tenant(sandbox=True)
+    key = new_key()
+    post_with_key(tenant, key, json.dumps(SEND).encode())
+    from pipelines.clock import in_seconds
+    _set_record(service, tenant, key, state="in_progress", response=None, created_at=in_seconds(-600))
+
+    retry = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert retry.status_code == 202
+    assert retry.headers["X-Idempotency-Status"] == "new"
+    assert message_count(service, tenant.workspace_id) == 2
