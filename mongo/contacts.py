@@ -61,13 +61,17 @@ PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
 
 def live(workspace_id: str, *conditions: dict) -> dict:
-    """The filter of a workspace's live contacts, narrowed by `conditions`. Conditions are
-    merged into one flat filter where their keys do not collide (the embedded store only
-    takes its `_id` fast path from a flat filter), the rest joined with `$and`."""
+    """The filter of a workspace's live contacts, narrowed by `conditions`.
+
+    Conditions on `_id` alone are merged flat (the embedded store takes its `_id` fast
+    path only from a flat filter: a by-id read went from 0.6 s to 0.02 s at 20k contacts);
+    every other condition is joined with `$and`, because the embedded store answers a
+    flat equality on an indexed array field (`{"tags": id}` beside the (workspace_id,
+    tags) index) with nothing, while the same inside `$and` is right."""
     merged: dict = {"workspace_id": workspace_id, "deleted": False}
     rest = []
     for condition in conditions:
-        if merged.keys().isdisjoint(condition):
+        if set(condition) == {"_id"} and "_id" not in merged:
             merged.update(condition)
         else:
             rest.append(condition)
