@@ -37,6 +37,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from pipelines.addresses import contact_key
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
@@ -119,9 +120,12 @@ async def get(db: AsyncDatabase, workspace_id: str, contact_id: str) -> dict | N
 
 
 async def find_by_email(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:
-    """The live contact with this address (compared lower-cased), or None."""
-    return await db.contacts.find_one(
-        {"workspace_id": workspace_id, "email_key": email.lower(), "deletion_id": ""})
+    """The live contact with this address (normalised, compared lower-cased), or None."""
+    try:
+        key = contact_key(email)
+    except ValueError:
+        return None
+    return await db.contacts.find_one({"workspace_id": workspace_id, "email_key": key, "deletion_id": ""})
 
 
 async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
