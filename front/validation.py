@@ -6,6 +6,7 @@ are attached for quart-schema, so the OpenAPI description cannot drift from them
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -67,14 +68,43 @@ async def json_body() -> bytes:
     return await request.get_data(as_text=False)
 
 
+# What a BSON document can hold: 64-bit integers and finite doubles. JSON allows more
+# (1e999 parses as infinity, integers are unbounded), which failed later in the store as a 500.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _refuse_unstorable(value: Any, loc: tuple = ()) -> None:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            path = format_path(loc) or None
+            raise ValidationFailed(f"{path}: Integer out of range (64-bit)." if path else
+                                   "Integer out of range (64-bit).", path=path)
+    elif isinstance(value, float):
+        if math.isinf(value) or math.isnan(value):
+            path = format_path(loc) or None
+            raise ValidationFailed(f"{path}: Number out of range." if path else "Number out of range.", path=path)
+    elif isinstance(value, BaseModel):
+        for name, item in value.__dict__.items():
+            _refuse_unstorable(item, loc + (name,))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _refuse_unstorable(item, loc + (name,))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _refuse_unstorable(item, loc + (index,))
+
+
 def parse_body(model: type[M], raw: bytes) -> M:
     if not raw.strip():
         raise ValidationFailed("Request body is required.")
     try:
-        return model.model_validate_json(raw, strict=True)
+        parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as error:
         raise_first(error)
-    raise AssertionError("unreachable")
+    _refuse_unstorable(parsed)
+    return parsed
 
 
 def body(model: type[M]):

@@ -156,3 +156,20 @@ def test_no_content_and_missing_from_email_use_their_codes(service):
     assert_envelope(no_content, 400, "no_content")
     no_from = tenant.post("/email/send", json=SEND)
     assert_envelope(no_from, 400, "missing_from_email", "from_email")
+
+
+@pytest.mark.parametrize("number, path", [
+    (b"1e999", "template_data.n"),
+    (b"-1e999", "template_data.n"),
+    (b"123456789012345678901234567890", "template_data.n"),
+    (b"[1, 9223372036854775808]", "template_data.n[1]"),
+])
+def test_numbers_the_store_cannot_hold_answer_400_not_500(tenant, number, path):
+    body = b'{"to": "a@example.org", "subject": "x", "text": "y", "template_data": {"n": ' + number + b"}}"
+    assert_envelope(post_raw(tenant, "/email/send", body), 400, "validation_error", path)
+
+
+def test_largest_storable_numbers_are_accepted(tenant):
+    body = (b'{"to": "a@example.org", "subject": "x", "text": "y", "template_data": '
+            b'{"big": 9223372036854775807, "small": -9223372036854775808, "real": 1.5e300}}')
+    assert post_raw(tenant, "/email/send", body).status_code == 202
