@@ -173,3 +173,16 @@ def test_largest_storable_numbers_are_accepted(tenant):
     body = (b'{"to": "a@example.org", "subject": "x", "text": "y", "template_data": '
             b'{"big": 9223372036854775807, "small": -9223372036854775808, "real": 1.5e300}}')
     assert post_raw(tenant, "/email/send", body).status_code == 202
+
+
+def test_an_unexpected_failure_answers_500_internal_error_without_internals(service, tenant):
+    # A message document damaged in the store (no status, no subject) breaks the view.
+    async def damage(db):
+        await db.messages.insert_one({"_id": "msg_damaged_" + tenant.workspace_id,
+                                      "workspace_id": tenant.workspace_id})
+    service.store.run(damage)
+    response = tenant.get(f"/email/msg_damaged_{tenant.workspace_id}/status")
+    error = assert_envelope(response, 500, "internal_error")
+    assert "retry" in error["message"]
+    for leak in ("KeyError", 'File "', "site-packages", "status_view"):
+        assert leak not in response.text

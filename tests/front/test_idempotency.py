@@ -188,3 +188,22 @@ def test_a_claim_abandoned_mid_request_is_taken_over_by_a_retry(service):
     assert retry.status_code == 202
     assert retry.headers["X-Idempotency-Status"] == "new"
     assert message_count(service, tenant.workspace_id) == 2
+
+
+def test_after_a_5xx_the_key_is_released_so_a_retry_executes(service):
+    tenant = service.tenant(sandbox=True)
+    key = new_key()
+
+    async def set_name(db, name):
+        await db.workspaces.update_one({"_id": tenant.workspace_id},
+                                       {"$set": {"name": name}, "$unset": {"sending_local_part": ""}})
+    service.store.run(set_name, 123)  # a damaged workspace makes the send fail unexpectedly
+    failed = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert failed.status_code == 500
+    assert failed.json()["error"]["code"] == "internal_error"
+
+    service.store.run(set_name, "Repaired")
+    retry = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert retry.status_code == 202, retry.text
+    assert retry.headers["X-Idempotency-Status"] == "new"
+    assert message_count(service, tenant.workspace_id) == 1
