@@ -11,10 +11,11 @@ bp = Blueprint("health", __name__, url_prefix="/api/v1")
 
 def _broker_reachable() -> bool:
     import dramatiq
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
     broker = dramatiq.get_broker()
-    if not hasattr(broker, "connection"):
+    if not isinstance(broker, RabbitmqBroker):
         return True  # in-process broker
-    try:
+    try:  # (`connection` connects on first use, so even reading it may fail)
         broker.connection.process_data_events(0)
         return True
     except Exception:  # any failure means unreachable to a health check

@@ -168,15 +168,6 @@ def test_another_workspaces_scheduled_message_cannot_be_cancelled(service, tenan
     assert status == "scheduled"
 
 
-def test_health_answers_without_a_key_and_reports_store_and_broker(service):
-    response = raw_get(service, "/health", {})
-    assert response.status_code == 200
-    data = response.json()["data"]
-    assert data["status"] == "ok"
-    assert data["store"] == "ok"
-    assert data["broker"] == "ok"
-
-
 def test_health_ignores_a_bad_key(service):
     response = raw_get(service, "/health", {"Authorization": "Bearer nonsense"})
     assert response.status_code == 200

@@ -1,0 +1,33 @@
+"""GET /api/v1/health: no key needed; reports store and broker reachability."""
+
+import httpx
+
+from ops.embedded_store import free_port
+from tests.support.services import Process
+
+
+def test_health_is_ok_when_store_and_broker_answer(service):
+    response = httpx.get(service.api + "/health", timeout=30)
+    assert response.status_code == 200
+    assert response.json()["data"] == {"status": "ok", "store": "ok", "broker": "ok", "version": "v1"}
+    assert "X-RateLimit-Limit" not in response.headers  # not a keyed request
+
+
+def test_health_answers_503_degraded_naming_an_unreachable_broker(service):
+    env = dict(service.env, POSTROOM_AMQP_URL=f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F")
+    port = free_port()
+    front = Process("front-no-broker", ["front", "--port", str(port)], env, service.log_dir)
+    try:
+        import time
+        deadline, response = time.monotonic() + 60, None
+        while time.monotonic() < deadline and front.alive():
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=10)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert response is not None, front.tail()
+    finally:
+        front.stop()
+    assert response.status_code == 503
+    assert response.json()["data"] == {"status": "degraded", "store": "ok", "broker": "unreachable", "version": "v1"}
