@@ -21,6 +21,10 @@ def create_app(settings: Settings) -> Quart:
     broker_setup.load_actors()
 
     app = Quart("postroom")
+    # No routing-level redirects (they answer HTML, not the envelope): `/a//b` and `/a/`
+    # are simply other paths, and unknown ones get 404 not_found.
+    app.url_map.merge_slashes = False
+    app.url_map.strict_slashes = False
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.config["BODY_TIMEOUT"] = 60
     app.extensions["postroom"] = FrontRuntime(settings=settings)

@@ -186,3 +186,12 @@ def test_an_unexpected_failure_answers_500_internal_error_without_internals(serv
     assert "retry" in error["message"]
     for leak in ("KeyError", 'File "', "site-packages", "status_view"):
         assert leak not in response.text
+
+
+def test_paths_with_encoded_or_doubled_slashes_answer_the_envelope_not_a_redirect(service, tenant):
+    for path in ("/suppressions/%2F..%2F", "/contacts//", "/email//status"):
+        response = tenant.get(path, follow_redirects=False) if "suppressions" not in path else \
+            tenant.delete(path, follow_redirects=False)
+        assert response.status_code in (404, 405), (path, response.status_code)
+        assert response.headers["content-type"].startswith("application/json")
+        assert "code" in response.json()["error"]
