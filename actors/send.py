@@ -68,7 +68,7 @@ async def _apply(db, plan: OutcomePlan) -> None:
     """Outcomes in bulk: status changes, events, synchronous bounces, batch and analytics
     counts; then the transient failures go back for a later attempt."""
     await messages.advance(db, plan.transitions)
-    await outbox.record_many(db, plan.events)
+    await outbox.record_many(db, plan.events, only_subscribed=True)
     await batches.record_finished(db, plan.finished)
     await analytics.bump_many(db, plan.analytics)
     await bounce_actor.record_rejections(db, plan.bounces)

@@ -36,7 +36,16 @@ async def record(db: AsyncDatabase, workspace_id: str, event: str, data: dict,
     return doc["_id"]
 
 
-async def record_many(db: AsyncDatabase, docs: list[dict]) -> None:
+async def record_many(db: AsyncDatabase, docs: list[dict], *, only_subscribed: bool = False) -> None:
+    """Insert events (a redelivered actor's duplicates are ignored by `_id`).
+
+    `only_subscribed` drops events no active subscription of their workspace listens to.
+    The send path uses it for the per-message flood (`email.sent`, `email.delivered`):
+    a subscription only ever receives events recorded after it was created, so an event
+    nobody subscribes to has no reader, and recording it costs two writes a message."""
+    if only_subscribed and docs:
+        wanted = await subscribed_events(db, [d["workspace_id"] for d in docs])
+        docs = [d for d in docs if (d["workspace_id"], d["event"]) in wanted]
     if not docs:
         return
     try:
@@ -44,6 +53,14 @@ async def record_many(db: AsyncDatabase, docs: list[dict]) -> None:
     except BulkWriteError as error:
         if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
             raise
+
+
+async def subscribed_events(db: AsyncDatabase, workspace_ids: list[str]) -> set[tuple[str, str]]:
+    """(workspace id, event type) pairs that at least one active subscription listens to."""
+    from . import webhooks
+    return {(sub["workspace_id"], event)
+            for sub in await webhooks.active_for_workspaces(db, workspace_ids)
+            for event in sub.get("events") or []}
 
 
 async def pending(db: AsyncDatabase, limit: int = 500) -> list[dict]:

@@ -17,10 +17,11 @@ import hashlib
 import json
 import threading
 
+import markupsafe
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import merge_tags as mt
-from .merge_values import FILTERS, TESTS
+from .merge_values import FILTERS, TESTS, compare, lookup, mt_out, truthy
 
 CACHE_SIZE = 512
 _ROOT = "D"
@@ -120,8 +121,48 @@ def _environment(autoescape: bool) -> ImmutableSandboxedEnvironment:
 _ENVIRONMENTS = {"html": _environment(True), "text": _environment(False)}
 
 
+def _interpretable(nodes: list) -> bool:
+    """Text, top-level `{{field|fallback|format}}` and `{{#if}}`/`{{#unless}}` on top-level
+    fields — most transactional bodies and every compliance footer. Loops need Jinja2."""
+    for node in nodes:
+        if isinstance(node, mt.Var):
+            if node.ref.kind != "root":
+                return False
+        elif isinstance(node, mt.If):
+            operands = (node.condition.left, node.condition.right)
+            if any(isinstance(o, mt.Ref) and o.kind != "root" for o in operands):
+                return False
+            if not (_interpretable(node.body) and _interpretable(node.otherwise)):
+                return False
+        elif not isinstance(node, mt.Text):
+            return False
+    return True
+
+
+def _operand(operand, data: dict):
+    return operand.value if isinstance(operand, mt.Literal) else lookup(data, operand.keys)
+
+
+def _interpret(nodes: list, data: dict, escape, out: list) -> None:
+    for node in nodes:
+        if isinstance(node, mt.Text):
+            out.append(node.text)
+        elif isinstance(node, mt.Var):
+            out.append(escape(mt_out(lookup(data, node.ref.keys), node.fallback, node.format)))
+        else:
+            cond = node.condition
+            left = _operand(cond.left, data)
+            held = truthy(left) if cond.op is None else compare(left, cond.op, _operand(cond.right, data))
+            _interpret(node.body if held != node.negate else node.otherwise, data, escape, out)
+
+
 class CompiledTemplate:
-    """One template's compiled form: render it once per recipient."""
+    """One template's compiled form: render it once per recipient.
+
+    Templates without loops skip Jinja2 altogether (compiling costs milliseconds, and a
+    transactional body is often rendered once): they are interpreted from the parsed
+    tree through the same value functions (lookup, mt_out, truthy, compare) and the same
+    escaping the generated Jinja2 calls, so the output is the same."""
 
     __slots__ = ("mode", "nodes", "jinja_source", "_template", "digest")
 
@@ -130,10 +171,19 @@ class CompiledTemplate:
         self.digest = digest
         self.nodes = mt.parse(source)
         self.jinja_source = to_jinja(self.nodes)
-        self._template = _ENVIRONMENTS[mode].from_string(self.jinja_source)
+        self._template = (None if _interpretable(self.nodes)
+                          else _ENVIRONMENTS[mode].from_string(self.jinja_source))
+
+    @property
+    def interpreted(self) -> bool:
+        return self._template is None
 
     def render(self, data: dict) -> str:
-        return self._template.render({_ROOT: data})
+        if self._template is not None:
+            return self._template.render({_ROOT: data})
+        out: list = []
+        _interpret(self.nodes, data, markupsafe.escape if self.mode == "html" else str, out)
+        return "".join(out)
 
     def mentions(self, *keys: str) -> bool:
         return mt.mentions(self.nodes, keys)

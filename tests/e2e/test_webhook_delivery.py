@@ -199,3 +199,25 @@ def test_contact_and_list_changes_made_through_the_api_arrive_signed(service, te
     assert by_event["list.member_added"].json["data"]["contact"]["id"] == contact_id
     assert by_event["contact.unsubscribed"].json["data"]["contact"]["id"] == contact_id
     assert by_event["contact.updated"].json["data"]["contact"]["last_name"] == "Hook"
+
+
+def test_delivery_events_reach_a_subscriber_and_are_not_recorded_without_one(service, tenant, receiver):
+    """email.sent / email.delivered are the per-message flood: recorded only for
+    workspaces with a subscription to them, and then delivered like any event."""
+    quiet = service.tenant()
+    sent = quiet.post("/email/send", json={"to": "nobody-listens@example.org", "subject": "Hi", "text": "x"})
+    assert sent.status_code == 202, sent.text
+    service.smtp.wait_for("nobody-listens@example.org")
+
+    subscribe(tenant, receiver, event="email.delivered")
+    response = tenant.post("/email/send", json={"to": "listened@example.org", "subject": "Hi", "text": "x"})
+    assert response.status_code == 202, response.text
+    message_id = response.json()["data"]["message_id"]
+    [delivered] = receiver.wait_for(lambda r: r.accepted("email.delivered"), what="email.delivered")
+    assert delivered.json["data"]["message_id"] == message_id
+
+    def recorded(workspace_id):
+        return service.store.run(lambda db: db.outbox.find(
+            {"workspace_id": workspace_id, "event": {"$in": ["email.sent", "email.delivered"]}}).to_list())
+    assert [e["event"] for e in recorded(tenant.workspace_id)] == ["email.delivered"]
+    assert recorded(quiet.workspace_id) == []

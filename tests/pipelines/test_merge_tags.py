@@ -285,3 +285,21 @@ def test_the_same_source_is_compiled_once(name):
     source = "Hello {{%s}}" % name
     assert compile_template(source) is compile_template(source)
     assert compile_template(source, "text") is not compile_template(source, "html")
+
+
+@given(st.one_of(st.text(max_size=40), st.integers(-5, 5), st.booleans(), st.none()),
+       st.sampled_from(["text", "uppercase", "lowercase", "capitalize"]),
+       st.sampled_from(["==", "!=", ">", "<", ">=", "<="]), st.sampled_from(["3", "'abc'", "true"]))
+def test_an_interpreted_template_renders_exactly_as_the_jinja_path_does(value, fmt, op, literal):
+    """Templates without loops are interpreted; adding a loop forces the Jinja2 path.
+    Both must give the same output for every value, format and comparison."""
+    from pipelines.merge_compile import compile_template
+    body = (f"<p>Hi {{{{first_name|friend|{fmt}}}}} &amp; {{{{attributes.city}}}}"
+            f"{{{{#if first_name {op} {literal}}}}}yes{{{{else}}}}no{{{{/if}}}}"
+            "{{#unless attributes.city}}none{{/unless}}</p>")
+    data = {"first_name": value, "attributes": {"city": "<Zürich>"}}
+    for mode in ("html", "text"):
+        interpreted = compile_template(body, mode)
+        forced = compile_template(body + "{{#each nothing}}{{/each}}", mode)
+        assert interpreted.interpreted and not forced.interpreted
+        assert interpreted.render(data) == forced.render(data)
