@@ -164,15 +164,19 @@ class CompiledTemplate:
     tree through the same value functions (lookup, mt_out, truthy, compare) and the same
     escaping the generated Jinja2 calls, so the output is the same."""
 
-    __slots__ = ("mode", "nodes", "jinja_source", "_template", "digest")
+    __slots__ = ("mode", "nodes", "_template", "digest")
 
     def __init__(self, source: str, mode: str, digest: str):
         self.mode = mode
         self.digest = digest
         self.nodes = mt.parse(source)
-        self.jinja_source = to_jinja(self.nodes)
         self._template = (None if _interpretable(self.nodes)
-                          else _ENVIRONMENTS[mode].from_string(self.jinja_source))
+                          else _ENVIRONMENTS[mode].from_string(to_jinja(self.nodes)))
+
+    @property
+    def jinja_source(self) -> str:
+        """The generated Jinja2 source (for reading while debugging)."""
+        return to_jinja(self.nodes)
 
     @property
     def interpreted(self) -> bool:
