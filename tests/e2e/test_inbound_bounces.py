@@ -12,6 +12,7 @@ import pytest
 from mongo import contacts as contact_store
 from mongo import inbound_reports
 from tests.support import reports
+from tests.support.polling import wait_until as poll
 
 BOUNCE_DOMAIN = "bounces.postroom.test"
 
@@ -50,14 +51,6 @@ def submit(service, raw: bytes, rcpt: str) -> None:
     asyncio.run(go())
 
 
-def poll(fn, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
 
 
 def sent_message(service, tenant, recipient):

@@ -2,17 +2,9 @@
 render and send actors, into a real SMTP receiver, and its status says so."""
 
 import time
+from tests.support.polling import wait_status
 
 
-def wait_status(tenant, message_id, wanted, timeout=20):
-    deadline = time.monotonic() + timeout
-    body = None
-    while time.monotonic() < deadline:
-        body = tenant.get(f"/email/{message_id}/status").json()["data"]
-        if body["status"] == wanted:
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"status never became {wanted}: {body}")
 
 
 def test_email_sent_through_rabbitmq_arrives_with_the_right_headers(service, tenant):

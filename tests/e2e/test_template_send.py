@@ -2,10 +2,10 @@
 contact, with the request's template_data, the workspace's company fields and a working
 unsubscribe link; broken or missing templates are refused at the API."""
 
-import time
 
-from mongo import contacts, workspaces
+from mongo import contacts
 from pipelines import links
+from tests.support.polling import wait_status
 
 TEMPLATE = """<html><body>
 <h1>Hi {{firstName|there}} {{lastName||uppercase}}</h1>
@@ -17,15 +17,6 @@ TEMPLATE = """<html><body>
 </body></html>"""
 
 
-def wait_status(tenant, message_id, wanted, timeout=30):
-    deadline = time.monotonic() + timeout
-    body = None
-    while time.monotonic() < deadline:
-        body = tenant.get(f"/email/{message_id}/status").json()["data"]
-        if body["status"] == wanted:
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"status never became {wanted}: {body}")
 
 
 def test_a_template_send_arrives_personalised_for_the_contact(service):

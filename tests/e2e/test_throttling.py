@@ -9,17 +9,9 @@ import pytest
 
 from mongo import send_limits
 from tests.support import services
+from tests.support.polling import wait_until as wait_for
 
 
-def wait_for(predicate, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s (last: {last})")
 
 
 def status_of(tenant, message_id):

@@ -12,6 +12,7 @@ from mongo import webhooks as webhook_store
 from pipelines.clock import in_seconds, now_iso
 from pipelines.webhook_events import NEVER
 from tests.support.http_receiver import HttpReceiver
+from tests.support.polling import wait_until
 
 
 @pytest.fixture
@@ -39,14 +40,6 @@ def deliveries(tenant, webhook_id):
     return response.json()["data"]
 
 
-def wait_until(check, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt_with_one_delivery_id(
