@@ -109,7 +109,7 @@ class Signer:
                 if remaining[index][0].strip().lower() == wanted.lower().encode():
                     chosen.append(remaining.pop(index))
                     break
-        tags = [f"v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
+        tags = ["v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
                 f"s={self.selector}", f"t={timestamp if timestamp is not None else int(time.time())}",
                 "h=" + ":".join(n.strip().decode().lower() for n, _ in chosen), f"bh={body_hash}", "b="]
         unsigned = ";\r\n\t".join(tags).encode()

@@ -195,7 +195,7 @@ class _Renderer:
         """A person card: round photo beside name, role and a short bio."""
         photo = ""
         if c.get("imageUrl"):
-            photo = (f'<td valign="top" width="72" style="padding-right:16px;">'
+            photo = ('<td valign="top" width="72" style="padding-right:16px;">'
                      + self.image(c["imageUrl"], c.get("name", ""), 72, max_width=72, extra="border-radius:36px;")
                      + "</td>")
         name = _a(c.get("name", ""))

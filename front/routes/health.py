@@ -4,7 +4,7 @@ from quart import Blueprint
 
 from mongo.client import ping
 
-from ..runtime import db, runtime
+from ..runtime import db
 
 bp = Blueprint("health", __name__, url_prefix="/api/v1")
 

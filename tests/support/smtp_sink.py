@@ -11,7 +11,6 @@ import threading
 import time
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP as SmtpServer
 
 
 class Received:
