@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from mongo import batches, campaigns, contacts, messages, templates, workspaces
+from mongo import batches, campaign_audience, campaigns, contacts, messages, templates, workspaces
 from pipelines.render_message import RenderContext, render_all
 
 from . import runtime, signing
@@ -21,8 +21,15 @@ async def personalisation_inputs(db, docs: list[dict]) -> dict:
                                                         for m in docs if m.get("template_id")}))
     people = {}
     wanted: dict[str, set[str]] = {}
+    by_id: dict[str, set[str]] = {}  # campaign messages name their contact: a fast lookup by _id
     for m in docs:
-        wanted.setdefault(m["workspace_id"], set()).add(m["to"][0].lower())
+        if m.get("contact_id"):
+            by_id.setdefault(m["workspace_id"], set()).add(m["contact_id"])
+        else:
+            wanted.setdefault(m["workspace_id"], set()).add(m["to"][0].lower())
+    for workspace_id, ids in by_id.items():
+        for contact in await campaign_audience.live_contacts_by_ids(db, workspace_id, list(ids)):
+            people[(workspace_id, contact["email"].lower())] = contact
     for workspace_id, emails in wanted.items():
         for key, contact in (await contacts.find_by_emails(db, workspace_id, list(emails))).items():
             people[(workspace_id, key)] = contact

@@ -5,13 +5,18 @@ contacts that are subscribed, not bounced, not soft-deleted and created before t
 started, minus suppressed addresses. Contacts are one document per address, so walking
 them in `_id` order reaches each address once, however many lists it is in.
 
-The filter is frozen on the campaign when sending starts (as JSON: MongoDB refuses
-`$`-keys inside stored documents), so every batch — and a worker restarted after a
-crash — walks the same audience."""
+When sending starts, the audience is resolved once into a list of contact ids, sorted
+and cut into numbered batches stored in `campaign_recipients` (`_id` =
+"<campaign>:<start token>:<batch number>", plain string arrays). A batch then loads
+its contacts by `_id` (fast on MongoDB and on the embedded store, which cannot page a
+filtered, sorted audience without reading all of it), so every batch — and a worker
+restarted after a crash — sends to exactly the audience resolved at send time. At each
+batch a contact that unsubscribed, bounced, was deleted or suppressed since is skipped."""
 
 from __future__ import annotations
 
-import json
+import re
+import uuid
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -63,16 +68,31 @@ def audience_filter(list_or_segment: dict, is_list: bool, started_at: str) -> di
                      {"created_at": {"$lte": started_at}}]}
 
 
-async def count_recipients(db: AsyncDatabase, workspace_id: str, mongo_filter: dict) -> int:
-    """Audience size minus its suppressed addresses (suppression lists are short next
-    to audiences, so the suppressed ones are counted by address inside the audience)."""
-    total = await contacts.count(db, workspace_id, mongo_filter)
-    suppressed = [d["email_key"] for d in await db.suppressions.find(
-        {"workspace_id": workspace_id}, {"email_key": 1}).to_list()]
-    if suppressed and total:
-        total -= await contacts.count(
-            db, workspace_id, {"$and": [mongo_filter, {"email_key": {"$in": suppressed}}]})
-    return total
+async def resolve_recipients(db: AsyncDatabase, workspace_id: str, mongo_filter: dict) -> list[str]:
+    """The ids of the contacts to send to, in `_id` order, suppressed addresses left out."""
+    docs = await db.contacts.find(contacts.live(workspace_id, {"subscribed": True, "bounced": False}, mongo_filter),
+                                  {"_id": 1, "email_key": 1}).to_list()
+    suppressed = {d["email_key"] for d in await db.suppressions.find(
+        {"workspace_id": workspace_id}, {"email_key": 1}).to_list()}
+    return sorted(d["_id"] for d in docs if d["email_key"] not in suppressed)
+
+
+def _chunk_id(campaign_id: str, token: str, batch: int) -> str:
+    return f"{campaign_id}:{token}:{batch:06d}"
+
+
+async def store_batches(db: AsyncDatabase, campaign_id: str, token: str, contact_ids: list[str]) -> None:
+    size = campaign_fanout.BATCH_SIZE
+    docs = [{"_id": _chunk_id(campaign_id, token, n), "campaign_id": campaign_id, "batch": n,
+             "contact_ids": contact_ids[start:start + size]}
+            for n, start in enumerate(range(0, len(contact_ids), size))]
+    for first in range(0, len(docs), 100):
+        await db.campaign_recipients.insert_many(docs[first:first + 100])
+
+
+async def drop_batches(db: AsyncDatabase, campaign_id: str, token: str) -> None:
+    await db.campaign_recipients.delete_many({"campaign_id": campaign_id,
+                                              "_id": {"$regex": f"^{re.escape(campaign_id)}:{token}:"}})
 
 
 async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, key_id: str,
@@ -88,15 +108,17 @@ async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, k
                                   campaign["reply_to"], shared_domain=settings.shared_domain)
     started_at = now_iso()
     mongo_filter = audience_filter(audience, campaign["list_id"] is not None, started_at)
-    total = await count_recipients(db, workspace_id, mongo_filter)
+    recipients = await resolve_recipients(db, workspace_id, mongo_filter)
+    token = uuid.uuid4().hex[:12]
+    await store_batches(db, campaign["_id"], token, recipients)
+    total = len(recipients)
     started = await campaign_store.start_sending(db, workspace_id, campaign["_id"], {
-        "audience_filter": json.dumps(mongo_filter), "sender": sender,
-        "template_version": template["version"], "key_id": key_id,
-        "sandbox": sandbox, "total_recipients": total,
-        "batches_queued": campaign_fanout.batch_count(total),
-        "last_contact_id": campaign_store.CURSOR_START, "fanout_done": total == 0,
-        "fanout_at": started_at, "revived_at": started_at})
-    if started is None:
+        "recipients_token": token, "sender": sender, "template_version": template["version"],
+        "key_id": key_id, "sandbox": sandbox, "total_recipients": total,
+        "batches_queued": campaign_fanout.batch_count(total), "batches_done": 0,
+        "fanout_done": total == 0, "fanout_at": started_at, "revived_at": started_at})
+    if started is None:  # another request started it first; its batches are the ones used
+        await drop_batches(db, campaign["_id"], token)
         return None
     await outbox.record(db, workspace_id, "campaign.sent",
                         {"campaign_id": campaign["_id"], "name": campaign["name"],
@@ -105,14 +127,21 @@ async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, k
     return started
 
 
-async def next_batch(db: AsyncDatabase, campaign: dict, batch_size: int) -> tuple[list[dict], str, bool]:
-    """The next contacts after the campaign's cursor: (recipients not suppressed, the new
-    cursor, whether this was the last batch)."""
-    mongo_filter = json.loads(campaign["audience_filter"])
-    page = await contacts.audience_page(db, campaign["workspace_id"], mongo_filter,
-                                        campaign["last_contact_id"] or None, batch_size)
-    if not page:
-        return [], campaign["last_contact_id"], True
-    suppressed = await suppressions.suppressed_among(db, campaign["workspace_id"], [c["email"] for c in page])
-    recipients = [c for c in page if c["email"] not in suppressed]
-    return recipients, page[-1]["_id"], len(page) < batch_size
+async def live_contacts_by_ids(db: AsyncDatabase, workspace_id: str, contact_ids: list[str]) -> list[dict]:
+    """Live contacts of the workspace among `contact_ids`. Looked up by `_id` alone and
+    checked here: with more conditions the embedded store reads the whole collection."""
+    found = await db.contacts.find({"_id": {"$in": list(contact_ids)}}).to_list()
+    return [c for c in found if c["workspace_id"] == workspace_id and not c["deleted"]]
+
+
+async def batch_recipients(db: AsyncDatabase, campaign: dict, batch: int) -> list[dict]:
+    """The contacts of batch number `batch` still to send to now."""
+    chunk = await db.campaign_recipients.find_one(
+        {"_id": _chunk_id(campaign["_id"], campaign["recipients_token"], batch)})
+    if chunk is None:
+        return []
+    workspace_id = campaign["workspace_id"]
+    found = [c for c in await live_contacts_by_ids(db, workspace_id, chunk["contact_ids"])
+             if c["subscribed"] and not c["bounced"]]
+    suppressed = await suppressions.suppressed_among(db, workspace_id, [c["email"] for c in found])
+    return sorted((c for c in found if c["email"] not in suppressed), key=lambda c: c["_id"])

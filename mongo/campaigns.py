@@ -2,8 +2,8 @@
 
 Every state change is a guarded `find_one_and_update` on the expected state, so two
 fronts, a scheduler and a redelivered actor never start, finish or cancel a campaign
-twice. The fan-out's position (`last_contact_id`) is saved per batch, guarded on the
-position the batch started from, so a restarted worker resumes where the last one
+twice. The fan-out's position (`batches_done`, the next batch number) is saved per
+batch, guarded on the batch that ran, so a restarted worker resumes where the last one
 stopped and two copies of one batch cannot both advance it."""
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ INDEXES: dict[str, list] = {
                   IndexModel([("status", ASCENDING), ("send_at", ASCENDING)], name="status_send_at")],
     "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
 }
-
-# Before the first batch the cursor sits before every contact id.
-CURSOR_START = ""
-
 
 async def insert(db: AsyncDatabase, doc: dict) -> dict:
     await db.campaigns.insert_one(doc)
@@ -84,11 +80,11 @@ async def complete(db: AsyncDatabase, campaign_id: str) -> dict | None:
                           {"status": "sent", "completed_at": now_iso()})
 
 
-async def advance_cursor(db: AsyncDatabase, campaign_id: str, expected: str, new: str,
-                         *, created: int, done: bool) -> bool:
+async def advance_cursor(db: AsyncDatabase, campaign_id: str, batch: int, *, created: int, done: bool) -> bool:
+    """Batch `batch` is done: the cursor moves to the next, guarded on this one."""
     result = await db.campaigns.update_one(
-        {"_id": campaign_id, "last_contact_id": expected},
-        {"$set": {"last_contact_id": new, "fanout_done": done, "fanout_at": now_iso()},
+        {"_id": campaign_id, "batches_done": batch},
+        {"$set": {"fanout_done": done, "fanout_at": now_iso()},
          "$inc": {"batches_done": 1, "messages_created": created}})
     return result.modified_count == 1
 

@@ -27,7 +27,7 @@ SEND_CHUNK = 100
 
 async def _enqueue_fan_out(campaign: dict) -> None:
     from actors.campaigns import fan_out_campaign
-    await asyncio.to_thread(fan_out_campaign.send, campaign["_id"], campaign["last_contact_id"])
+    await asyncio.to_thread(fan_out_campaign.send, campaign["_id"], campaign["batches_done"])
 
 
 async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:

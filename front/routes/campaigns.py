@@ -95,8 +95,7 @@ async def create(data: CreateCampaign):
         "_id": new_uuid(), "workspace_id": who.workspace_id, "key_id": who.key_id,
         "sandbox": who.sandbox, **data.model_dump(), "status": "draft", "send_at": None,
         "created_at": now, "updated_at": now, "total_recipients": 0, "batches_queued": 0,
-        "batches_done": 0, "messages_created": 0, "last_contact_id": campaign_store.CURSOR_START,
-        "fanout_done": False, "status_counts": {}, "stats_at": None,
+        "batches_done": 0, "messages_created": 0, "fanout_done": False, "status_counts": {}, "stats_at": None,
         **{counter: 0 for counter in campaign_stats.COUNTERS},
     }
     await campaign_store.insert(db(), doc)
@@ -132,7 +131,7 @@ async def send(campaign_id: str):
     if started is None:
         raise Conflict("The campaign was started by another request; it is sent once.")
     if not started["fanout_done"]:
-        await enqueue(fan_out_campaign, started["_id"], started["last_contact_id"])
+        await enqueue(fan_out_campaign, started["_id"], 0)
     return one({"campaign_id": started["_id"], "status": started["status"],
                 "total_recipients": started["total_recipients"],
                 "batches_queued": started["batches_queued"]}, 202)
