@@ -85,3 +85,19 @@ async def save_lists(db: AsyncDatabase, contact: dict, chosen: set[str]) -> None
             await lists.add_members(db, docs[list_id], [contact["_id"]])
         elif list_id not in chosen and item["member"]:
             await lists.remove_members(db, docs[list_id], [contact["_id"]])
+
+
+async def unsubscribe_by_message(db: AsyncDatabase, message_id: str, source: str) -> bool:
+    """The `mailto:unsubscribe+MESSAGE_ID@…` of List-Unsubscribe: unsubscribe the message's
+    recipient. False for an unknown message."""
+    message = await db.messages.find_one({"_id": message_id}, {"workspace_id": 1, "contact_id": 1, "to": 1})
+    if message is None:
+        return False
+    workspace = await workspaces.get(db, message["workspace_id"])
+    if workspace is None:
+        return False
+    email = message["to"][0]
+    contact = (await contacts.get(db, workspace["_id"], message["contact_id"]) if message.get("contact_id")
+               else await contacts.find_by_email(db, workspace["_id"], email))
+    await unsubscribe(db, workspace, contact, email, message_id, source)
+    return True

@@ -1,7 +1,8 @@
 """`postroom inbound`: the SMTP receiver for bounces and complaints, and `postroom dkim`.
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
-DSNs come back) and `fbl@<bounce domain>` (where feedback loops send ARF complaints),
+DSNs come back), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
+`unsubscribe+<message id>@<bounce domain>` (List-Unsubscribe by mail, applied at once),
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
 is still stored and counted, never dropped. A report whose enqueue failed is re-enqueued
@@ -15,6 +16,7 @@ import logging
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 from pipelines.mime import message_id_from_verp
+from pipelines.unsubscribe_headers import message_id_from_mailto
 
 log = logging.getLogger("postroom.inbound")
 
@@ -27,7 +29,8 @@ def accepts(address: str, bounce_domain: str) -> bool:
     local, _, domain = address.rpartition("@")
     if domain.lower() != bounce_domain.lower():
         return False
-    return local.lower() in FEEDBACK_LOCAL_PARTS or message_id_from_verp(address) is not None
+    return (local.lower() in FEEDBACK_LOCAL_PARTS or message_id_from_verp(address) is not None
+            or message_id_from_mailto(address) is not None)
 
 
 class InboundHandler:
@@ -43,7 +46,12 @@ class InboundHandler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
-        from mongo import inbound_reports
+        from mongo import inbound_reports, recipient_pages
+        unsubscribes = [m for m in map(message_id_from_mailto, envelope.rcpt_tos) if m]
+        for message_id in unsubscribes:  # List-Unsubscribe by mail: nothing to parse
+            await recipient_pages.unsubscribe_by_message(self.db, message_id, "mailto")
+        if len(unsubscribes) == len(envelope.rcpt_tos):
+            return "250 2.0.0 unsubscribed"
         raw: bytes = envelope.original_content or envelope.content
         doc = {"_id": new_uuid(), "mail_from": envelope.mail_from or "", "rcpt_tos": list(envelope.rcpt_tos),
                "raw": raw.decode("latin-1"), "size_bytes": len(raw), "status": "received",

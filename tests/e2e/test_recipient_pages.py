@@ -153,3 +153,19 @@ def test_the_token_is_bound_to_its_workspace(service, tenant):
     assert [c["subscribed"] for c in theirs] == [True]
     wait_until(lambda: unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"])
     assert unsubscribe_reasons(other, contact["email"]) == []
+
+
+def test_mailing_the_list_unsubscribe_address_unsubscribes_the_recipient(service, tenant):
+    import asyncio
+    from email.message import EmailMessage
+
+    import aiosmtplib
+    contact, _, campaign, received = received_campaign_email(service, tenant, "By mail")
+    mailto = re.search(r"<mailto:([^>]+)>", received.message["List-Unsubscribe"]).group(1)
+    request = EmailMessage()
+    request["From"], request["To"], request["Subject"] = contact["email"], mailto, "unsubscribe"
+    request.set_content("unsubscribe")
+    asyncio.run(aiosmtplib.send(request, hostname="127.0.0.1", port=int(service.env["POSTROOM_INBOUND_PORT"])))
+    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is False
+    assert unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"]
+    assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["unsubscribed"] == 1
