@@ -8,7 +8,7 @@ from __future__ import annotations
 import dramatiq
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions
+from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions, tracking
 from pipelines import bounce_effects
 from pipelines.bounce_parsing import Bounce, parse_report
 from pipelines.clock import in_seconds, now_iso
@@ -69,6 +69,8 @@ async def _apply(db: AsyncDatabase, doc: dict, effects: bounce_effects.Effects, 
                                detail=detail or doc["diagnostic_code"])
     await outbox.record(db, ws, effects.event, bounce_effects.event_data(doc),
                         event_id=f"{doc['_id']}:{effects.event}")
+    if doc["kind"] == "complaint":  # the campaign's `complained`, once per message
+        await tracking.record_complaint(db, ws, doc["message_id"] or None)
     if not counted:  # counters are not idempotent: bump only with the first insert
         await analytics.bump(db, ws, doc["created_at"][:10], **effects.counters)
 

@@ -188,3 +188,28 @@ def test_cancelling_a_sending_campaign_stops_what_has_not_left(service, tenant):
     assert final["stats"]["delivered"] == 5 and final["stats"]["cancelled"] == 15
     error(send(tenant, campaign["id"]), 409, "conflict")
     assert events(service, tenant, "campaign.completed") == []
+
+
+def test_a_spam_complaint_counts_once_on_the_campaign(service, tenant):
+    import asyncio
+
+    import aiosmtplib
+
+    from tests.support import reports
+    recipient = f"angry-{uuid.uuid4().hex[:6]}@yahoo.com"
+    members = make_list(tenant, "Complainers")
+    make_contact(tenant, recipient, list_id=members["id"])
+    campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"])
+    assert send(tenant, campaign["id"]).status_code == 202
+    [received] = service.smtp.wait_for(recipient)
+    message_id = received.mail_from.split("+", 1)[1].split("@")[0]
+    report = reports.load("yahoo_arf", recipient=recipient, message_id=message_id)
+    for _ in range(2):
+        asyncio.run(aiosmtplib.send(report, sender="feedback@yahoo.com", recipients=["fbl@bounces.postroom.test"],
+                                    hostname="127.0.0.1", port=int(service.env["POSTROOM_INBOUND_PORT"])))
+    wait_until(lambda: events(service, tenant, "email.complained"))
+    stats = wait_until(lambda: (lambda d: d if d["stats"]["complained"] else None)(
+        tenant.get(f"/campaigns/{campaign['id']}").json()["data"]))
+    time.sleep(1)
+    assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["complained"] == 1
+    assert stats["rates"]["complaint_rate"] == 1.0
