@@ -15,6 +15,7 @@ from pipelines.campaign_fanout import campaign_message
 from pipelines.clock import now_iso
 
 from . import runtime
+from .publish import publish
 
 # Render work is split finer than a batch so several workers share one batch.
 RENDER_CHUNK = 100
@@ -33,10 +34,10 @@ async def fan_out_campaign(campaign_id: str, batch: int) -> None:
     ids = await campaigns.without_cancelled(db, campaign_id, [d["_id"] for d in docs])
     from .render import render_messages
     for start in range(0, len(ids), RENDER_CHUNK):
-        render_messages.send(ids[start:start + RENDER_CHUNK])
+        await publish(render_messages, ids[start:start + RENDER_CHUNK])
     done = batch + 1 >= campaign["batches_queued"]
     if await campaigns.advance_cursor(db, campaign_id, batch, created=created, done=done) and not done:
-        fan_out_campaign.send(campaign_id, batch + 1)
+        await publish(fan_out_campaign, campaign_id, batch + 1)
 
 
 @dramatiq.actor(queue_name="campaigns", max_retries=10, min_backoff=1000, max_backoff=30_000)

@@ -1,4 +1,5 @@
-"""The `render` queue: messages → personalised MIME, stored for the `send` actor."""
+"""The `render` queue: queued messages → personalised, signed MIME, handed to the `send`
+actor inside its job (not stored: see actors/send.py). Only failures are written here."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from mongo import batches, campaign_audience, campaigns, contacts, messages, tem
 from pipelines.render_message import RenderContext, render_all
 
 from . import runtime, signing
+from .publish import publish
 
 SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
 
@@ -52,8 +54,8 @@ async def render_messages(message_ids: list[str]) -> None:
     signers = await signing.signers_for(db, runtime.settings(), real)
     result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers,
                                             **await personalisation_inputs(db, real)))
-    await messages.save_rendered(db, result.rendered, result.failed)
+    await messages.fail_many(db, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
-    if result.ready_ids:
+    if result.rendered:
         from .send import send_messages
-        send_messages.send(result.ready_ids)
+        await publish(send_messages, result.rendered)

@@ -1,11 +1,22 @@
 """The `send` queue: rendered MIME → SMTP, many messages in flight per worker, under
 limits shared by every worker process (pipelines/throttle.py over mongo/send_limits.py).
 
-One job is a chunk of message ids. It claims them (guarded, so a redelivery sends
-nothing twice), admits what the limits allow, sends the admitted ones concurrently over
-the pooled connections, and applies the outcomes in bulk. Held messages go back to
-`rendered` and ride the broker's delay queue (≤ 60 s, a window's length) — never
-dropped, never waited for in a loop."""
+One job is a chunk of rendered messages, `{"_id", "mail_from", "recipients", "data"}`
+each (`data`: the ASCII MIME), as the `render` actor made them. The MIME travels in the
+job, not in the store: the store stays the one record of each message's state, and the
+MIME is a derived artefact that can always be made again from the message (a lost job
+costs a render, never a message: the scheduler's watchdog, ops/message_watchdog.py,
+enqueues the render again of what stays `queued`, or `sending` past its lease). Keeping
+it out of the store saves writing 5–20 KB per message and reading it back.
+
+A job claims its messages (`queued` → `sending`, guarded, so a redelivered or duplicated
+job sends nothing twice), admits what the limits allow, sends the admitted ones
+concurrently over the pooled connections, and applies the outcomes in bulk. Held and
+transiently failed messages go back to `queued` and their MIME rides the broker's delay
+queue in a new job (≤ 60 s) — never dropped, never waited for in a loop. A worker killed
+mid-send leaves its messages `sending`; once their lease runs out, the redelivered job
+(or the watchdog's render) claims and sends them again, so only what was in flight can
+arrive twice."""
 
 from __future__ import annotations
 
@@ -20,24 +31,26 @@ from pipelines.throttle import Admission, DomainLimit, SendThrottle
 
 from . import bounces as bounce_actor
 from . import runtime
+from .publish import publish
+
 
 @dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
-async def send_messages(message_ids: list[str], attempt: int = 0) -> None:
+async def send_messages(rendered: list[dict], attempt: int = 0) -> None:
     db = runtime.store()
-    claimed = await messages.claim_for_sending(db, message_ids, uuid.uuid4().hex,
-                                               runtime.settings().send_lease_seconds)
+    mime = {r["_id"]: r for r in rendered}
+    token = uuid.uuid4().hex
+    claimed = await messages.claim_for_sending(db, list(mime), token, runtime.settings().send_lease_seconds)
     claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
     if not claimed:
         return
     throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
     admission = await throttle.admit(claimed, await _limits(db, claimed))
-    await _hold(db, admission)
+    await _hold(db, admission, mime, token)
     try:
-        results = await asyncio.gather(*(_deliver(m) for m in admission.admitted))
+        results = await asyncio.gather(*(_deliver(m, mime.get(m["_id"])) for m in admission.admitted))
     finally:
         await throttle.release(admission)
-    plan = plan_outcomes(results)
-    await _apply(db, plan)
+    await _apply(db, plan_outcomes(results), mime, token)
 
 
 async def _limits(db, claimed: list[dict]):
@@ -47,31 +60,30 @@ async def _limits(db, claimed: list[dict]):
         default_domain=DomainLimit(s.domain_rate_per_minute, s.domain_concurrency))
 
 
-async def _hold(db, admission: Admission) -> None:
+async def _hold(db, admission: Admission, mime: dict[str, dict], token: str) -> None:
     if not admission.held:
         return
     held = [m["_id"] for m in admission.held]
-    await messages.release_for_retry(db, held, {}, count_attempt=False)
-    send_messages.send_with_options(args=(held,), delay=int(admission.retry_after_seconds * 1000))
+    await messages.release_for_retry(db, held, token, {}, count_attempt=False)
+    await publish(send_messages, [mime[mid] for mid in held], delay=int(admission.retry_after_seconds * 1000))
 
 
-async def _deliver(message: dict):
-    mime = message.get("mime")
-    if not mime:
+async def _deliver(message: dict, rendered: dict | None):
+    if not rendered:
         return message, None
-    outcomes = await runtime.transport().send(mime["mail_from"], mime["recipients"],
-                                              mime["data"].encode("ascii"), message["_id"])
+    outcomes = await runtime.transport().send(rendered["mail_from"], rendered["recipients"],
+                                              rendered["data"].encode("ascii"), message["_id"])
     return message, outcomes
 
 
-async def _apply(db, plan: OutcomePlan) -> None:
+async def _apply(db, plan: OutcomePlan, mime: dict[str, dict], token: str) -> None:
     """Outcomes in bulk: status changes, events, synchronous bounces, batch and analytics
-    counts; then the transient failures go back for a later attempt."""
+    counts; then the transient failures go back for a later attempt, MIME and all."""
     await messages.advance(db, plan.transitions)
     await outbox.record_many(db, plan.events, only_subscribed=True)
     await batches.record_finished(db, plan.finished)
     await analytics.bump_many(db, plan.analytics)
     await bounce_actor.record_rejections(db, plan.bounces)
     if plan.retry_ids:
-        await messages.release_for_retry(db, plan.retry_ids, plan.retry_notes)
-        send_messages.send_with_options(args=(plan.retry_ids,), delay=plan.retry_delay_ms)
+        await messages.release_for_retry(db, plan.retry_ids, token, plan.retry_notes)
+        await publish(send_messages, [mime[mid] for mid in plan.retry_ids], delay=plan.retry_delay_ms)

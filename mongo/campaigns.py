@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.campaign_fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaign_stats import COUNTERS, PENDING_STATUSES
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import now_iso
 
 INDEXES: dict[str, list] = {
     "campaigns": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
@@ -141,13 +141,12 @@ async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[s
     """Messages of a cancelled campaign that have not reached SMTP become `cancelled`.
     A message already claimed for sending is left to finish: it may be on the wire."""
     if message_ids is None:
-        docs = await db.messages.find({"campaign_id": campaign_id,
-                                       "status": {"$in": ["queued", "rendered"]}}, {"_id": 1}).to_list()
+        docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"}, {"_id": 1}).to_list()
         message_ids = [d["_id"] for d in docs]
     if not message_ids:
         return 0
     at = now_iso()
-    ops = [UpdateOne({"_id": mid, "status": {"$in": ["queued", "rendered"]}},
+    ops = [UpdateOne({"_id": mid, "status": "queued"},
                      {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
                       "$addToSet": {"history": {"status": "cancelled", "at": at,
                                                 "detail": "campaign cancelled"}}})
@@ -207,26 +206,3 @@ async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
              "$addToSet": {"history": {"status": "cancelled", "at": at, "detail": "campaign cancelled"}}})
             for d in stop], ordered=False)
     return [d for d in docs if d.get("campaign_id") not in cancelled]
-
-
-async def stalled_messages(db: AsyncDatabase, campaign_id: str, stall_seconds: int,
-                           limit: int = 2000) -> list[str]:
-    """Messages whose send was lost: left `rendered` for `stall_seconds` (a render step
-    killed between saving the MIME and enqueueing the send) or still `sending` past their
-    lease (a send step killed mid-flight). Enqueueing their send again is safe: the claim
-    is guarded, so only one attempt sends."""
-    now, cutoff = now_iso(), in_seconds(-stall_seconds)
-    rendered = await db.messages.find({"campaign_id": campaign_id, "status": "rendered",
-                                       "updated_at": {"$lt": cutoff}}, {"_id": 1}, limit=limit).to_list()
-    sending = await db.messages.find({"campaign_id": campaign_id, "status": "sending",
-                                      "lease_until": {"$lt": now}}, {"_id": 1}, limit=limit).to_list()
-    return [d["_id"] for d in rendered + sending]
-
-
-async def claim_revival(db: AsyncDatabase, campaign_id: str, every_seconds: float) -> bool:
-    """At most one watchdog pass per campaign per `every_seconds` (a re-enqueued send
-    needs time to be picked up before the same messages look stalled again)."""
-    result = await db.campaigns.update_one(
-        {"_id": campaign_id, "revived_at": {"$lt": in_seconds(-every_seconds)}},
-        {"$set": {"revived_at": now_iso()}})
-    return result.modified_count == 1

@@ -11,6 +11,9 @@ INDEXES: dict[str, list[IndexModel]] = {
                  IndexModel([("workspace_id", ASCENDING)], name="workspace")],
     "messages": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
                  IndexModel([("status", ASCENDING), ("due_at", ASCENDING)], name="status_due"),
+                 # the watchdog's two finds (mongo.messages.stale_queued, lapsed_sending)
+                 IndexModel([("status", ASCENDING), ("updated_at", ASCENDING)], name="status_updated"),
+                 IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
                  IndexModel([("batch_id", ASCENDING)], name="batch")],
     "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,

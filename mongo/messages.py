@@ -1,8 +1,13 @@
-"""Messages (one document per email, `_id` = message id) and their rendered MIME.
+"""Messages (one document per email, `_id` = message id): the only record of where each
+email is. The rendered MIME is not kept here: it is derived from the message and travels
+in the `send` job that delivers it (see actors/send.py).
 
 History entries are appended with `$addToSet`, not `$push`: each entry carries its own
 timestamp so the two are the same on MongoDB, and the embedded store corrupts arrays of
-sub-documents on `$push` (see tests/mongo/test_store_behaviour.py)."""
+sub-documents on `$push` (see tests/mongo/test_store_behaviour.py).
+
+Hot writes are bulk, by `_id` with flat filters (an `$or` beside `_id` makes the embedded
+store scan), and `$set` only small fields."""
 
 from __future__ import annotations
 
@@ -26,9 +31,6 @@ async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
     return await db.messages.find({"_id": {"$in": list(message_ids)}}).to_list()
 
 
-_MIME_DONE = {"delivered", *delivery_status.FINAL}
-
-
 def _transition(message_id: str, new: str, extra: dict | None = None, detail: str | None = None,
                 via: tuple[str, ...] = ()) -> UpdateOne:
     """A guarded move to `new`; `via` names steps passed on the way (e.g. `sent` on the
@@ -40,8 +42,6 @@ def _transition(message_id: str, new: str, extra: dict | None = None, detail: st
         entry["detail"] = detail
     entries.append(entry)
     stamps = {f"{step}_at": at for step in (*via, new)}
-    if new in _MIME_DONE:  # the rendered MIME is not needed once the receiver answered
-        stamps["mime"] = ""
     return UpdateOne(
         {"_id": message_id, "status": {"$in": delivery_status.sources_for(new)}},
         {"$set": {"status": new, "updated_at": at, **stamps, **(extra or {})},
@@ -65,12 +65,18 @@ async def cancel_scheduled(db: AsyncDatabase, workspace_id: str, message_id: str
         return_document=ReturnDocument.AFTER)
 
 
+# What the send step reads of a claimed message: enough to throttle, record outcomes,
+# events and counts — never the bodies (html, text) or the history.
+SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
+               "attempts": 1, "batch_id": 1, "campaign_id": 1}
+
+
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,
                             lease_seconds: int) -> list[dict]:
-    """Guarded claim: a rendered message, or one whose earlier sending lease ran out
-    (its worker died mid-send), becomes `sending` under our token. A redelivered
-    broker message finds nothing left to claim and sends nothing twice. The claimed
-    documents carry their rendered MIME (`mime`)."""
+    """Guarded claim: a queued message, or one whose earlier sending lease ran out (its
+    worker died mid-send), becomes `sending` under our token. This is the single guard
+    against sending twice: a redelivered or duplicated send job finds nothing left to
+    claim. Returns the claimed messages' SEND_FIELDS."""
     now = now_iso()
     claim = {"$set": {"status": "sending", "lease_token": token,
                       "lease_until": in_seconds(lease_seconds), "updated_at": now}}
@@ -78,27 +84,18 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     # store scan the collection for every update (4.4 ms a message at 1,000 messages,
     # against 0.2 ms flat), and MongoDB is as happy with either.
     fresh = await db.messages.bulk_write(
-        [UpdateOne({"_id": mid, "status": "rendered"}, claim) for mid in message_ids], ordered=False)
+        [UpdateOne({"_id": mid, "status": "queued"}, claim) for mid in message_ids], ordered=False)
     if fresh.modified_count < len(message_ids):
         await db.messages.bulk_write(
             [UpdateOne({"_id": mid, "status": "sending", "lease_until": {"$lt": now}}, claim)
              for mid in message_ids], ordered=False)
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
-                                   "status": "sending"}, {"html": 0, "text": 0}).to_list()
+                                   "status": "sending"}, SEND_FIELDS).to_list()
 
 
-async def save_rendered(db: AsyncDatabase, rendered: list[dict], failed: dict[str, str]) -> None:
-    """queued → rendered with the MIME on the message itself (one write per message, and
-    the send step's claim reads it back), or queued → failed with the reason."""
-    changes = [(r["_id"], "rendered", {"mime": {k: v for k, v in r.items() if k != "_id"}}, None)
-               for r in rendered]
-    changes += [(mid, "failed", {"error": why}, why) for mid, why in failed.items()]
-    await advance(db, changes)
-
-
-async def store_rendered(db: AsyncDatabase, rendered: list[dict]) -> None:
-    """Kept for callers that render then advance separately: put the MIME on the message."""
-    await save_rendered(db, rendered, {})
+async def fail_many(db: AsyncDatabase, reasons: dict[str, str]) -> None:
+    """queued → failed with the reason (e.g. a message that cannot be rendered)."""
+    await advance(db, [(mid, "failed", {"error": why}, why) for mid, why in reasons.items()])
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
@@ -120,31 +117,54 @@ async def promote(db: AsyncDatabase, message_id: str) -> bool:
     return result.modified_count == 1
 
 
-async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int = 500) -> list[str]:
-    """Queued messages whose enqueue may have been lost (a crash between store and broker)."""
-    cutoff = in_seconds(-older_than_seconds)
-    docs = await db.messages.find({"status": "queued", "queued_at": {"$lt": cutoff}},
-                                  {"_id": 1}, limit=limit).to_list()
-    return [d["_id"] for d in docs]
-
-
-async def release_for_retry(db: AsyncDatabase, message_ids: list[str], notes: dict[str, str],
+async def release_for_retry(db: AsyncDatabase, message_ids: list[str], token: str, notes: dict[str, str],
                             *, count_attempt: bool = True) -> None:
-    """sending → rendered after a transient failure (or a throttle hold, which does not
-    count as an attempt), keeping the MIME for the next try."""
+    """sending → queued, guarded on our claim, after a transient failure (a `deferred`
+    history entry, one more attempt) or a throttle hold (neither: it was not tried). The
+    caller re-enqueues the send job with the MIME."""
     at = now_iso()
     ops = []
     for mid in message_ids:
-        update = {"$set": {"status": "rendered", "updated_at": at, "lease_token": ""}}
+        update: dict = {"$set": {"status": "queued", "updated_at": at, "lease_token": ""}}
         if count_attempt:
             update["$set"]["last_error"] = notes.get(mid)
             update["$inc"] = {"attempts": 1}
             update["$addToSet"] = {"history": {"status": "deferred", "at": at, "detail": notes.get(mid)}}
-        ops.append(UpdateOne({"_id": mid, "status": "sending"}, update))
+        ops.append(UpdateOne({"_id": mid, "status": "sending", "lease_token": token}, update))
     if ops:
         await db.messages.bulk_write(ops, ordered=False)
 
 
-async def touch_queued(db: AsyncDatabase, message_ids: list[str]) -> None:
-    await db.messages.update_many({"_id": {"$in": message_ids}, "status": "queued"},
-                                  {"$set": {"queued_at": now_iso()}})
+# The watchdog (ops/message_watchdog.py): messages whose next step was lost.
+
+async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -> list[str]:
+    """Queued messages nothing has touched for `older_than_seconds` (an enqueue lost in a
+    crash between store and broker, or a send job lost with its MIME)."""
+    cutoff = in_seconds(-older_than_seconds)
+    docs = await db.messages.find({"status": "queued", "updated_at": {"$lt": cutoff}},
+                                  {"_id": 1, "updated_at": 1}, limit=limit).to_list()
+    # Checked again here: the embedded store compares these strings at whole seconds.
+    return [d["_id"] for d in docs if d["updated_at"] < cutoff]
+
+
+async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[str]:
+    """Messages still `sending` after their claim's lease ran out: the worker died mid-send."""
+    now = now_iso()
+    docs = await db.messages.find({"status": "sending", "lease_until": {"$lt": now}},
+                                  {"_id": 1, "lease_until": 1}, limit=limit).to_list()
+    return [d["_id"] for d in docs if d["lease_until"] < now]
+
+
+async def requeue(db: AsyncDatabase, stale_ids: list[str], lapsed_ids: list[str]) -> None:
+    """Before the watchdog enqueues their render again: stale queued messages are touched
+    (so the next pass leaves them alone for a while), lapsed ones go back to `queued`
+    (guarded on the lapsed lease, so a claim taken meanwhile stands)."""
+    at = now_iso()
+    ops = [UpdateOne({"_id": mid, "status": "queued"}, {"$set": {"updated_at": at}}) for mid in stale_ids]
+    ops += [UpdateOne({"_id": mid, "status": "sending", "lease_until": {"$lt": at}},
+                      {"$set": {"status": "queued", "updated_at": at, "lease_token": ""},
+                       "$addToSet": {"history": {"status": "deferred", "at": at,
+                                                 "detail": "send lease expired; sending again"}}})
+            for mid in lapsed_ids]
+    if ops:
+        await db.messages.bulk_write(ops, ordered=False)

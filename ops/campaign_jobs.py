@@ -1,10 +1,10 @@
 """Scheduler jobs for campaigns: start scheduled ones when due, finish sending ones when
 every message is final (emitting campaign.completed), keep stats snapshots fresh, and
-revive a fan-out whose broker message was lost."""
+revive a fan-out whose broker message was lost. (Messages whose render or send job was
+lost are revived for every kind of message by ops/scheduler.requeue_stalled_messages.)"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -22,12 +22,12 @@ STATS_REFRESH_SECONDS = 2.0
 FANOUT_STALL_SECONDS = 120
 # Bounces and complaints arrive after a campaign finishes; its stats follow them this long.
 LATE_STATS_WINDOW_SECONDS = 24 * 3600
-SEND_CHUNK = 100
 
 
 async def _enqueue_fan_out(campaign: dict) -> None:
     from actors.campaigns import fan_out_campaign
-    await asyncio.to_thread(fan_out_campaign.send, campaign["_id"], campaign["batches_done"])
+    from actors.publish import publish
+    await publish(fan_out_campaign, campaign["_id"], campaign["batches_done"])
 
 
 async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:
@@ -86,19 +86,4 @@ async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
     return refreshed
 
 
-async def revive_stalled_messages(db: AsyncDatabase, settings: Settings) -> int:
-    from actors.send import send_messages
-    revived = 0
-    for campaign in await campaigns.sending(db):
-        if not await campaigns.claim_revival(db, campaign["_id"], settings.campaign_stall_seconds / 2):
-            continue
-        stalled = await campaigns.stalled_messages(db, campaign["_id"], settings.campaign_stall_seconds)
-        for start in range(0, len(stalled), SEND_CHUNK):
-            await asyncio.to_thread(send_messages.send, stalled[start:start + SEND_CHUNK])
-        revived += len(stalled)
-    if revived:
-        log.warning("re-enqueued the send of %d stalled campaign message(s)", revived)
-    return revived
-
-
-JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats, revive_stalled_messages]
+JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats]

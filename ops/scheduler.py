@@ -16,34 +16,53 @@ from pipelines.settings import Settings
 
 log = logging.getLogger("postroom.scheduler")
 
-PROMOTE_CHUNK = 100
-STALE_QUEUED_SECONDS = 600
+RENDER_CHUNK = 100
+# At most this many stalled messages are handed back per watchdog pass (one tick).
+WATCHDOG_PASS_LIMIT = 500
+
+
+async def _render(message_ids: list[str]) -> None:
+    from actors.publish import publish
+    from actors.render import render_messages
+    for start in range(0, len(message_ids), RENDER_CHUNK):
+        await publish(render_messages, message_ids[start:start + RENDER_CHUNK])
 
 
 async def promote_due_messages(db: AsyncDatabase, settings: Settings) -> int:
-    from actors.render import render_messages
     promoted = [d["_id"] for d in await messages.due_scheduled(db) if await messages.promote(db, d["_id"])]
-    for start in range(0, len(promoted), PROMOTE_CHUNK):
-        await asyncio.to_thread(render_messages.send, promoted[start:start + PROMOTE_CHUNK])
+    await _render(promoted)
     return len(promoted)
 
 
-async def requeue_stale(db: AsyncDatabase, settings: Settings) -> int:
-    """Re-enqueue messages queued long ago and never rendered (an enqueue lost in a crash).
-    Safe: rendering and sending are guarded, so a duplicate enqueue sends nothing twice."""
-    from actors.render import render_messages
-    stale = await messages.stale_queued(db, STALE_QUEUED_SECONDS)
-    if stale:
-        await messages.touch_queued(db, stale)
-        await asyncio.to_thread(render_messages.send, stale)
-    return len(stale)
+async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int:
+    """The watchdog, for every message (transactional and campaign alike): one whose next
+    step was lost gets its render enqueued again.
+
+    - `queued` and untouched for `message_stall_seconds`: its render job, or the send job
+      carrying its MIME, was lost (a crash between store and broker, a purged queue). It
+      is touched (`updated_at`) so the next passes leave it alone for as long again.
+    - `sending` past its claim's lease: its worker died mid-send and the job carrying its
+      MIME is gone too. It goes back to `queued` (guarded on the lapsed lease).
+
+    Safe to repeat and to race a redelivered job: rendering writes nothing for a message
+    that renders, and the send claim is the one guard, so only one attempt sends."""
+    lapsed = await messages.lapsed_sending(db, WATCHDOG_PASS_LIMIT)
+    room = WATCHDOG_PASS_LIMIT - len(lapsed)
+    stale = await messages.stale_queued(db, settings.message_stall_seconds, room) if room > 0 else []
+    if not lapsed and not stale:
+        return 0
+    await messages.requeue(db, stale, lapsed)
+    await _render(lapsed + stale)
+    log.warning("watchdog: rendering again %d queued message(s) left for %d s and %d whose send lease ran out",
+                len(stale), settings.message_stall_seconds, len(lapsed))
+    return len(lapsed) + len(stale)
 
 
 async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
     return await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
 
 
-JOBS = [promote_due_messages, requeue_stale, purge_expired]
+JOBS = [promote_due_messages, requeue_stalled_messages, purge_expired]
 JOB_MODULES: list[str] = ["mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs", "ops.inbound",
                           "mongo.contact_removal"]
 

@@ -32,10 +32,6 @@ class RenderResult:
     rendered: list[dict] = dataclasses.field(default_factory=list)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    @property
-    def ready_ids(self) -> list[str]:
-        return [r["_id"] for r in self.rendered]
-
 
 def message_content(message: dict, ctx: RenderContext) -> CompiledContent:
     """The message's subject/html/text compiled (cached by content, so a batch or campaign

@@ -45,10 +45,10 @@ class Settings:
     # Multiplies every webhook retry wait (pipelines/retry_schedule.py); tests speed it up.
     webhook_retry_scale: float = 1.0
     # How long a send claim holds a message before another worker may take it over (a
-    # worker killed mid-send), and how long a campaign message may sit rendered or
-    # claimed before the campaign watchdog enqueues its send again.
+    # worker killed mid-send), and how long a message may sit `queued` untouched before
+    # the scheduler's watchdog enqueues its render again (its job was lost).
     send_lease_seconds: int = 300
-    campaign_stall_seconds: int = 120
+    message_stall_seconds: int = 600
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":

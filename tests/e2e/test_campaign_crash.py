@@ -37,7 +37,7 @@ def private_stack(service, store_url, run_dir):
     database = f"postroom_crash_{uuid.uuid4().hex[:8]}"
     env = {**service.env, "POSTROOM_AMQP_URL": amqp, "POSTROOM_SMTP_URL": sink.url,
            "POSTROOM_MONGODB_DATABASE": database, "POSTROOM_BASE_URL": f"http://127.0.0.1:{port}",
-           "POSTROOM_SEND_LEASE_SECONDS": "3", "POSTROOM_CAMPAIGN_STALL_SECONDS": "3"}
+           "POSTROOM_SEND_LEASE_SECONDS": "3"}
     log_dir = run_dir / f"crash-{database}"
     log_dir.mkdir()
     front = services.Process("front", ["front", "--port", str(port)], env, log_dir)

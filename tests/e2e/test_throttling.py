@@ -128,5 +128,5 @@ def test_per_key_and_per_domain_limits_hold_across_two_workers(service, second_w
                               (open_key, domain_ids, received(service, domain_to))):
         statuses = [status_of(tenant, m)["status"] for m in ids]
         assert statuses.count("delivered") == sent
-        # Held, not dropped: back in `rendered`, waiting in the broker's delay queue.
-        assert all(s in ("rendered", "sending") for s in statuses if s != "delivered"), statuses
+        # Held, not dropped: back in `queued`, its MIME waiting in the broker's delay queue.
+        assert all(s in ("queued", "sending") for s in statuses if s != "delivered"), statuses
