@@ -20,13 +20,14 @@ import uuid
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines import campaign_fanout, sender as sender_rules
-from pipelines.errors import NotFound
+from pipelines import campaign_fanout, sender as sender_rules, throttle
+from pipelines.clock import utcnow
+from pipelines.errors import Forbidden, NotFound
 from pipelines.segment_rules import compile_conditions
 from pipelines.settings import Settings
 
 from . import campaigns as campaign_store
-from . import contacts, domains, lists, outbox, segments, suppressions, templates
+from . import contacts, domains, lists, outbox, segments, send_limits, suppressions, templates
 
 
 async def check_references(db: AsyncDatabase, workspace_id: str, template_id: str,
@@ -97,9 +98,11 @@ async def drop_batches(db: AsyncDatabase, campaign_id: str, token: str) -> None:
 
 async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, key_id: str,
                         sandbox: bool, settings: Settings) -> dict | None:
-    """Resolve template, audience and sender now, count the recipients, and move the
-    campaign to `sending` (guarded: of two concurrent starts one wins; the other gets
-    None). Emits campaign.sent; a campaign with nobody to send to is sent at once."""
+    """Resolve template, audience and sender now, count the recipients, charge them to the
+    workspace's monthly plan (403 limit_reached past it, nothing sent; sandbox campaigns
+    count nothing), and move the campaign to `sending` (guarded: of two concurrent starts
+    one wins; the other gets None and its charge back). Emits campaign.sent; a campaign
+    with nobody to send to is sent at once."""
     from pipelines.clock import now_iso
     workspace_id = workspace["_id"]
     template, audience = await check_references(db, workspace_id, campaign["template_id"],
@@ -112,13 +115,22 @@ async def begin_sending(db: AsyncDatabase, workspace: dict, campaign: dict, *, k
     token = uuid.uuid4().hex[:12]
     await store_batches(db, campaign["_id"], token, recipients)
     total = len(recipients)
+    month = throttle.month_of(utcnow())
+    if not sandbox:  # the whole audience counts against the plan now, or nothing is sent
+        limit = throttle.monthly_limit(workspace, settings.plan_monthly_email_limit)
+        if not await send_limits.charge_plan(db, workspace_id, month, total, limit):
+            await drop_batches(db, campaign["_id"], token)
+            raise Forbidden(f"Sending to {total} recipients would pass the plan's limit of {limit} "
+                            "emails this month.", code="limit_reached")
     started = await campaign_store.start_sending(db, workspace_id, campaign["_id"], {
         "recipients_token": token, "sender": sender, "template_version": template["version"],
         "key_id": key_id, "sandbox": sandbox, "total_recipients": total,
         "batches_queued": campaign_fanout.batch_count(total), "batches_done": 0,
         "fanout_done": total == 0, "fanout_at": started_at, "revived_at": started_at})
-    if started is None:  # another request started it first; its batches are the ones used
+    if started is None:  # another request started it first; its batches (and charge) are the ones used
         await drop_batches(db, campaign["_id"], token)
+        if not sandbox:
+            await send_limits.refund_plan(db, workspace_id, month, total)
         return None
     await outbox.record(db, workspace_id, "campaign.sent",
                         {"campaign_id": campaign["_id"], "name": campaign["name"],

@@ -5,6 +5,10 @@ message to someone who is not a contact). Unsubscribing marks the contact unsubs
 (contact.unsubscribed), suppresses the address with reason `unsubscribe`, and counts
 once on the campaign the email came from.
 
+A message with several recipients carries links bound to the message alone (no contact,
+no address): its pages list the message's recipients and act on the one chosen, which
+must be one of them (`chosen_recipient`).
+
 The preferences page offers the static lists the contact is in, and keeps offering a
 list they left there (`preference_lists`, one small document per contact), so a box
 unticked by mistake can be ticked again."""
@@ -29,6 +33,24 @@ async def recipient(db: AsyncDatabase, payload: dict) -> tuple[dict, dict | None
     if not contact_id:
         return workspace, None
     return workspace, await contacts.get(db, workspace["_id"], contact_id)
+
+
+async def message_recipients(db: AsyncDatabase, workspace_id: str, message_id: str) -> list[str] | None:
+    """The `to` addresses of the workspace's message, or None for an unknown message."""
+    message = await db.messages.find_one({"_id": message_id}, {"workspace_id": 1, "to": 1})
+    if message is None or message["workspace_id"] != workspace_id:
+        return None
+    return list(message["to"])
+
+
+async def chosen_recipient(db: AsyncDatabase, workspace: dict, message_id: str,
+                           chosen: str | None) -> tuple[dict | None, str] | None:
+    """(contact or None, address) for the address picked on a message-bound page; None
+    unless it is one of that message's recipients."""
+    recipients = await message_recipients(db, workspace["_id"], message_id) or []
+    if not chosen or chosen not in recipients:
+        return None
+    return await contacts.find_by_email(db, workspace["_id"], chosen), chosen
 
 
 def is_unsubscribed(contact: dict | None, suppression: dict | None) -> bool:
@@ -87,9 +109,11 @@ async def save_lists(db: AsyncDatabase, contact: dict, chosen: set[str]) -> None
             await lists.remove_members(db, docs[list_id], [contact["_id"]])
 
 
-async def unsubscribe_by_message(db: AsyncDatabase, message_id: str, source: str) -> bool:
+async def unsubscribe_by_message(db: AsyncDatabase, message_id: str, source: str,
+                                 sender: str | None = None) -> bool:
     """The `mailto:unsubscribe+MESSAGE_ID@…` of List-Unsubscribe: unsubscribe the message's
-    recipient. False for an unknown message."""
+    recipient. A message with several recipients unsubscribes only the one who wrote
+    (`sender`, the envelope sender), if it is one of them. False when nobody was."""
     message = await db.messages.find_one({"_id": message_id}, {"workspace_id": 1, "contact_id": 1, "to": 1})
     if message is None:
         return False
@@ -97,6 +121,12 @@ async def unsubscribe_by_message(db: AsyncDatabase, message_id: str, source: str
     if workspace is None:
         return False
     email = message["to"][0]
+    if len(message["to"]) > 1:
+        match = [a for a in message["to"] if sender and a.lower() == sender.lower()]
+        if not match:
+            return False
+        email = match[0]
+        message = {**message, "contact_id": None}
     contact = (await contacts.get(db, workspace["_id"], message["contact_id"]) if message.get("contact_id")
                else await contacts.find_by_email(db, workspace["_id"], email))
     await unsubscribe(db, workspace, contact, email, message_id, source)

@@ -125,6 +125,12 @@ async def charge_plan(db: AsyncDatabase, workspace_id: str, month: str, count: i
     return True
 
 
+async def refund_plan(db: AsyncDatabase, workspace_id: str, month: str, count: int) -> None:
+    """Give back a charge whose emails will not be sent after all."""
+    if count > 0:
+        await db.plan_usage.update_one({"_id": plan_counter_id(workspace_id, month)}, {"$inc": {"n": -count}})
+
+
 async def plan_used(db: AsyncDatabase, workspace_id: str, month: str) -> int:
     doc = await db.plan_usage.find_one({"_id": plan_counter_id(workspace_id, month)})
     return int(doc["n"]) if doc else 0

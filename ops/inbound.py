@@ -49,7 +49,7 @@ class InboundHandler:
         from mongo import inbound_reports, recipient_pages
         unsubscribes = [m for m in map(message_id_from_mailto, envelope.rcpt_tos) if m]
         for message_id in unsubscribes:  # List-Unsubscribe by mail: nothing to parse
-            await recipient_pages.unsubscribe_by_message(self.db, message_id, "mailto")
+            await recipient_pages.unsubscribe_by_message(self.db, message_id, "mailto", envelope.mail_from)
         if len(unsubscribes) == len(envelope.rcpt_tos):
             return "250 2.0.0 unsubscribed"
         raw: bytes = envelope.original_content or envelope.content

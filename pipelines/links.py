@@ -4,7 +4,8 @@ A token is `base64url(json payload).base64url(HMAC-SHA256(purpose, payload)[:16]
 keyed with POSTROOM_SECRET_KEY: not guessable, not forgeable, and bound to its purpose
 (an open-pixel token does not unsubscribe anybody). Payload keys are short because they
 travel in every link: `w` workspace id, `c` contact id (or null), `e` email, `m` message
-id, `u` the original URL of a click link."""
+id, `u` the original URL of a click link. A message to several addresses carries links
+with `c` and `e` null, bound to the message alone, so no recipient's link names another."""
 
 from __future__ import annotations
 
@@ -49,8 +50,15 @@ def verify(purpose: str, token: str, secret_key: str) -> dict | None:
     return payload if isinstance(payload, dict) else None
 
 
-def recipient_payload(workspace_id: str, contact_id: str | None, email: str, message_id: str | None) -> dict:
+def recipient_payload(workspace_id: str, contact_id: str | None, email: str | None, message_id: str | None) -> dict:
+    """`email` None (and `contact_id` None): the link belongs to a message with several
+    recipients and names none of them; its page asks which address it is for."""
     return {"w": workspace_id, "c": contact_id, "e": email, "m": message_id}
+
+
+def names_message_only(payload: dict) -> bool:
+    """A multi-recipient message's link: bound to the message, not to one address."""
+    return not payload.get("e") and not payload.get("c") and bool(payload.get("m"))
 
 
 # URL layout of the recipient-facing routes (served by front/routes/pages.py).

@@ -82,7 +82,7 @@ def contact_fields(contact: dict | None, email: str) -> dict:
     }
 
 
-def system_fields(*, workspace: dict, contact_id: str | None, email: str, message_id: str | None,
+def system_fields(*, workspace: dict, contact_id: str | None, email: str | None, message_id: str | None,
                   base_url: str, secret_key: str, now: dt.datetime) -> dict:
     settings = workspace.get("settings") or {}
     payload = links.recipient_payload(workspace["_id"], contact_id, email, message_id)

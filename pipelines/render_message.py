@@ -47,11 +47,15 @@ def message_content(message: dict, ctx: RenderContext) -> CompiledContent:
 
 def message_data(message: dict, ctx: RenderContext) -> dict:
     """Merge-tag values for the message's first recipient (a message to several addresses
-    is one email, personalised for the first)."""
+    is one email, personalised for the first). Its unsubscribe and preferences links,
+    though, name no recipient when there are several: every recipient sees them, so they
+    are bound to the message and the page asks which of its addresses is meant."""
     s, email = ctx.settings, message["to"][0]
     contact = ctx.contacts.get((message["workspace_id"], email.lower()))
+    shared = len(message["to"]) > 1
     system = system_fields(workspace=ctx.workspaces.get(message["workspace_id"]) or {"_id": message["workspace_id"]},
-                           contact_id=contact["_id"] if contact else None, email=email,
+                           contact_id=None if shared or contact is None else contact["_id"],
+                           email=None if shared else email,
                            message_id=message["_id"], base_url=s.base_url, secret_key=s.secret_key, now=utcnow())
     return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
 

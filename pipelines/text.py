@@ -9,11 +9,15 @@ _TAG = re.compile(r"<[^>]*>")
 _WS = re.compile(r"\s+")
 _BLOCK_END = re.compile(r"(?i)</(p|div|h[1-6]|li|tr|table)>|<br\s*/?>")
 _SCRIPT_STYLE = re.compile(r"(?is)<(script|style|head)[^>]*>.*?</\1>")
+# Control characters that are not whitespace (NUL, ESC, DEL, C1 such as CSI): never
+# part of a header. (The whitespace ones, CR/LF among them, are folded by _WS.)
+CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 
 
 def clean_subject(subject: str) -> str:
-    """Rule 7: HTML tags stripped; CR/LF folded so nothing can inject a header."""
-    return _WS.sub(" ", html.unescape(_TAG.sub("", subject))).strip()
+    """Rule 7: HTML tags stripped; CR/LF folded so nothing can inject a header; other
+    control characters dropped."""
+    return _WS.sub(" ", CONTROL.sub("", html.unescape(_TAG.sub("", subject)))).strip()
 
 
 def html_to_text(markup: str) -> str:

@@ -21,7 +21,7 @@ from ..idempotency import idempotent
 from ..pagination import PageQuery, page
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import EmailAddress, Id, Strict
+from ..types import DisplayName, EmailAddress, Id, Strict
 from ..validation import body, query
 
 bp = Blueprint("campaigns", __name__, url_prefix="/api/v1")
@@ -42,7 +42,7 @@ class CreateCampaign(Strict):
     list_id: Id | None = Field(None, description="Send to this list's members. Exactly one of list_id, segment_id.")
     segment_id: Id | None = Field(None, description="Send to the contacts matching this segment at send time.")
     from_email: EmailAddress | None = Field(None, description="Defaults to the workspace's default sender.")
-    from_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    from_name: DisplayName | None = Field(None, description="Display name of the sender (no control characters).")
     reply_to: EmailAddress | None = None
     track_opens: bool = Field(True, description="Campaigns track opens unless this is false.")
     track_clicks: bool = Field(True, description="Campaigns track clicks unless this is false.")

@@ -16,7 +16,7 @@ from ..idempotency import idempotent
 from ..responses import one
 from ..runtime import caller, db
 from ..sending import build_batch, build_message, charge_plan, schedule_fields, store_and_enqueue
-from ..types import EmailAddress, Strict
+from ..types import DisplayName, EmailAddress, Strict
 from ..validation import body
 
 bp = Blueprint("email", __name__, url_prefix="/api/v1")
@@ -38,7 +38,7 @@ class EmailContent(Strict):
     from_email: EmailAddress | None = Field(
         None, description="On a verified domain of the workspace: the From address; otherwise the "
                           "Reply-To of mail sent from the workspace's address on the shared domain.")
-    from_name: Annotated[str, StringConstraints(max_length=200)] | None = Field(None, description="Display name.")
+    from_name: DisplayName | None = Field(None, description="Display name of the sender (no control characters).")
     reply_to: EmailAddress | None = Field(None, description="Reply-To address (wins over from_email).")
     track_opens: bool = Field(False, description="Add an open-tracking pixel.")
     track_clicks: bool = Field(False, description="Rewrite links for click tracking.")

@@ -1,7 +1,9 @@
 """Recipient-facing pages, no API key: open pixel, click redirect, unsubscribe (page and
 RFC 8058 one-click POST), preferences. Every link carries a token signed for its purpose
 (pipelines/links.py); a token that does not verify answers 404 (the pixel excepted: a
-mail client always gets its image, but nothing is recorded)."""
+mail client always gets its image, but nothing is recorded). A link of a message with
+several recipients names none of them: its pages ask which of the message's addresses is
+meant and act on that one only."""
 
 from __future__ import annotations
 
@@ -54,9 +56,42 @@ async def _recipient(purpose: str, token: str):
 
 
 def _preferences_link(payload: dict, contact: dict | None) -> str | None:
-    if contact is None:
+    if contact is None and not links.names_message_only(payload):
         return None
     return links.preferences_url(settings().base_url, links.sign("preferences", payload, settings().secret_key))
+
+
+# --- links of a message with several recipients: the page asks which address is meant ---
+
+async def _choose_address(purpose: str, token: str, payload: dict, workspace: dict, status: int = 200):
+    """The message's recipients as radio buttons; 400 when a choice was not one of them."""
+    addresses = await recipient_pages.message_recipients(db(), workspace["_id"], payload["m"])
+    if not addresses:
+        return await _not_found()
+    unsubscribing = purpose == "unsubscribe"
+    action = (links.unsubscribe_url if unsubscribing else links.preferences_url)("", token)
+    return await _page("choose_address.html", status, purpose=purpose, addresses=addresses, action=action,
+                       title="Unsubscribe" if unsubscribing else "Email preferences",
+                       sender_name=_sender_name(workspace), invalid=status == 400,
+                       preferences=_preferences_link(payload, None) if unsubscribing else None)
+
+
+async def _chosen(payload: dict, workspace: dict) -> tuple[dict, dict | None, str] | None:
+    """(payload naming the chosen address, its contact or None, the address), or None
+    when the form did not pick one of the message's recipients."""
+    form = await request.form
+    chosen = await recipient_pages.chosen_recipient(db(), workspace, payload["m"], form.get("email"))
+    if chosen is None:
+        return None
+    contact, email = chosen
+    return (links.recipient_payload(workspace["_id"], contact["_id"] if contact else None, email, payload["m"]),
+            contact, email)
+
+
+def _see_other(url: str):
+    response = redirect(url, 303)
+    response.headers.update(PAGE_HEADERS)
+    return response
 
 
 @bp.get("/u/<token>")
@@ -65,6 +100,8 @@ async def unsubscribe_page(token: str):
     if found is None:
         return await _not_found()
     payload, workspace, contact, email = found
+    if links.names_message_only(payload):
+        return await _choose_address("unsubscribe", token, payload, workspace)
     suppression = await suppressions.get(db(), workspace["_id"], email)
     return await _page("unsubscribe.html", title="Unsubscribe", sender_name=_sender_name(workspace),
                        email=email, action=links.unsubscribe_url("", token),
@@ -79,6 +116,11 @@ async def unsubscribe(token: str):
     if found is None:
         return await _not_found()
     payload, workspace, contact, email = found
+    if links.names_message_only(payload):  # only the address chosen on the page, never all
+        chosen = await _chosen(payload, workspace)
+        if chosen is None:
+            return await _choose_address("unsubscribe", token, payload, workspace, status=400)
+        payload, contact, email = chosen
     form = await request.form
     source = "one_click" if form.get("List-Unsubscribe") == "One-Click" else "unsubscribe_page"
     await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), source)
@@ -99,12 +141,17 @@ async def _preferences(token: str, saved: bool):
 
 @bp.get("/p/<token>")
 async def preferences_page(token: str):
+    found = await _recipient("preferences", token)
+    if found is not None and links.names_message_only(found[0]):
+        return await _choose_address("preferences", token, found[0], found[1])
     return await _preferences(token, saved=False)
 
 
 @bp.post("/p/<token>")
 async def save_preferences(token: str):
     found = await _recipient("preferences", token)
+    if found is not None and links.names_message_only(found[0]):
+        return await _continue_to_address(token, found[0], found[1])
     if found is None or found[2] is None:
         return await _not_found()
     payload, workspace, contact, email = found
@@ -116,6 +163,19 @@ async def save_preferences(token: str):
         await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), "preferences_page")
     await recipient_pages.save_lists(db(), contact, set(form.getlist("list")))
     return await _preferences(token, saved=True)
+
+
+async def _continue_to_address(token: str, payload: dict, workspace: dict):
+    """A message-bound preferences link: on to the chosen address's own preferences (or,
+    for an address that is not a contact and so has no lists, its unsubscribe page)."""
+    chosen = await _chosen(payload, workspace)
+    if chosen is None:
+        return await _choose_address("preferences", token, payload, workspace, status=400)
+    address_payload, contact, _ = chosen
+    secret = settings().secret_key
+    if contact is None:
+        return _see_other(links.unsubscribe_url("", links.sign("unsubscribe", address_payload, secret)))
+    return _see_other(links.preferences_url("", links.sign("preferences", address_payload, secret)))
 
 
 @bp.get("/t/o/<token>.gif")

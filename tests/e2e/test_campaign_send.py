@@ -213,3 +213,34 @@ def test_a_spam_complaint_counts_once_on_the_campaign(service, tenant):
     time.sleep(1)
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["complained"] == 1
     assert stats["rates"]["complaint_rate"] == 1.0
+
+
+def test_a_campaign_that_would_pass_the_monthly_plan_limit_is_refused_and_sends_nothing(service):
+    tenant = service.tenant()
+    email = domain_emails("plan")
+
+    async def limit(db, n):
+        await db.workspaces.update_one({"_id": tenant.workspace_id}, {"$set": {"monthly_email_limit": n}})
+    service.store.run(limit, 3)
+    members = make_list(tenant, "Plan")
+    for name in ("a", "b", "c"):
+        make_contact(tenant, email(name), list_id=members["id"])
+    assert tenant.post("/email/send", json={"to": email("receipt"), "subject": "Hi", "text": "x"}).status_code == 202
+    campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"])
+    error(send(tenant, campaign["id"]), 403, "limit_reached")  # 1 used + 3 recipients > 3
+    assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "draft"
+    sandbox = service.extra_key(tenant, sandbox=True)
+    sandbox_campaign = make_campaign(sandbox, template_id=make_template(tenant)["id"], list_id=members["id"])
+    assert send(sandbox, sandbox_campaign["id"]).status_code == 202  # sandbox keys count nothing
+    wait_campaign(tenant, sandbox_campaign["id"], "sent")
+    service.smtp.wait_for(email("receipt"))
+    for name in ("a", "b", "c"):
+        assert service.smtp.messages_to(email(name)) == []
+
+    service.store.run(limit, 4)
+    assert send(tenant, campaign["id"]).status_code == 202
+    wait_campaign(tenant, campaign["id"], "sent")
+    for name in ("a", "b", "c"):
+        service.smtp.wait_for(email(name))
+    refused = tenant.post("/email/send", json={"to": email("late"), "subject": "Hi", "text": "x"})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "limit_reached"

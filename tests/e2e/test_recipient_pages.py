@@ -2,6 +2,8 @@
 one-click unsubscribe, preferences; and the RFC 8058 one-click POST a mailbox provider
 makes. The links come from emails received by the SMTP sink."""
 
+import base64
+import json
 import re
 import uuid
 
@@ -173,3 +175,78 @@ def test_mailing_the_list_unsubscribe_address_unsubscribes_the_recipient(service
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is False
     assert unsubscribe_reasons(tenant, contact["email"]) == ["unsubscribe"]
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["unsubscribed"] == 1
+
+
+def two_recipient_email(service, tenant):
+    """A transactional email to two contacts, each in a list of their own; returns
+    (first contact, second contact, first's list, the email as the second received it)."""
+    tag = uuid.uuid4().hex[:8]
+    team, private = make_list(tenant, "Team updates"), make_list(tenant, "Private offers")
+    first = make_contact(tenant, f"first-{tag}@pages.example", first_name="Ann", list_id=team["id"])
+    second = make_contact(tenant, f"second-{tag}@pages.example", first_name="Bob", list_id=private["id"])
+    sent = tenant.post("/email/send", json={"to": [first["email"], second["email"]], "subject": "Minutes",
+                                            "html": TEMPLATE})
+    assert sent.status_code == 202, sent.text
+    [received] = service.smtp.wait_for(second["email"])
+    return first, second, team, received
+
+
+def token_payload(url):
+    body = url.rsplit("/", 1)[1].split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+
+
+def test_a_two_recipient_email_links_name_neither_and_only_the_chosen_second_address_is_unsubscribed(
+        service, tenant, browser):
+    first, second, _, received = two_recipient_email(service, tenant)
+    unsubscribe = link(received, "u")
+    for url in (unsubscribe, link(received, "p")):
+        payload = token_payload(url)
+        assert payload["c"] is None and payload["e"] is None and payload["m"]
+        assert first["id"] not in json.dumps(payload) and first["email"] not in json.dumps(payload)
+
+    page = browser.new_page()
+    assert page.goto(unsubscribe).status == 200
+    assert page.get_by_role("heading", level=1).inner_text() == "Unsubscribe"
+    assert page.get_by_role("radio").count() == 2
+    page.get_by_label(second["email"]).check()
+    page.get_by_role("button", name="Unsubscribe").click()
+    page.wait_for_selector("text=You have been unsubscribed")
+    assert second["email"] in page.get_by_role("status").inner_text()
+    page.close()
+
+    assert tenant.get(f"/contacts/{second['id']}").json()["data"]["subscribed"] is False
+    assert tenant.get(f"/contacts/{first['id']}").json()["data"]["subscribed"] is True
+    assert unsubscribe_reasons(tenant, second["email"]) == ["unsubscribe"]
+    assert unsubscribe_reasons(tenant, first["email"]) == []
+
+
+def test_a_two_recipient_link_refuses_any_address_that_is_not_a_recipient(service, tenant):
+    first, _, _, received = two_recipient_email(service, tenant)
+    outsider = make_contact(tenant, f"outsider-{uuid.uuid4().hex[:8]}@pages.example")
+    with httpx.Client(timeout=10) as client:
+        for form in ({"email": outsider["email"]}, {}, {"List-Unsubscribe": "One-Click"},
+                     {"email": first["email"].upper()}):
+            answer = client.post(link(received, "u"), data=form)
+            assert answer.status_code == 400 and "Choose one of the addresses below." in answer.text
+            assert client.post(link(received, "p"), data=form).status_code == 400
+    for contact in (first, outsider):
+        assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is True
+    assert unsubscribe_reasons(tenant, outsider["email"]) == []
+
+
+def test_a_two_recipient_preferences_link_asks_for_the_address_then_shows_its_own_preferences(
+        service, tenant, browser):
+    first, second, team, received = two_recipient_email(service, tenant)
+    page = browser.new_page()
+    page.goto(link(received, "p"))
+    assert page.get_by_role("heading", level=1).inner_text() == "Email preferences"
+    assert "preferences are kept for each address on its own" in page.inner_text("main")
+    assert page.get_by_role("checkbox").count() == 0, "no address's lists before one is chosen"
+    page.get_by_label(first["email"]).check()
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_selector("text=Save preferences")
+    assert first["email"] in page.inner_text("main") and second["email"] not in page.inner_text("main")
+    assert page.get_by_label("Team updates").is_checked()
+    assert page.get_by_label("Private offers").count() == 0
+    page.close()

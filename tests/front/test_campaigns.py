@@ -60,6 +60,8 @@ def test_required_fields_are_required(tenant, template, members, missing):
 @pytest.mark.parametrize("field,value", [
     ("name", ""), ("name", "n" * 201), ("subject", 5), ("template_id", ""), ("track_opens", "yes"),
     ("from_email", "not-an-address"), ("list_id", ["a"]), ("status", "sent"),
+    ("from_name", "Acme\r\nBcc: victim@example.org"), ("from_name", "Acme\x1b"), ("from_name", "n" * 201),
+    ("reply_to", "a@example.org\r\nBcc: b@example.org"),
 ])
 def test_bad_fields_are_refused_with_their_path(tenant, template, members, field, value):
     body = {"name": "x", "subject": "s", "template_id": template["id"], "list_id": members["id"], field: value}

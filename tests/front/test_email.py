@@ -66,6 +66,10 @@ def test_send_to_more_than_50_addresses_is_refused(tenant):
     ("reply_to", "nope", "reply_to"),
     ("from_email", "nope", "from_email"),
     ("from_name", "x" * 201, "from_name"),
+    ("from_name", "Acme\r\nBcc: victim@example.org", "from_name"),
+    ("from_name", "Acme\nX", "from_name"),
+    ("from_name", "Acme\x00", "from_name"),
+    ("from_name", "Acme\u2028X", "from_name"),
     ("template_data", [1], "template_data"),
     ("send_at", "tomorrow", "send_at"),
     ("bcc", "x@example.org", "bcc"),
@@ -133,6 +137,13 @@ def test_send_strips_tags_from_the_subject_and_stores_tracking_choices(service, 
     assert status["subject"] == "Big news"
     doc = stored(service, message_id)
     assert doc["track_opens"] is True and doc["track_clicks"] is False
+
+
+def test_a_from_name_with_accents_and_quotes_is_accepted_as_is(service, tenant):
+    name = 'Zoë "Ops" Team — Ünïcode'
+    response = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "text": "x", "from_name": name})
+    assert response.status_code == 202, response.text
+    assert stored(service, response.json()["data"]["message_id"])["from_name"] == name
 
 
 def test_send_from_name_and_reply_to_are_kept(service, tenant):
@@ -254,6 +265,8 @@ def test_batch_answers_202_with_an_id_and_one_message_per_item(service, tenant):
      "messages[2].html"),
     ({"to": "x@example.org", "subject": "Hi", "text": "x", "send_at": "2030-01-01T00:00:00Z"},
      "validation_error", "messages[2].send_at"),
+    ({"to": "x@example.org", "subject": "Hi", "text": "x", "from_name": "A\r\nB"},
+     "validation_error", "messages[2].from_name"),
 ])
 def test_an_invalid_batch_item_is_named_and_nothing_is_stored(service, tenant, item, code, path):
     good = {"to": address(), "subject": "Hi", "text": "x"}

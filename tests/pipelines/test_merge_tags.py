@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pipelines.merge_compile import compile_template
 from pipelines.merge_tags import MergeTagError
 from pipelines.personalise import compile_content, recipient_data, render_content, system_fields
-from pipelines.text import clean_subject
+from pipelines.text import CONTROL, clean_subject
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True).filter(
@@ -44,7 +44,13 @@ def test_any_value_is_inserted_unescaped_in_a_subject(value):
     assert subject == clean_subject("Hi " + (value if value.strip() else ""))
     assert "\r" not in subject and "\n" not in subject
     if "<" not in value and "&" not in value:
-        assert subject == " ".join(("Hi " + value).split())
+        assert subject == " ".join(CONTROL.sub("", "Hi " + value).split())
+
+
+def test_control_characters_are_dropped_from_a_subject():
+    content = compile_content("Order {{id}}", None, None)
+    subject, _, _ = render_content(content, {"id": "7\x00\x1b[31m\x7f\x9b red"})
+    assert subject == "Order 7[31m red"
 
 
 def test_a_subject_cannot_inject_a_header_or_markup():
