@@ -79,7 +79,7 @@ async def _deliver(message: dict, rendered: dict | None):
 async def _apply(db, plan: OutcomePlan, mime: dict[str, dict], token: str) -> None:
     """Outcomes in bulk: status changes, events, synchronous bounces, batch and analytics
     counts; then the transient failures go back for a later attempt, MIME and all."""
-    await messages.advance(db, plan.transitions)
+    await messages.advance(db, plan.transitions, expected="sending")
     await outbox.record_many(db, plan.events, only_subscribed=True)
     await batches.record_finished(db, plan.finished)
     await analytics.bump_many(db, plan.analytics)
