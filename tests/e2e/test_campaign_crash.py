@@ -103,6 +103,11 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
     recorded = {d["to"][0].lower() for d in docs if d["status"] in ("sent", "delivered")}
     in_flight = sum(1 for d in docs if d["status"] == "sending")
 
+    # The kill must land mid-campaign, or the assertions below hold vacuously.
+    assert 0 < len(at_kill) < RECIPIENTS, f"received by {len(at_kill)} of {RECIPIENTS} at the kill"
+    assert len(recorded) < RECIPIENTS, "the campaign was not finished at the kill"
+    assert in_flight > 0, "messages were claimed but not recorded as sent at the kill"
+
     stack.start_worker("worker-2")
     done = wait_campaign(tenant, campaign["id"], "sent", timeout=50)
     final = received_counts(stack.smtp)
