@@ -53,23 +53,26 @@ def needed_permission() -> str | None:
     return f"{area}:{mode}"
 
 
-async def check_rate(caller: Caller) -> None:
-    general_limit = caller.key.get("rate_limit") or settings().rate_limit_per_minute
-    now = time.time()
-    state = await rate_windows.hit(db(), "req", caller.key_id, limit=general_limit, now=now)
-    g.rate_state = state
+async def _hit_window(caller: Caller, window: str, limit: int, now: float, *, state_attr: str,
+                      message: str, code: str) -> None:
+    """Count this request in one sliding window; its state feeds the response headers."""
+    state = await rate_windows.hit(db(), window, caller.key_id, limit=limit, now=now)
+    setattr(g, state_attr, state)
     if not state.allowed:
-        raise RateLimited(
-            f"Rate limit of {general_limit} requests per minute exceeded.",
-            retry_after=state.retry_after_seconds(now), code="rate_limited")
+        raise RateLimited(message, retry_after=state.retry_after_seconds(now), code=code)
+
+
+async def check_rate(caller: Caller) -> None:
+    now = time.time()
+    general_limit = caller.key.get("rate_limit") or settings().rate_limit_per_minute
+    await _hit_window(caller, "req", general_limit, now, state_attr="rate_state",
+                      message=f"Rate limit of {general_limit} requests per minute exceeded.",
+                      code="rate_limited")
     if (request.endpoint or "").startswith(EMAIL_ENDPOINT_PREFIX) and request.method == "POST":
         email_limit = caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
-        email_state = await rate_windows.hit(db(), "email", caller.key_id, limit=email_limit, now=now)
-        g.email_rate_state = email_state
-        if not email_state.allowed:
-            raise RateLimited(
-                f"Email rate limit of {email_limit} send requests per minute exceeded.",
-                retry_after=email_state.retry_after_seconds(now), code="rate_limit_exceeded")
+        await _hit_window(caller, "email", email_limit, now, state_attr="email_rate_state",
+                          message=f"Email rate limit of {email_limit} send requests per minute exceeded.",
+                          code="rate_limit_exceeded")
 
 
 def register(app: Quart) -> None:

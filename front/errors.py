@@ -24,6 +24,12 @@ _HTTP_CODES = {
 }
 
 
+def code_for_status(status: int) -> str:
+    """The envelope code for an HTTP status raised outside our own errors (werkzeug's):
+    the mapped name, else the class of failure, so a client never sees a bare "error"."""
+    return _HTTP_CODES.get(status) or ("internal_error" if status >= 500 else "validation_error")
+
+
 def error_response(status: int, code: str, message: str, path: str | None = None, headers=None):
     error = {"code": code, "message": message}
     if path is not None:
@@ -46,7 +52,7 @@ def register(app: Quart) -> None:
     @app.errorhandler(HTTPException)
     async def _http(error: HTTPException):
         status = error.code or 500
-        code = _HTTP_CODES.get(status, "internal_error" if status >= 500 else "error")
+        code = code_for_status(status)
         messages = {
             404: "No such endpoint.",
             405: "Method not allowed on this endpoint.",

@@ -14,6 +14,9 @@ from pipelines.errors import Conflict, ValidationFailed
 from .runtime import caller, db, settings
 
 MAX_KEY_LENGTH = 255
+# Set on every view wrapped by `idempotent`: "required" or "optional". The OpenAPI document
+# reads it, so the documented Idempotency-Key header follows the decorator.
+IDEMPOTENCY_ATTRIBUTE = "_postroom_idempotency_key"
 
 
 def _fingerprint(raw: bytes) -> str:
@@ -66,5 +69,6 @@ def idempotent(required: bool = False):
             body, status = result[0], result[1]
             await store.complete(db(), workspace_id, key, {"status": status, "body": body})
             return body, status, {"X-Idempotency-Status": "new"}
+        setattr(wrapper, IDEMPOTENCY_ATTRIBUTE, "required" if required else "optional")
         return wrapper
     return decorate

@@ -3,6 +3,7 @@ requests, published as YAML at /openapi.yaml (and JSON at /openapi.json)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -10,6 +11,9 @@ import yaml
 from quart import Quart, Response, current_app
 from quart_schema import QuartSchema
 from quart_schema.openapi import Info, OpenAPIProvider
+from quart_schema.validation import QUART_SCHEMA_QUERYSTRING_ATTRIBUTE
+
+from . import openapi_responses as responses
 
 DESCRIPTION = """Postroom: workspace-scoped HTTP JSON API for email marketing and transactional
 email. Authenticate with `Authorization: Bearer <API key>`. Errors use the envelope
@@ -26,48 +30,47 @@ PUBLIC_API_PATHS = {"/api/v1/health"}
 # converter part run across `>`, so `/t/<a>/v/<int:b>` came out as `/t/{b}`.
 _RULE_VARIABLE = re.compile(r"<(?:[^:<>]*:)?([^<>]+)>")
 
-ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {"error": {
-        "type": "object",
-        "required": ["code", "message"],
-        "properties": {
-            "code": {"type": "string", "description": "Machine-readable, e.g. validation_error."},
-            "message": {"type": "string", "description": "Human-readable."},
-            "path": {"type": "string", "description": "The offending field, written a.b[2].c."},
-        },
-    }},
-}
-ERROR_RESPONSE = {"description": "Any failure, as the error envelope.",
-                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-
-
 class PostroomOpenAPI(OpenAPIProvider):
-    """quart-schema's document, completed: every API operation documents the error envelope
-    (an OpenAPI Responses object may not be empty), and public operations need no key."""
+    """quart-schema's document, completed: every API operation documents its success status
+    and shape, its error statuses as the error envelope, the rate-limit and idempotency
+    headers; public operations need no key; operation ids are unique (blueprint-qualified)."""
 
     def build_paths(self, rule) -> tuple[dict, dict]:
         paths, components = super().build_paths(rule)
         [operations] = paths.values()
-        return {_RULE_VARIABLE.sub(r"{\1}", rule.rule): operations}, components
+        path = _RULE_VARIABLE.sub(r"{\1}", rule.rule)
+        view = self._app.view_functions[rule.endpoint]
+        completed = {}
+        for method, operation in operations.items():
+            operation = copy.deepcopy(operation)  # quart-schema shares one dict between methods
+            operation["operationId"] = f"{method}_{rule.endpoint.replace('.', '_')}"
+            if path.startswith(API_PREFIX):
+                _complete_api_operation(operation, rule.endpoint, method, view,
+                                        public=path in PUBLIC_API_PATHS)
+            else:
+                operation["responses"].setdefault("default", {"description": "A page, an image or a redirect."})
+                operation["security"] = []
+            completed[method] = operation
+        return {path: completed}, components
 
     def schema(self) -> dict:
         document = super().schema()
-        document["components"]["schemas"]["Error"] = ERROR_SCHEMA
-        for path, operations in document["paths"].items():
-            in_api = path.startswith(API_PREFIX)
-            for operation in operations.values():
-                responses = operation.setdefault("responses", {})
-                if in_api:
-                    if not any(code.startswith("2") for code in responses):
-                        responses["2XX"] = {"description": "Success: `{data: ...}`, or a list page."}
-                    responses.setdefault("default", ERROR_RESPONSE)
-                else:
-                    responses.setdefault("default", {"description": "A page, an image or a redirect."})
-                if not in_api or path in PUBLIC_API_PATHS:
-                    operation["security"] = []
+        components = document.setdefault("components", {})
+        components.setdefault("schemas", {}).update(responses.SCHEMAS)
+        components.setdefault("headers", {}).update(responses.HEADERS)
         return document
+
+
+def _complete_api_operation(operation: dict, endpoint: str, method: str, view, *, public: bool) -> None:
+    idempotency = responses.idempotency_of(view)
+    if idempotency:
+        operation["parameters"].append(responses.idempotency_parameter(idempotency))
+    operation["responses"] = responses.api_responses(
+        endpoint, method, public=public, idempotency=idempotency,
+        listing=responses.is_list(getattr(view, QUART_SCHEMA_QUERYSTRING_ATTRIBUTE, None)),
+        has_inputs=bool(operation["parameters"]) or "requestBody" in operation)
+    if public:
+        operation["security"] = []
 
 
 def install(app: Quart) -> QuartSchema:

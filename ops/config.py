@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import time
 
 from pipelines.settings import Settings
 
 from . import embedded_store
+
+# How long a process that lost the race to create the secret key waits for the winner's write.
+SECRET_WRITE_WAIT_SECONDS = 5.0
 
 
 def secret_key_for(settings: Settings) -> str:
@@ -16,10 +21,25 @@ def secret_key_for(settings: Settings) -> str:
         return settings.secret_key
     path = settings.data_dir / "secret_key"
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    try:
+        # O_EXCL: of two processes starting at once exactly one creates the file (owner-only
+        # from the first byte); the other finds it and reads the winner's key.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_secret(path)
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(48))
+    return _read_secret(path)
+
+
+def _read_secret(path) -> str:
+    """The key, waiting briefly while a concurrent creator is still writing it."""
+    deadline = time.monotonic() + SECRET_WRITE_WAIT_SECONDS
+    while not (key := path.read_text().strip()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} is empty; delete it or set POSTROOM_SECRET_KEY.")
+        time.sleep(0.01)
+    return key
 
 
 def load(*, start_store: bool = True) -> Settings:
@@ -32,7 +52,6 @@ def load(*, start_store: bool = True) -> Settings:
 
 def child_env(settings: Settings) -> dict[str, str]:
     """Environment for a child process so it sees the same resolved settings."""
-    import os
     env = dict(os.environ)
     env["POSTROOM_SECRET_KEY"] = settings.secret_key
     if settings.mongodb_url:

@@ -195,3 +195,11 @@ def test_paths_with_encoded_or_doubled_slashes_answer_the_envelope_not_a_redirec
         assert response.status_code in (404, 405), (path, response.status_code)
         assert response.headers["content-type"].startswith("application/json")
         assert "code" in response.json()["error"]
+
+
+@pytest.mark.parametrize("status, code", [(400, "validation_error"), (404, "not_found"), (411, "validation_error"),
+                                          (418, "validation_error"), (501, "internal_error"),
+                                          (503, "internal_error")])
+def test_statuses_without_a_name_of_their_own_map_to_their_class_of_failure(status, code):
+    from front.errors import code_for_status
+    assert code_for_status(status) == code

@@ -8,6 +8,7 @@ import sys
 import httpx
 import pytest
 import yaml
+from openapi_spec_validator import validate as validate_openapi
 
 # The platform's own operations; features add many more (all checked against the app below).
 PLATFORM_OPERATIONS = {
@@ -42,9 +43,73 @@ def document(service):
 
 @pytest.fixture(scope="module")
 def registered_operations(service):
-    out = subprocess.run([sys.executable, "-c", _ROUTES_SCRIPT], env=service.env, capture_output=True,
+    return {tuple(row) for row in _run_in_app_process(service, _ROUTES_SCRIPT)}
+
+
+# What each view's code answers on success: the status literals of its `one(...)` calls
+# (following `return await helper(...)` into helpers of the same module), 200 for `page(...)`.
+_STATUSES_SCRIPT = """
+import ast, inspect, json, re, textwrap
+from pipelines.settings import Settings
+from front.app import create_app
+app = create_app(Settings(mongodb_url="mongodb://127.0.0.1:1", secret_key="routes"))
+
+def statuses(func, seen):
+    func = inspect.unwrap(func)
+    if func in seen:
+        return set()
+    seen.add(func)
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(func)))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        name = node.func.id
+        if name == "one":
+            status = node.args[1] if len(node.args) > 1 else None
+            found.add(status.value if isinstance(status, ast.Constant) else 200)
+        elif name == "page":
+            found.add(200)
+        else:
+            helper = func.__globals__.get(name)
+            if inspect.isfunction(helper) and helper.__module__ == func.__module__:
+                found |= statuses(helper, seen)
+    return found
+
+rows = []
+for rule in app.url_map.iter_rules():
+    if rule.rule.startswith("/api/v1/") and rule.endpoint != "health.health":
+        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\\1}", rule.rule)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            rows.append([method.lower(), path, sorted(statuses(app.view_functions[rule.endpoint], set()))])
+print(json.dumps(rows))
+"""
+
+# The spec (§7): these accept the Idempotency-Key header; the campaign send requires it.
+IDEMPOTENT_OPERATIONS = {
+    ("post", "/api/v1/email/send"): False,
+    ("post", "/api/v1/email/batch"): False,
+    ("post", "/api/v1/campaigns"): False,
+    ("post", "/api/v1/campaigns/{campaign_id}/send/api"): True,
+}
+AUTHENTICATED_ERRORS = {"401", "403", "404", "429", "500"}
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+
+def _run_in_app_process(service, script: str):
+    out = subprocess.run([sys.executable, "-c", script], env=service.env, capture_output=True,
                          text=True, timeout=120, check=True)
-    return {tuple(row) for row in json.loads(out.stdout.strip().splitlines()[-1])}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def api_operations(document):
+    for path, ops in document["paths"].items():
+        if path.startswith("/api/v1/"):
+            for method, op in ops.items():
+                yield method, path, op
+
+
+def success_codes(op) -> set[str]:
+    return {code for code in op["responses"] if code.startswith("2")}
 
 
 def operations(document) -> set[tuple[str, str]]:
@@ -115,3 +180,108 @@ def test_list_endpoints_document_limit_and_offset(document):
                                          "title": "Limit", "type": "integer"}
     assert params["offset"]["schema"]["minimum"] == 0
     assert params["offset"]["schema"]["default"] == 0
+
+
+def test_the_document_validates_as_openapi_3_1(document):
+    assert document["openapi"] == "3.1.0"
+    validate_openapi(document)
+
+
+def test_every_api_operation_has_a_success_response_in_the_data_or_page_envelope(document):
+    for method, path, op in api_operations(document):
+        codes = success_codes(op)
+        assert codes, (method, path)
+        for code in codes:
+            schema = op["responses"][code]["content"]["application/json"]["schema"]
+            assert schema in ({"$ref": "#/components/schemas/Data"}, {"$ref": "#/components/schemas/Page"}), \
+                (method, path, code)
+    schemas = document["components"]["schemas"]
+    assert schemas["Data"]["required"] == ["data"]
+    assert schemas["Page"]["properties"]["pagination"] == {"$ref": "#/components/schemas/Pagination"}
+    assert set(schemas["Pagination"]["required"]) == {"total", "limit", "offset", "has_more"}
+
+
+def test_list_endpoints_and_only_they_document_the_paginated_shape(document):
+    for method, path, op in api_operations(document):
+        pages = {c for c in success_codes(op)
+                 if op["responses"][c]["content"]["application/json"]["schema"]["$ref"].endswith("/Page")}
+        takes_limit = any(p["name"] == "limit" and p["in"] == "query" for p in op["parameters"])
+        assert bool(pages) == takes_limit, (method, path)
+    assert document["paths"]["/api/v1/contacts"]["get"]["responses"]["200"]["content"]["application/json"] \
+        == {"schema": {"$ref": "#/components/schemas/Page"}}
+
+
+def test_documented_success_statuses_are_the_ones_each_view_answers(service, document):
+    for method, path, answered in _run_in_app_process(service, _STATUSES_SCRIPT):
+        documented = sorted(int(c) for c in success_codes(document["paths"][path][method]))
+        assert documented == answered, (method, path, "documented", documented, "code answers", answered)
+
+
+def test_creating_posts_document_201_and_asynchronous_sends_202(document):
+    paths = document["paths"]
+    assert success_codes(paths["/api/v1/contacts"]["post"]) == {"201"}
+    assert success_codes(paths["/api/v1/campaigns"]["post"]) == {"201"}
+    assert success_codes(paths["/api/v1/email/batch"]["post"]) == {"202"}
+    assert success_codes(paths["/api/v1/campaigns/{campaign_id}/send/api"]["post"]) == {"202"}
+    assert {"201", "202"} <= success_codes(paths["/api/v1/email/send"]["post"])
+
+
+def test_authenticated_operations_document_each_error_status_as_the_envelope(document):
+    for method, path, op in api_operations(document):
+        responses = op["responses"]
+        errors = {code for code in responses if code[0] in "45"}
+        if path == "/api/v1/health":
+            assert errors == {"500", "503"}
+            assert responses["503"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Data"}
+            continue
+        assert AUTHENTICATED_ERRORS <= errors, (method, path)
+        assert "headers" not in responses["401"], (method, path)  # refused before any window counts
+        if op["parameters"] or "requestBody" in op:
+            assert "400" in errors, (method, path)
+        if method != "get":
+            assert "409" in errors, (method, path)
+        for code in errors | {"default"}:
+            assert responses[code]["content"]["application/json"]["schema"] == ERROR_REF, (method, path, code)
+        assert responses["429"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
+
+
+def test_authenticated_operations_document_the_rate_limit_headers(document):
+    headers = document["components"]["headers"]
+    assert headers["X-RateLimit-Reset"]["schema"] == {"type": "string", "format": "date-time"}
+    assert headers["X-RateLimit-Limit"]["schema"] == {"type": "integer"}
+    for method, path, op in api_operations(document):
+        for code in success_codes(op):
+            documented = set(op["responses"][code].get("headers", {}))
+            expected = set() if path == "/api/v1/health" else \
+                {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+            assert expected <= documented, (method, path, code)
+
+
+def test_idempotent_operations_and_only_they_declare_the_idempotency_key_header(document):
+    declared = {}
+    for method, path, op in api_operations(document):
+        for parameter in op["parameters"]:
+            if parameter["name"] == "Idempotency-Key":
+                assert parameter["in"] == "header"
+                assert parameter["schema"]["maxLength"] == 255
+                declared[(method, path)] = parameter["required"]
+                for code in success_codes(op):
+                    assert "X-Idempotency-Status" in op["responses"][code]["headers"], (method, path)
+    assert declared == IDEMPOTENT_OPERATIONS
+    status = document["components"]["headers"]["X-Idempotency-Status"]["schema"]
+    assert status == {"type": "string", "enum": ["new", "cached"]}
+
+
+def test_operation_ids_are_unique(document):
+    ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+
+
+def test_a_live_list_and_create_answer_as_documented(tenant, document):
+    created = tenant.post("/tags", json={"name": "documented"})
+    assert str(created.status_code) in success_codes(document["paths"]["/api/v1/tags"]["post"])
+    assert set(created.json()) == {"data"}
+    listed = tenant.get("/tags")
+    assert set(listed.json()) == {"data", "pagination"}
+    for header in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
+        assert header in listed.headers

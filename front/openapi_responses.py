@@ -1,0 +1,167 @@
+"""What every API operation answers, for the OpenAPI document: the success status and
+shape (`{data}` or a list page), the error statuses (all as the one error envelope), the
+rate-limit and idempotency headers, and the Idempotency-Key request header. Read from the
+view itself where the code says it (the `idempotent` decorator, the list query model), so
+the document follows the code."""
+
+from __future__ import annotations
+
+from .auth import EMAIL_ENDPOINT_PREFIX
+from .idempotency import IDEMPOTENCY_ATTRIBUTE, MAX_KEY_LENGTH
+from .pagination import PageQuery
+
+# Success statuses other than 200, keyed by endpoint (blueprint.view). tests/front/test_openapi.py
+# compares this table with the statuses each view's code returns, so it cannot drift.
+SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
+    "email.send": (200, 201, 202),  # 200 all suppressed, 201 scheduled (send_at), 202 queued
+    "email.send_batch": (202,),
+    "campaigns.create": (201,),
+    "campaigns.send": (202,),
+    "contacts.create_contact": (201,),
+    "tags.create_tag": (201,),
+    "lists.create_list": (201,),
+    "segments.create_segment": (201,),
+    "templates.create_template": (201,),
+    "domains.add_domain": (201,),
+    "suppressions.add_suppression": (201,),
+    "webhooks.create_webhook": (201,),
+    "webhooks.create_trigger": (201,),
+    "tracking.product_view": (201,),
+    "conversions.create": (201,),
+}
+# Non-error answers outside 2xx: the health check reports a degraded service in the `{data}` shape.
+DEGRADED_STATUSES = {"health.health": (503, "Degraded: the body says whether the store or the broker is unreachable.")}
+SUCCESS_DESCRIPTIONS = {200: "Success.", 201: "Created.", 202: "Accepted: the work continues asynchronously."}
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid request (validation_error, with `path` naming the field).",
+    401: "Missing, malformed, unknown or revoked API key (unauthorized).",
+    403: "The API key lacks the permission this operation needs (forbidden).",
+    404: "No such resource in this workspace, or the key's workspace is gone (workspace_not_found).",
+    409: "Conflict with the current state, or an Idempotency-Key reused with another body "
+         "(idempotency_conflict).",
+    429: "Rate limit exceeded; wait Retry-After seconds.",
+    500: "Unexpected error (internal_error); safe to retry with backoff.",
+}
+WRITE_METHODS = {"post", "put", "patch", "delete"}
+
+SCHEMAS = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string", "description": "Machine-readable, e.g. validation_error."},
+                "message": {"type": "string", "description": "Human-readable."},
+                "path": {"type": "string", "description": "The offending field, written a.b[2].c."},
+            },
+        }},
+    },
+    "Data": {
+        "type": "object",
+        "required": ["data"],
+        "properties": {"data": {"description": "The resource or the operation's result."}},
+    },
+    "Pagination": {
+        "type": "object",
+        "required": ["total", "limit", "offset", "has_more"],
+        "properties": {
+            "total": {"type": "integer", "minimum": 0, "description": "Items matching, over all pages."},
+            "limit": {"type": "integer", "minimum": 1},
+            "offset": {"type": "integer", "minimum": 0},
+            "has_more": {"type": "boolean", "description": "offset + items on this page < total."},
+        },
+    },
+    "Page": {
+        "type": "object",
+        "required": ["data", "pagination"],
+        "properties": {"data": {"type": "array", "items": {}},
+                       "pagination": {"$ref": "#/components/schemas/Pagination"}},
+    },
+}
+
+_RATE_HEADERS = {
+    "Limit": ({"type": "integer"}, "Requests allowed per window."),
+    "Remaining": ({"type": "integer"}, "Requests left in the current window."),
+    "Reset": ({"type": "string", "format": "date-time"}, "When the window resets (ISO 8601)."),
+}
+HEADERS = {
+    **{f"X-RateLimit-{part}": {"description": f"Per key: {text}", "schema": schema}
+       for part, (schema, text) in _RATE_HEADERS.items()},
+    **{f"X-EmailRateLimit-{part}": {"description": f"Per key, email sends only: {text}", "schema": schema}
+       for part, (schema, text) in _RATE_HEADERS.items()},
+    "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 0}},
+    "X-Idempotency-Status": {"description": "`new` on the first request with an Idempotency-Key, "
+                                            "`cached` on a replay of it.",
+                             "schema": {"type": "string", "enum": ["new", "cached"]}},
+}
+
+
+def _ref(kind: str, name: str) -> dict:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _json(schema_name: str) -> dict:
+    return {"application/json": {"schema": _ref("schemas", schema_name)}}
+
+
+def idempotency_of(view) -> str | None:
+    """"required", "optional", or None when the view takes no Idempotency-Key."""
+    return getattr(view, IDEMPOTENCY_ATTRIBUTE, None)
+
+
+def is_list(querystring_model) -> bool:
+    return isinstance(querystring_model, type) and issubclass(querystring_model, PageQuery)
+
+
+def idempotency_parameter(mode: str) -> dict:
+    required = mode == "required"
+    return {
+        "name": "Idempotency-Key", "in": "header", "required": required,
+        "description": ("Required. " if required else "Optional. ")
+        + "The first request executes and its response is kept for an hour; a replay with the same "
+          "body answers that response, another body answers 409 idempotency_conflict.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    }
+
+
+def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
+                  idempotency: str | None, has_inputs: bool) -> dict:
+    """The Responses object of one /api/v1 operation."""
+    rate = [] if public else ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
+    if not public and endpoint.startswith(EMAIL_ENDPOINT_PREFIX) and method == "post":
+        rate += ["X-EmailRateLimit-Limit", "X-EmailRateLimit-Remaining", "X-EmailRateLimit-Reset"]
+    success_headers = {name: {**_ref("headers", name)} for name in rate}
+    if idempotency:
+        success_headers["X-Idempotency-Status"] = _ref("headers", "X-Idempotency-Status")
+
+    responses: dict = {}
+    for status in SUCCESS_STATUSES.get(endpoint, (200,)):
+        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status],
+                                  "content": _json("Page" if listing else "Data")}
+        if success_headers:
+            responses[str(status)]["headers"] = dict(success_headers)
+
+    if endpoint in DEGRADED_STATUSES:
+        status, description = DEGRADED_STATUSES[endpoint]
+        responses[str(status)] = {"description": description, "content": _json("Data")}
+
+    errors = [500]
+    if not public:
+        errors += [401, 403, 404, 429]
+        if has_inputs or idempotency:
+            errors.append(400)
+        if method in WRITE_METHODS:
+            errors.append(409)
+    for status in sorted(errors):
+        response = {"description": ERROR_DESCRIPTIONS[status], "content": _json("Error")}
+        headers = {name: _ref("headers", name) for name in rate} if status != 401 else {}
+        if status == 429:
+            headers["Retry-After"] = _ref("headers", "Retry-After")
+        if headers:
+            response["headers"] = headers
+        responses[str(status)] = response
+    responses["default"] = {"description": "Any other failure, as the error envelope.", "content": _json("Error")}
+    return responses
