@@ -142,3 +142,7 @@ async def purge_lapsed_slots(db, settings) -> int:
 
 
 JOBS = [purge_lapsed_slots]
+
+
+async def list_domain_limits(db: AsyncDatabase) -> list[dict]:
+    return await db.domain_limits.find({}, sort=[("_id", 1)]).to_list()

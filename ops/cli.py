@@ -190,7 +190,7 @@ def cmd_queues(args) -> int:
     return 0
 
 
-EXTRA_COMMANDS: list[str] = ["ops.inbound"]  # modules exposing add_commands(subparsers) (e.g. inbound)
+EXTRA_COMMANDS: list[str] = ["ops.inbound", "ops.settings_cli"]  # modules exposing add_commands(subparsers) (e.g. inbound)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl = ws.add_parser("list")
     wl.add_argument("--json", action="store_true")
     wl.set_defaults(func=cmd_workspace_list)
+    from .settings_cli import add_workspace_set
+    add_workspace_set(ws)
 
     key = sub.add_parser("key", help="API keys").add_subparsers(dest="action", required=True)
     kc = key.add_parser("create")

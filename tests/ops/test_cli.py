@@ -116,3 +116,75 @@ def test_refusals_exit_non_zero_and_say_why(service):
     async def keys(db):
         return await db.api_keys.count_documents({"workspace_id": workspace["id"]})
     assert service.store.run(keys) == 0
+
+
+def _send(client, to, html):
+    return client.post("/email/send", json={"to": to, "subject": "Monthly", "html": html})
+
+
+def test_workspace_set_changes_sender_company_details_and_monthly_limit_as_mail_shows(service):
+    workspace = create_workspace(service, "Settable")
+    client = service.client(create_key(service, workspace["id"])["key"])
+    assert _send(client, "before-set@example.org", "<p>x</p>").json()["error"]["code"] == "missing_from_email"
+
+    changed = as_json(postroom(service, "workspace", "set", workspace["id"], "--from-email", "news@Settable.example",
+                               "--company-name", "Settable Ltd", "--company-address", r"1 Main St\nSpringfield",
+                               "--monthly-limit", "1", "--json"))
+    assert changed == {"id": workspace["id"], "name": "Settable", "from_email": "news@settable.example",
+                       "company_name": "Settable Ltd", "company_address": "1 Main St\nSpringfield",
+                       "monthly_email_limit": 1}
+
+    sent = _send(client, "after-set@example.org", "<p>{{company_name}} | {{company_address}}</p>")
+    assert sent.status_code == 202, sent.text
+    [received] = service.smtp.wait_for("after-set@example.org", timeout=30)
+    assert "Settable Ltd | 1 Main St" in received.body("html")
+    assert received.message["Reply-To"] == "news@settable.example"
+    over = _send(client, "over-limit@example.org", "<p>x</p>")
+    assert over.status_code == 403 and over.json()["error"]["code"] == "limit_reached"
+
+    unlimited = as_json(postroom(service, "workspace", "set", workspace["id"], "--monthly-limit", "0", "--json"))
+    assert unlimited["monthly_email_limit"] == 0 and unlimited["company_name"] == "Settable Ltd"
+    assert _send(client, "unlimited@example.org", "<p>x</p>").status_code == 202
+
+
+def test_workspace_set_refuses_bad_input_with_exit_2_and_unknown_workspaces_with_exit_1(service):
+    workspace = create_workspace(service, "Strict")
+    for extra, message in ((["--from-email", "not-an-address"], "--from-email"),
+                           (["--monthly-limit", "-1"], "--monthly-limit"),
+                           (["--company-name", "x" * 201], "--company-name"),
+                           (["--company-name", "bell\x07"], "--company-name"),
+                           ([], "nothing to set")):
+        refused = postroom(service, "workspace", "set", workspace["id"], *extra, expect=2)
+        assert message in refused.stderr, (extra, refused.stderr)
+    postroom(service, "workspace", "set", "00000000-0000-0000-0000-000000000000", "--company-name", "X", expect=1)
+
+    async def stored(db):
+        return await db.workspaces.find_one({"_id": workspace["id"]})
+    doc = service.store.run(stored)
+    assert doc["settings"].get("company_name") is None and doc["monthly_email_limit"] is None
+
+
+def test_domain_limit_set_and_list_round_trip_through_the_store(service):
+    set_row = as_json(postroom(service, "domain-limit", "set", "Warmup-CLI.Example.", "--rate-per-minute", "30",
+                               "--concurrency", "2", "--json"))
+    assert set_row == {"domain": "warmup-cli.example", "rate_per_minute": 30, "concurrency": 2}
+    as_json(postroom(service, "domain-limit", "set", "warmup-cli.example", "--rate-per-minute", "60",
+                     "--concurrency", "0", "--json"))
+    listed = as_json(postroom(service, "domain-limit", "list", "--json"))
+    [row] = [r for r in listed if r["domain"] == "warmup-cli.example"]
+    assert (row["rate_per_minute"], row["concurrency"]) == (60, 0) and row["updated_at"]
+
+    async def stored(db):
+        return await db.domain_limits.find_one({"_id": "warmup-cli.example"})
+    assert service.store.run(stored)["rate_per_minute"] == 60
+    assert "warmup-cli.example" in postroom(service, "domain-limit", "list").stdout
+
+
+def test_domain_limit_set_refuses_bad_input_with_exit_2(service):
+    for args in (["not a domain", "--rate-per-minute", "1", "--concurrency", "1"],
+                 ["ok-domain.example", "--rate-per-minute", "-1", "--concurrency", "1"],
+                 ["ok-domain.example", "--rate-per-minute", "1", "--concurrency", "-5"],
+                 ["ok-domain.example", "--rate-per-minute", "1"]):
+        refused = postroom(service, "domain-limit", "set", *args, expect=2)
+        assert refused.stderr.strip(), args
+    assert all(r["domain"] != "ok-domain.example" for r in as_json(postroom(service, "domain-limit", "list", "--json")))
