@@ -1,6 +1,6 @@
 """Helpers the audience blueprints (contacts, lists, segments, tags) share: rule
 conditions checked against the workspace's tags and lists, list membership as a filter,
-member counts, and a contact's lists."""
+member counts, a contact's lists, and finding the contact a request names."""
 
 from __future__ import annotations
 
@@ -61,6 +61,21 @@ async def list_or_404(list_id: str) -> dict:
     if doc is None:
         raise NotFound("No such list in this workspace.")
     return doc
+
+
+async def contact_or_404(*, contact_id: str | None = None, email: str | None = None) -> dict:
+    """The caller's contact by id or by email address, else 404 contact_not_found with `path`
+    naming the field the request gave it in (`contact_id` or `contact_email`)."""
+    workspace_id = caller().workspace_id
+    if contact_id is not None:
+        contact, path = await contact_store.get(db(), workspace_id, contact_id), "contact_id"
+        message = "No such contact in this workspace."
+    else:
+        contact, path = await contact_store.find_by_email(db(), workspace_id, email), "contact_email"
+        message = "No contact with this email in the workspace."
+    if contact is None:
+        raise NotFound(message, code="contact_not_found", path=path)
+    return contact
 
 
 async def list_views(docs: list[dict]) -> list[dict]:

@@ -13,18 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-import httpx
-
-from bench.send.__main__ import bare_client, cpu_seconds, make_tenant, prebuilt, start_sink, tree, wait_count
-from ops import embedded_store
-from tests.support import services
+from bench.stack import Stack, cpu_of, print_cpu, tree
 
 SEED_CHUNK = 5000
 TEMPLATE = ("<html><body><h1>Hello {{first_name|there}}</h1>"
@@ -58,54 +51,31 @@ def main() -> int:
     args = parser.parse_args()
     total, connections = args.contacts, args.connections * args.processes
 
-    run_dir = Path(tempfile.mkdtemp(prefix="postroom-bench-campaign-"))
-    sink, sink_port, counter = start_sink()
-    store, store_url = embedded_store.start(run_dir)
-    vhost, amqp = services.create_vhost()
-    database = f"bench_{uuid.uuid4().hex[:8]}"
-    port = embedded_store.free_port()
-    env = {**os.environ, "POSTROOM_MONGODB_URL": store_url, "POSTROOM_MONGODB_DATABASE": database,
-           "POSTROOM_AMQP_URL": amqp, "POSTROOM_SMTP_URL": f"smtp://127.0.0.1:{sink_port}",
-           "POSTROOM_BASE_URL": f"http://127.0.0.1:{port}", "POSTROOM_SECRET_KEY": uuid.uuid4().hex,
-           "POSTROOM_DATA_DIR": str(run_dir / "data"), "POSTROOM_SMTP_CONNECTIONS": str(args.connections),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    procs = []
-    try:
-        front = services.Process("front", ["front", "--port", str(port)], env, run_dir)
-        procs.append(front)
-        services.wait_healthy(f"http://127.0.0.1:{port}", front)
-        scheduler = services.Process("scheduler", ["scheduler"], env, run_dir)
-        worker = services.Process("worker", ["worker", "--queues", "campaigns,render,send", "-p", str(args.processes),
-                                             "-t", str(args.threads)], env, run_dir)
-        procs += [scheduler, worker]
-        key = make_tenant(store_url, database)
-        api = httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1",
-                           headers={"Authorization": f"Bearer {key}"}, timeout=600)
+    with Stack("postroom-bench-campaign-", args.connections, api_timeout_seconds=600) as stack:
+        scheduler = stack.start("scheduler", ["scheduler"])
+        worker = stack.start("worker", ["worker", "--queues", "campaigns,render,send", "-p", str(args.processes),
+                                        "-t", str(args.threads)])
+        api = stack.api
         members = api.post("/lists", json={"name": "Everyone"}).json()["data"]
         print(f"seeding {total:,} contacts …", flush=True)
-        seed_contacts(store_url, database, key, members["id"], total)
+        seed_contacts(stack.store_url, stack.database, stack.key, members["id"], total)
         template = api.post("/templates", json={"name": "Spring", "html": TEMPLATE}).json()["data"]
         campaign = api.post("/campaigns", json={"name": "Spring", "subject": "Spring is here, {{first_name}}",
                                                 "template_id": template["id"], "list_id": members["id"]}).json()["data"]
 
         baseline = min(args.baseline, total)
-        print(f"baseline: building {baseline:,} messages …", flush=True)
-        messages = prebuilt(baseline)
-        start = time.monotonic()
-        asyncio.run(bare_client(sink_port, messages, connections))
-        bare_rate = baseline / (wait_count(counter, baseline, 600) - start)
-        print(f"bare aiosmtplib, {connections} connections: {bare_rate:,.0f} msg/s", flush=True)
-        del messages
+        bare_rate = stack.baseline(baseline, connections)
 
-        pids = {"store": [store.pid], "front": tree(front.proc.pid), "workers": tree(worker.proc.pid),
+        pids = {"store": [stack.store.pid], "front": tree(stack.front.proc.pid), "workers": tree(worker.proc.pid),
                 "scheduler": tree(scheduler.proc.pid)}
-        before = {name: sum(cpu_seconds(p) for p in ps) for name, ps in pids.items()}
+        before = cpu_of(pids)
         start = time.monotonic()
         answer = api.post(f"/campaigns/{campaign['id']}/send/api", headers={"Idempotency-Key": uuid.uuid4().hex})
         answered = time.monotonic()
         answer.raise_for_status()
         print(f"send/api answered in {answered - start:.2f}s: {answer.json()['data']}", flush=True)
         next_report = time.monotonic() + 30
+        counter = stack.counter
         while counter.value < baseline + total:
             if time.monotonic() > next_report:
                 print(f"  … {counter.value - baseline:,} accepted after {time.monotonic() - start:.0f}s", flush=True)
@@ -116,7 +86,7 @@ def main() -> int:
             time.sleep(0.5)
         completed = time.monotonic()
         wall = last - start
-        used = {name: sum(cpu_seconds(p) for p in pids[name]) - before[name] for name in pids}
+        used = {name: sec - before[name] for name, sec in cpu_of(pids).items()}
         rate = total / wall
         print(f"recipients: {total:,}")
         print(f"time from send call to its answer: {answered - start:.2f}s")
@@ -124,16 +94,8 @@ def main() -> int:
         print(f"recipients per second: {rate:,.0f}")
         print(f"campaign status sent after: {completed - start:.1f}s")
         print(f"bare aiosmtplib baseline: {bare_rate:,.0f} msg/s; ratio campaign / baseline: {rate / bare_rate:.2f}")
-        print("CPU seconds during the campaign: " +
-              ", ".join(f"{name} {sec:.1f}s ({sec / wall:.0%} of wall)" for name, sec in used.items()))
+        print_cpu("the campaign", used, wall)
         return 0
-    finally:
-        for p in reversed(procs):
-            p.stop()
-        store.terminate()
-        store.wait(timeout=10)
-        services.delete_vhost(vhost)
-        sink.terminate()
 
 
 if __name__ == "__main__":

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pydantic import Field
 from quart import Blueprint
 
-from mongo import contacts, outbox, tracking
+from mongo import outbox, tracking
 from pipelines.clock import now_iso
-from pipelines.errors import NotFound
 from pipelines.ids import new_uuid
 
+from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, amount_text
 from ..pagination import PageQuery, page
 from ..responses import one, public
@@ -38,9 +38,7 @@ class ConversionQuery(PageQuery):
 @body(CreateConversion)
 async def create(data: CreateConversion):
     who = caller()
-    contact = await contacts.get(db(), who.workspace_id, data.contact_id)
-    if contact is None:
-        raise NotFound("No such contact in this workspace.", code="contact_not_found", path="contact_id")
+    contact = await contact_or_404(contact_id=data.contact_id)
     doc = {"_id": new_uuid(), "workspace_id": who.workspace_id, "contact_id": contact["_id"],
            "contact_email": contact["email"], "value": amount_text(data.value), "currency": data.currency,
            "metadata": data.metadata, "created_at": now_iso()}

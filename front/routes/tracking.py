@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
-from mongo import contacts, tracking
-from pipelines.errors import NotFound
+from mongo import tracking
 
+from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text
 from ..responses import one
 from ..runtime import caller, db
@@ -43,10 +43,7 @@ def product_view_view(event: dict, email: str) -> dict:
 @body(ProductView)
 async def product_view(data: ProductView):
     who = caller()
-    contact = await contacts.find_by_email(db(), who.workspace_id, data.contact_email)
-    if contact is None:
-        raise NotFound("No contact with this email in the workspace.", code="contact_not_found",
-                       path="contact_email")
+    contact = await contact_or_404(email=data.contact_email)
     product = data.model_dump(exclude={"contact_email"})
     if data.price is not None:
         product["price"] = amount_text(data.price)

@@ -5,14 +5,7 @@ import uuid
 from mongo import bounces as bounce_store
 from pipelines.bounce_effects import bounce_document
 from pipelines.bounce_parsing import Bounce
-
-
-def error(response, status, code, path=None):
-    assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code
-    if path is not None:
-        assert body.get("path") == path
+from tests.support.api import assert_error as error
 
 
 def seed(service, tenant, email, type_, created_at, kind="bounce"):

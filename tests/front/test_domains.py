@@ -7,15 +7,7 @@ import dkim as dkimpy
 import dns.resolver
 
 from mongo import service_keys
-
-
-def error(response, status, code, path=None):
-    assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code
-    if path is not None:
-        assert body.get("path") == path
-    return body
+from tests.support.api import assert_error as error
 
 
 def new_domain():

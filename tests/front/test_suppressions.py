@@ -3,15 +3,7 @@
 import time
 
 from mongo import suppressions as suppression_store
-
-
-def error(response, status, code, path=None):
-    assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code
-    if path is not None:
-        assert body.get("path") == path
-    return body
+from tests.support.api import assert_error as error
 
 
 def test_add_list_and_remove_an_address(tenant):

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.support.api import assert_error
+
 HTML = "<p>Hello {{firstName|there}}</p>"
 STRUCTURE = {"blocks": [{"id": "h1", "type": "header", "content": {"text": "Hi {{firstName}}", "level": 1}},
                         {"id": "b1", "type": "button", "content": {"text": "Go", "url": "https://acme.example"}}],
@@ -13,15 +15,6 @@ def create(tenant, **fields):
     response = tenant.post("/templates", json=body)
     assert response.status_code == 201, response.text
     return response.json()["data"]
-
-
-def assert_error(response, status, code, path=None):
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code
-    if path is not None:
-        assert error.get("path") == path, error
-    return error
 
 
 def test_a_created_template_reads_back_with_html_structure_and_version_one(tenant):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.support.api import assert_error as error  # noqa: F401  (the audience tests import it from here)
+
 
 def make_contact(tenant, email, **fields):
     response = tenant.post("/contacts", json={"email": email, **fields})
@@ -29,12 +31,3 @@ def events(service, tenant, event=None):
             query["event"] = event
         return await db.outbox.find(query, sort=[("timestamp", 1)]).to_list()
     return service.store.run(read)
-
-
-def error(response, status, code, path=None):
-    assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code, body
-    if path is not None:
-        assert body.get("path") == path, body
-    return body
