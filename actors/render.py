@@ -44,7 +44,7 @@ async def render_messages(message_ids: list[str]) -> None:
     docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
     docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
     sandbox = [m["_id"] for m in docs if m.get("sandbox")]
-    if sandbox:  # sandbox keys go through every step but SMTP and get a mock outcome
+    if sandbox:  # sandbox keys are neither rendered nor sent: a mock `delivered` outcome at once
         await messages.advance(db, [(mid, "delivered", {"smtp_response": "250 sandbox"}, SANDBOX_DETAIL,
                                      ("sent",)) for mid in sandbox])
         await batches.record_finished(db, [(m, "delivered") for m in docs if m.get("sandbox")])

@@ -15,7 +15,7 @@ from mongo import suppressions as suppression_store
 from mongo import templates as template_store
 from pipelines import sender as sender_rules
 from pipelines import throttle
-from pipelines.clock import iso, now_iso, utcnow
+from pipelines.clock import iso, now_iso, parse_iso, utcnow
 from pipelines.errors import (Forbidden, InvalidSchedule, NoContent, NotFound, PostroomError, ServerError,
                              ValidationFailed)
 from pipelines.ids import new_batch_id, new_message_id
@@ -149,6 +149,29 @@ async def charge_plan(who: Caller, count: int) -> None:
                         code="limit_reached")
 
 
+async def refund_plan(workspace_id: str, count: int, accepted_at: str | None = None) -> None:
+    """Give back live emails that will never be sent (not stored, not queued, or a scheduled
+    send cancelled), to the month they were counted in."""
+    month = throttle.month_of(parse_iso(accepted_at) if accepted_at else utcnow())
+    await send_limits.refund_plan(db(), workspace_id, month, count)
+
+
+async def charge_store_and_enqueue(who: Caller, docs: list[dict], batch: dict | None = None) -> None:
+    """Charge the plan for the messages that will be sent, then store the batch (if any) and
+    the messages and enqueue them. Whatever then fails to be stored or queued is given back,
+    so the client's retry is not counted twice."""
+    count = sum(1 for d in docs if d["status"] != "suppressed")
+    await charge_plan(who, count)
+    try:
+        if batch is not None:
+            await batch_store.insert(db(), batch)
+        await _store_and_enqueue(docs)
+    except Exception as error:
+        if not who.sandbox:
+            await refund_plan(who.workspace_id, getattr(error, "unsent", count))
+        raise
+
+
 RENDER_CHUNK = 100  # message ids per render job: one bulk read and write per chunk
 
 
@@ -171,10 +194,11 @@ async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]
     return batch, docs
 
 
-async def store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
+async def _store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
     """Store the messages, then hand the ones to send now to the `render` queue in chunks.
     A store or broker failure answers 500 `failure_code`; messages whose enqueue failed
-    are marked failed, so the stale-queue sweep never sends what the client will retry."""
+    are marked failed, so the stale-queue sweep never sends what the client will retry,
+    and the error carries how many will not be sent (`unsent`)."""
     from actors.render import render_messages
     try:
         await message_store.insert_many(db(), docs)
@@ -186,9 +210,10 @@ async def store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_f
         chunk = due[start:start + RENDER_CHUNK]
         try:
             await enqueue(render_messages, chunk, failure_code=failure_code)
-        except ServerError:
+        except ServerError as error:
             left = due[start:]
             why = "could not be queued for sending"
             await message_store.advance(db(), [(mid, "failed", {"error": why}, why) for mid in left])
             await batch_store.record_finished(db(), [(d, "failed") for d in docs if d["_id"] in set(left)])
+            error.unsent = len(left)
             raise

@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the suite uses: RabbitMQ (normally already running) and Chromium for
-# the recipient-page browser tests. Installed only when missing.
+# Debian packages the suite uses: RabbitMQ (normally already running), Chromium for the
+# recipient-page browser tests, libfaketime for the scheduler run on a test-controlled
+# clock. Installed only when missing.
 need_apt=()
 command -v rabbitmq-server >/dev/null 2>&1 || need_apt+=(rabbitmq-server)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need_apt+=(faketime)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null

@@ -15,7 +15,7 @@ from pipelines.errors import Conflict, NotFound
 from ..idempotency import idempotent
 from ..responses import one
 from ..runtime import caller, db
-from ..sending import build_batch, build_message, charge_plan, schedule_fields, store_and_enqueue
+from ..sending import build_batch, build_message, charge_store_and_enqueue, refund_plan, schedule_fields
 from ..types import DisplayName, EmailAddress, Strict
 from ..validation import body
 
@@ -97,18 +97,15 @@ def status_view(doc: dict) -> dict:
 async def send(data: SendEmail):
     schedule = schedule_fields(data.send_at) if data.send_at is not None else None
     doc = await build_message(data.model_dump(), caller())
-    if doc["status"] == "suppressed":  # every recipient is suppressed: stored, never enqueued
-        await store_and_enqueue([doc])
-        return one({"message_id": doc["_id"], "status": "suppressed", "to": doc["to"],
-                    "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 200)
-    await charge_plan(caller(), 1)
-    if schedule is not None:
+    if schedule is not None and doc["status"] != "suppressed":
         doc.update(schedule)
-        await store_and_enqueue([doc])
+    await charge_store_and_enqueue(caller(), [doc])
+    if doc["status"] == "scheduled":
         return one({"scheduled": True, "message_id": doc["_id"], "scheduled_at": doc["due_at"]}, 201)
-    await store_and_enqueue([doc])
+    # queued now (202), or every recipient suppressed: stored, never enqueued (200)
     return one({"message_id": doc["_id"], "status": doc["status"], "to": doc["to"],
-                "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]}, 202)
+                "suppressed_recipients": doc["suppressed_recipients"], "sandbox": doc["sandbox"]},
+               200 if doc["status"] == "suppressed" else 202)
 
 
 @bp.post("/email/batch")
@@ -116,9 +113,7 @@ async def send(data: SendEmail):
 @body(SendBatch)
 async def send_batch(data: SendBatch):
     batch, docs = await build_batch([m.model_dump() for m in data.messages], caller())
-    await charge_plan(caller(), sum(1 for d in docs if d["status"] != "suppressed"))
-    await batch_store.insert(db(), batch)
-    await store_and_enqueue(docs)
+    await charge_store_and_enqueue(caller(), docs, batch)
     return one({"batch_id": batch["_id"], "status": batch_store.batch_status(batch),
                 "total": batch["total"], "message_ids": [d["_id"] for d in docs]}, 202)
 
@@ -142,7 +137,9 @@ async def status(message_id: str):
 @bp.delete("/email/<message_id>")
 async def cancel(message_id: str):
     cancelled = await message_store.cancel_scheduled(db(), caller().workspace_id, message_id)
-    if cancelled is not None:
+    if cancelled is not None:  # never sent: its count goes back to the plan
+        if not cancelled.get("sandbox"):
+            await refund_plan(cancelled["workspace_id"], 1, cancelled["created_at"])
         return one({"message_id": message_id, "status": "cancelled"})
     doc = await message_store.get(db(), caller().workspace_id, message_id)
     if doc is None:

@@ -13,54 +13,23 @@ import collections
 import os
 import signal
 import time
-import uuid
 
 import pytest
 
 from mongo import contacts
-from ops import embedded_store
-from tests.support import services
 from tests.support.audience import make_list
 from tests.support.campaigns import make_campaign, make_template, send, wait_campaign
-from tests.support.harness import Service, StoreThread
-from tests.support.smtp_sink import SmtpSink
+from tests.support.private_stack import private_stack
 
 RECIPIENTS = 1000
 KILL_AFTER_RECEIVED = 250
 
 
 @pytest.fixture
-def private_stack(service, store_url, run_dir):
-    vhost, amqp = services.create_vhost()
-    sink = SmtpSink().start()
-    port = embedded_store.free_port()
-    database = f"postroom_crash_{uuid.uuid4().hex[:8]}"
-    env = {**service.env, "POSTROOM_AMQP_URL": amqp, "POSTROOM_SMTP_URL": sink.url,
-           "POSTROOM_MONGODB_DATABASE": database, "POSTROOM_BASE_URL": f"http://127.0.0.1:{port}",
-           "POSTROOM_SEND_LEASE_SECONDS": "3"}
-    log_dir = run_dir / f"crash-{database}"
-    log_dir.mkdir()
-    front = services.Process("front", ["front", "--port", str(port)], env, log_dir)
-    scheduler = services.Process("scheduler", ["scheduler"], env, log_dir)
-    store = StoreThread(store_url, database)
-    stack = Service(base_url=f"http://127.0.0.1:{port}", env=env, store=store, log_dir=log_dir, smtp=sink)
-    workers = []
-
-    def start_worker(name):
-        worker = services.Process(name, ["worker", "-p", "1", "-t", "8"], env, log_dir)
-        workers.append(worker)
-        return worker
-    stack.start_worker = start_worker
-    try:
-        services.wait_healthy(stack.base_url, front)
+def crash_stack(service, store_url, run_dir):
+    # A 3 s send lease: the replacement worker may claim what the killed one held soon.
+    with private_stack(service, store_url, run_dir, "crash", env={"POSTROOM_SEND_LEASE_SECONDS": "3"}) as stack:
         yield stack
-    finally:
-        stack.close()
-        for process in (*workers, scheduler, front):
-            process.stop(timeout=2)  # nothing to finish gracefully: the test is over
-        store.close()
-        sink.stop()
-        services.delete_vhost(vhost)
 
 
 def received_counts(sink) -> collections.Counter:
@@ -75,8 +44,8 @@ def statuses(stack, campaign_id):
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_in_flight(private_stack):
-    stack = private_stack
+def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_in_flight(crash_stack):
+    stack = crash_stack
     tenant = stack.tenant()
     members = make_list(tenant, "Everyone")
     addresses = [f"r{i:05d}@crash.example" for i in range(RECIPIENTS)]

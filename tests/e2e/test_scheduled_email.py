@@ -1,14 +1,27 @@
-"""Scheduled send and cancel with a clock we control: `send_at` a few seconds ahead of
-the real clock, polled (never a fixed sleep as the assertion). The email waits in the
-store and the scheduler hands it to the broker when due."""
+"""Scheduled send and cancel on a clock the test controls: the stack's scheduler runs under
+libfaketime, and the test moves its clock past each `send_at` in turn (hours ahead, no
+waiting for real time). The email waits in the store until its time; a cancelled one never
+leaves."""
 
 import datetime as dt
 import time
 import uuid
 
-from pipelines.clock import iso, utcnow
+import pytest
 
-LEAD_SECONDS = 3
+from pipelines.clock import iso, utcnow
+from tests.support.polling import wait_until
+from tests.support.private_stack import ControlledClock, private_stack
+
+HOUR = 3600
+
+
+@pytest.fixture
+def clocked(service, store_url, run_dir, tmp_path):
+    clock = ControlledClock(tmp_path / "clock")
+    with private_stack(service, store_url, run_dir, "clock", scheduler_env=clock.env()) as stack:
+        stack.start_worker("worker")
+        yield stack, clock
 
 
 def status_of(tenant, message_id):
@@ -22,23 +35,37 @@ def schedule(tenant, to, seconds):
     return response.json()["data"]
 
 
-def test_a_scheduled_email_is_sent_when_due_and_a_cancelled_one_never(service, tenant):
-    kept_to, cancelled_to = (f"{p}-{uuid.uuid4().hex[:8]}@example.org" for p in ("kept", "cancelled"))
-    kept = schedule(tenant, kept_to, LEAD_SECONDS)
-    dropped = schedule(tenant, cancelled_to, LEAD_SECONDS)
-    assert tenant.delete(f"/email/{dropped['message_id']}").json()["data"]["status"] == "cancelled"
-    assert service.smtp.messages_to(kept_to) == []  # not before it is due
+def delivered(tenant, message_id):
+    status = status_of(tenant, message_id)
+    return status if status["status"] == "delivered" else None
 
-    [received] = service.smtp.wait_for(kept_to, timeout=LEAD_SECONDS + 15)
-    deadline = time.monotonic() + 15
-    while status_of(tenant, kept["message_id"])["status"] != "delivered" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    status = status_of(tenant, kept["message_id"])
-    assert status["status"] == "delivered"
+
+def test_scheduled_emails_leave_when_the_clock_reaches_them_and_a_cancelled_one_never(clocked):
+    stack, clock = clocked
+    tenant = stack.tenant()
+    kept_to, cancelled_to, later_to = (f"{p}-{uuid.uuid4().hex[:8]}@example.org"
+                                       for p in ("kept", "cancelled", "later"))
+    kept = schedule(tenant, kept_to, HOUR)
+    dropped = schedule(tenant, cancelled_to, HOUR)
+    later = schedule(tenant, later_to, 3 * HOUR)
+    assert tenant.delete(f"/email/{dropped['message_id']}").json()["data"]["status"] == "cancelled"
+
+    time.sleep(2)  # several scheduler ticks at the unmoved clock: nothing is due yet
+    assert stack.smtp.messages_to(kept_to) == []
+    assert status_of(tenant, kept["message_id"])["status"] == "scheduled"
+
+    clock.set(HOUR + 60)
+    assert len(stack.smtp.wait_for(kept_to, timeout=20)) == 1
+    status = wait_until(lambda: delivered(tenant, kept["message_id"]), timeout=20, what="kept delivered")
     assert [h["status"] for h in status["history"]][:2] == ["scheduled", "queued"]
-    assert status["queued_at"] >= kept["scheduled_at"]
+    assert status["queued_at"] >= kept["scheduled_at"]  # stamped by the scheduler, on its clock
+    assert status_of(tenant, later["message_id"])["status"] == "scheduled"  # two hours to go
+
+    clock.set(3 * HOUR + 60)
+    stack.smtp.wait_for(later_to, timeout=20)
+    wait_until(lambda: delivered(tenant, later["message_id"]), timeout=20, what="later delivered")
 
     late = tenant.delete(f"/email/{kept['message_id']}")
     assert late.status_code == 409 and late.json()["error"]["code"] == "conflict"
     assert status_of(tenant, dropped["message_id"])["status"] == "cancelled"
-    assert service.smtp.messages_to(cancelled_to) == []
+    assert stack.smtp.messages_to(cancelled_to) == []

@@ -225,10 +225,7 @@ def test_send_replayed_with_the_same_idempotency_key_returns_the_same_message(se
 
 def test_a_workspace_at_its_monthly_limit_gets_limit_reached(service):
     tenant = service.tenant()
-
-    async def limit(db):
-        await db.workspaces.update_one({"_id": tenant.workspace_id}, {"$set": {"monthly_email_limit": 3}})
-    service.store.run(limit)
+    set_monthly_limit(service, tenant, 3)
     body = {"subject": "Hi", "text": "x"}
     assert tenant.post("/email/send", json={**body, "to": address()}).status_code == 202
     batch = tenant.post("/email/batch", json={"messages": [{**body, "to": address()}] * 3})
@@ -238,6 +235,50 @@ def test_a_workspace_at_its_monthly_limit_gets_limit_reached(service):
     assert refused.status_code == 403 and error_of(refused)["code"] == "limit_reached"
     sandbox = service.extra_key(tenant, sandbox=True)
     assert sandbox.post("/email/send", json={**body, "to": address()}).status_code == 202
+
+
+def set_monthly_limit(service, tenant, limit):
+    async def update(db):
+        await db.workspaces.update_one({"_id": tenant.workspace_id}, {"$set": {"monthly_email_limit": limit}})
+    service.store.run(update)
+
+
+def test_a_cancelled_scheduled_email_gives_its_count_back_to_the_plan(service):
+    tenant = service.tenant()
+    set_monthly_limit(service, tenant, 1)
+    later = {"subject": "Hi", "text": "x", "send_at": iso(utcnow() + dt.timedelta(hours=1))}
+    message_id = tenant.post("/email/send", json={**later, "to": address()}).json()["data"]["message_id"]
+    full = tenant.post("/email/send", json={**later, "to": address()})
+    assert full.status_code == 403 and error_of(full)["code"] == "limit_reached"
+    assert tenant.delete(f"/email/{message_id}").status_code == 200
+    assert tenant.delete(f"/email/{message_id}").status_code == 200  # a repeat gives nothing back twice
+    assert tenant.post("/email/send", json={**later, "to": address()}).status_code == 201
+    again = tenant.post("/email/send", json={**later, "to": address()})
+    assert again.status_code == 403 and error_of(again)["code"] == "limit_reached"
+
+
+def test_when_the_broker_is_unreachable_the_send_fails_loudly_and_is_not_counted(service):
+    """A front whose broker is down answers 500 `schedule_failed`: the message is stored
+    as failed (never sent later behind the client's back) and the plan gets its count back."""
+    from ops.embedded_store import free_port
+    from tests.support.services import another_front
+    tenant = service.tenant()
+    set_monthly_limit(service, tenant, 2)
+    env = dict(service.env, POSTROOM_AMQP_URL=f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F")
+    body = {"subject": "Hi", "text": "x"}
+    with another_front("front-broker-down", env, service.log_dir, answers=(503,)) as base_url:
+        broken = tenant.client.post(base_url + "/api/v1/email/send", json={**body, "to": address()})
+        broken_batch = tenant.client.post(base_url + "/api/v1/email/batch",
+                                          json={"messages": [{**body, "to": address()}] * 2})
+    for response in (broken, broken_batch):
+        assert response.status_code == 500 and error_of(response)["code"] == "schedule_failed"
+        assert "Traceback" not in response.text
+
+    async def statuses(db):
+        return sorted(m["status"] for m in await db.messages.find({"workspace_id": tenant.workspace_id}).to_list())
+    assert service.store.run(statuses) == ["failed", "failed", "failed"]
+    # nothing was counted: the whole limit of 2 is still there
+    assert tenant.post("/email/batch", json={"messages": [{**body, "to": address()}] * 2}).status_code == 202
 
 
 # --- POST /email/batch ------------------------------------------------------------------

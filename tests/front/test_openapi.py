@@ -65,8 +65,12 @@ def statuses(func, seen):
             continue
         name = node.func.id
         if name == "one":
-            status = node.args[1] if len(node.args) > 1 else None
-            found.add(status.value if isinstance(status, ast.Constant) else 200)
+            status = node.args[1] if len(node.args) > 1 else ast.Constant(200)
+            # `one(body, 200 if suppressed else 202)`: both branches are answers
+            choices = [status.body, status.orelse] if isinstance(status, ast.IfExp) else [status]
+            for choice in choices:
+                assert isinstance(choice, ast.Constant), ("status not a literal", func.__name__, ast.dump(choice))
+                found.add(choice.value)
         elif name == "page":
             found.add(200)
         else:

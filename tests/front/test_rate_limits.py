@@ -4,7 +4,6 @@ shares it; headers on every authenticated response; 429 with Retry-After."""
 import datetime as dt
 
 from tests.support import services
-from tests.support.services import Process
 
 SEND = {"to": "limited@example.org", "subject": "Hi", "text": "hello"}
 
@@ -73,22 +72,14 @@ def test_over_the_limit_answers_429_rate_limited_with_retry_after(service, tenan
 
 
 def test_the_limit_is_shared_by_every_front_process(service, tenant, run_dir):
-    from ops.embedded_store import free_port
-    port = free_port()
-    env = dict(service.env)
-    second = Process("front-second", ["front", "--port", str(port)], env, service.log_dir)
-    try:
-        other_base = f"http://127.0.0.1:{port}"
-        services.wait_healthy(other_base, second)
-        key = service.extra_key(tenant, rate_limit=5)
-        import httpx
-        with httpx.Client(base_url=other_base + "/api/v1", timeout=30,
-                          headers={"Authorization": f"Bearer {key.key}"}) as other:
-            fronts = [key.client, other]
-            statuses = [fronts[i % 2].get("/api-key/permissions").status_code for i in range(6)]
-            sixth_on_first = key.get("/api-key/permissions")
-    finally:
-        second.stop()
+    import httpx
+    key = service.extra_key(tenant, rate_limit=5)
+    with services.another_front("front-second", dict(service.env), service.log_dir) as other_base, \
+            httpx.Client(base_url=other_base + "/api/v1", timeout=30,
+                         headers={"Authorization": f"Bearer {key.key}"}) as other:
+        fronts = [key.client, other]
+        statuses = [fronts[i % 2].get("/api-key/permissions").status_code for i in range(6)]
+        sixth_on_first = key.get("/api-key/permissions")
     assert statuses == [200, 200, 200, 200, 200, 429]
     assert sixth_on_first.status_code == 429
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 from tests.support.audience import make_contact, make_list
+from tests.support.polling import wait_until  # noqa: F401  (re-exported for the campaign tests)
 
 
 def make_template(tenant, html="<html><body><p>Hi {{first_name|there}}</p></body></html>", name="Newsletter"):
@@ -37,22 +37,7 @@ def send(tenant, campaign_id, key=None):
 
 
 def wait_campaign(tenant, campaign_id, status, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    body = None
-    while time.monotonic() < deadline:
+    def reached():
         body = tenant.get(f"/campaigns/{campaign_id}").json()["data"]
-        if body["status"] == status:
-            return body
-        time.sleep(0.2)
-    raise AssertionError(f"campaign never became {status}: {body}")
-
-
-def wait_until(check, timeout=20.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+        return body if body["status"] == status else None
+    return wait_until(reached, timeout=timeout, what=f"campaign status {status}", interval=0.2)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -74,6 +75,20 @@ def postroom_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "ops.cli", *args]
 
 
+@contextlib.contextmanager
+def another_front(name: str, env: dict, log_dir: Path, answers: tuple[int, ...] = (200,)):
+    """A second front process on a free port with its own environment; yields its base URL."""
+    from ops.embedded_store import free_port
+    port = free_port()
+    front = Process(name, ["front", "--port", str(port)], env, log_dir)
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_healthy(base_url, front, answers=answers)
+        yield base_url
+    finally:
+        front.stop()
+
+
 class Process:
     """A `postroom` subprocess whose output goes to a log file we can show on failure."""
 
@@ -108,7 +123,8 @@ class Process:
         self.log.close()
 
 
-def wait_healthy(base_url: str, process: Process, timeout: float = 60) -> None:
+def wait_healthy(base_url: str, process: Process, timeout: float = 60, answers: tuple[int, ...] = (200,)) -> None:
+    """Until GET /health answers one of `answers` (503 too, for a front meant to be degraded)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -116,7 +132,7 @@ def wait_healthy(base_url: str, process: Process, timeout: float = 60) -> None:
             raise RuntimeError(f"{process.name} exited:\n{process.tail()}")
         try:
             response = httpx.get(f"{base_url}/api/v1/health", timeout=2)
-            if response.status_code == 200:
+            if response.status_code in answers:
                 return
             last = response.text
         except httpx.HTTPError as error:

@@ -1,0 +1,77 @@
+"""A private stack for tests that must own every process: their own RabbitMQ vhost,
+database, SMTP sink, front and scheduler, and workers started (and killed) by the test.
+Nothing of the session's shared service consumes their queues or reads their data."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import uuid
+
+from ops import embedded_store
+from tests.support import services
+from tests.support.harness import Service, StoreThread
+from tests.support.smtp_sink import SmtpSink
+
+
+def faketime_library() -> str:
+    """libfaketime, preloaded into a process to run it on a clock the test moves."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
+    if not found:
+        raise RuntimeError("libfaketime is missing; install Debian's `faketime` package "
+                           "(ops/test.sh does when run as root).")
+    return found[0]
+
+
+class ControlledClock:
+    """The clock of the processes started with `env()`: an offset from real time, moved by
+    the test. libfaketime re-reads the file at most every second."""
+
+    def __init__(self, path):
+        self.path = path
+        self.set(0)
+
+    def set(self, seconds: int) -> None:
+        self.path.write_text(f"{seconds:+d}s\n")
+
+    def env(self) -> dict:
+        return {"LD_PRELOAD": faketime_library(), "FAKETIME_TIMESTAMP_FILE": str(self.path),
+                "FAKETIME_CACHE_DURATION": "1"}
+
+
+@contextlib.contextmanager
+def private_stack(service, store_url, run_dir, name: str, env: dict | None = None,
+                  scheduler_env: dict | None = None):
+    """Yields a harness `Service` with `start_worker(name)`; `env` adds settings for every
+    process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock)."""
+    vhost, amqp = services.create_vhost()
+    sink = SmtpSink().start()
+    port = embedded_store.free_port()
+    database = f"postroom_{name}_{uuid.uuid4().hex[:8]}"
+    stack_env = {**service.env, "POSTROOM_AMQP_URL": amqp, "POSTROOM_SMTP_URL": sink.url,
+                 "POSTROOM_MONGODB_DATABASE": database, "POSTROOM_BASE_URL": f"http://127.0.0.1:{port}",
+                 **(env or {})}
+    log_dir = run_dir / database
+    log_dir.mkdir()
+    front = services.Process("front", ["front", "--port", str(port)], stack_env, log_dir)
+    scheduler = services.Process("scheduler", ["scheduler"], {**stack_env, **(scheduler_env or {})}, log_dir)
+    store = StoreThread(store_url, database)
+    stack = Service(base_url=f"http://127.0.0.1:{port}", env=stack_env, store=store, log_dir=log_dir, smtp=sink)
+    workers = []
+
+    def start_worker(worker_name):
+        worker = services.Process(worker_name, ["worker", "-p", "1", "-t", "8"], stack_env, log_dir)
+        workers.append(worker)
+        return worker
+    stack.start_worker = start_worker
+    stack.scheduler = scheduler
+    try:
+        services.wait_healthy(stack.base_url, front)
+        yield stack
+    finally:
+        stack.close()
+        for process in (*workers, scheduler, front):
+            process.stop(timeout=2)  # nothing to finish gracefully: the test is over
+        store.close()
+        sink.stop()
+        services.delete_vhost(vhost)
