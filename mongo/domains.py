@@ -78,3 +78,9 @@ async def signing_keys(db: AsyncDatabase, pairs: set[tuple[str, str]]) -> dict[t
         {"workspace_id": 1, "domain": 1, "dkim_selector": 1, "dkim_private_key": 1}).to_list()
     return {(d["workspace_id"], d["domain"]): {"selector": d["dkim_selector"], "sealed": d["dkim_private_key"]}
             for d in docs if (d["workspace_id"], d["domain"]) in pairs}
+
+
+async def all_records(db: AsyncDatabase) -> list[dict]:
+    """Every workspace's domains with their DNS records, for the operator's DKIM export
+    (a full read: an operator command, not a request path)."""
+    return await db.domains.find({}, {"domain": 1, "records": 1}, sort=[("domain", 1), ("_id", 1)]).to_list()

@@ -113,10 +113,16 @@ def cmd_inbound(args) -> int:
 
 
 def cmd_dkim(args) -> int:
-    """Print the DNS record of the shared domain's DKIM key (created on first use)."""
+    """Print the DKIM records the service publishes: the shared domain's key (created on
+    first use) and, at each custom domain's CNAME target, that domain's key — the zone
+    fragment the operator loads into the shared domain's DNS."""
+    import json
+
     from actors.signing import shared_key
+    from mongo import domains
     from mongo.client import connect
     from pipelines.dkim import txt_value
+    from pipelines.dns_records import key_publication
 
     from . import config
     settings = config.load()
@@ -124,18 +130,27 @@ def cmd_dkim(args) -> int:
     async def work():
         client, db = connect(settings.mongodb_url, settings.mongodb_database)
         try:
-            return await shared_key(db, settings)
+            return await shared_key(db, settings), await domains.all_records(db)
         finally:
             await client.close()
-    key = asyncio.run(work())
-    print(f"{key['selector']}._domainkey.{settings.shared_domain}. IN TXT \"{txt_value(key['public_key'])}\"")
+    key, custom = asyncio.run(work())
+    records = [{"type": "TXT", "name": f"{key['selector']}._domainkey.{settings.shared_domain}",
+                "value": txt_value(key["public_key"])}]
+    records += [r for r in (key_publication(d["records"]) for d in custom) if r is not None]
+    if args.json:
+        print(json.dumps(records))
+    else:
+        for record in records:
+            print(f'{record["name"]}. IN TXT "{record["value"]}"')
     return 0
 
 
 def add_commands(sub) -> None:
     inbound = sub.add_parser("inbound", help="receive bounces and complaints over SMTP (aiosmtpd)")
     inbound.set_defaults(func=cmd_inbound)
-    dkim = sub.add_parser("dkim", help="print the DKIM TXT record to publish for the shared domain")
+    dkim = sub.add_parser("dkim", help="print the DKIM TXT records to publish in the shared domain's zone "
+                                       "(its own key and every custom domain's key)")
+    dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value}")
     dkim.set_defaults(func=cmd_dkim)
 
 

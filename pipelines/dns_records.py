@@ -5,9 +5,12 @@ Records (each entry: {type, name, value, purpose, verified, status, txt_value?})
 - verification: `TXT _postroom.<domain>` = `postroom-verification=<token>` proves the
   workspace controls the domain;
 - dkim: `CNAME <selector>._domainkey.<domain>` → `<selector>.<key id>.dkim.<shared domain>`,
-  where the service publishes the public key, so keys can rotate without the customer
-  touching DNS. `txt_value` carries the key itself for those who cannot (or would rather
-  not) delegate: a `TXT` record with that value at the same name verifies too.
+  where the service publishes the public key (the operator loads `postroom dkim`'s export
+  into the shared domain's zone), so keys can rotate without the customer touching DNS.
+  The CNAME verifies only once the key really resolves through it: a receiver checks the
+  signature there, and a CNAME into nothing would leave mail failing DKIM. `txt_value`
+  carries the key itself for those who cannot (or would rather not) delegate: a `TXT`
+  record with that value at the same name verifies too.
 
 Verification reads DNS through the small `Resolver` protocol (dnspython behind it in
 production, a real loopback DNS server in tests) and reports every record's status."""
@@ -81,21 +84,32 @@ async def _check(record: dict, resolver: Resolver) -> tuple[bool, str]:
         if record["value"] in [t.strip() for t in found]:
             return True, "verified"
         return False, "missing" if not found else "mismatch"
+    wanted = _normalise_txt(record["txt_value"])
     target = await resolver.cname(name)
     if target is not None:
-        if target.lower().rstrip(".") == record["value"].lower():
+        if target.lower().rstrip(".") != record["value"].lower():
+            return False, "mismatch"
+        if any(_normalise_txt(t) == wanted for t in await resolver.txt(target)):
             return True, "verified"
-        return False, "mismatch"
+        return False, "key_not_published"  # the customer's part is right; the service's is not
     found = await resolver.txt(name)
-    wanted = _normalise_txt(record["txt_value"])
     if any(_normalise_txt(t) == wanted for t in found):
         return True, "verified"
     return False, "missing" if not found else "mismatch"
 
 
+def key_publication(domain_records: list[dict]) -> dict | None:
+    """The TXT record the service publishes for a domain's DKIM key: at the CNAME's target,
+    so the customer's delegation resolves to the key ({type, name, value})."""
+    for record in domain_records:
+        if record["purpose"] == "dkim":
+            return {"type": "TXT", "name": record["value"], "value": record["txt_value"]}
+    return None
+
+
 async def verify(records: list[dict], resolver: Resolver, *, checked_at: str) -> Verification:
     """Each record gets verified (bool), status (verified | missing | mismatch |
-    lookup_failed) and checked_at."""
+    key_not_published | lookup_failed) and checked_at."""
     out = []
     for record in records:
         try:
