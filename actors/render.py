@@ -48,7 +48,8 @@ async def render_messages(message_ids: list[str]) -> None:
         await messages.advance(db, [(mid, "delivered", {"smtp_response": "250 sandbox"}, SANDBOX_DETAIL,
                                      ("sent",)) for mid in sandbox])
         await batches.record_finished(db, [(m, "delivered") for m in docs if m.get("sandbox")])
-    real = [m for m in docs if not m.get("sandbox")]
+    # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
+    real = await messages.withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
     if not real:
         return
     signers = await signing.signers_for(db, runtime.settings(), real)

@@ -179,3 +179,39 @@ async def requeue(db: AsyncDatabase, stale_ids: list[str], lapsed_ids: list[str]
             for mid in lapsed_ids]
     if ops:
         await db.messages.bulk_write(ops, ordered=False)
+
+
+async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
+    """For the render step: recipients suppressed since the message was accepted (a bounce,
+    complaint or unsubscribe while a scheduled email waited, or while a campaign message sat
+    in the queue) are dropped and listed in `suppressed_recipients`; a message left with
+    none becomes `suppressed` (and counts as such in its batch). Returns the messages still
+    to render, `to` trimmed. One suppression read per workspace, by `_id`."""
+    from . import batches, suppressions
+    wanted: dict[str, set[str]] = {}
+    for d in docs:
+        wanted.setdefault(d["workspace_id"], set()).update(d["to"])
+    blocked = {ws: await suppressions.suppressed_among(db, ws, list(emails)) for ws, emails in wanted.items()}
+    if not any(blocked.values()):
+        return docs
+    keep, finished = [], []
+    for d in docs:
+        gone = [r for r in d["to"] if r in blocked[d["workspace_id"]]]
+        if not gone:
+            keep.append(d)
+            continue
+        listed = [*d.get("suppressed_recipients", []), *gone]
+        left = [r for r in d["to"] if r not in gone]
+        if left:
+            trimmed = await db.messages.update_one({"_id": d["_id"], "status": d["status"]},
+                                                   {"$set": {"to": left, "suppressed_recipients": listed}})
+            if trimmed.modified_count:
+                keep.append({**d, "to": left, "suppressed_recipients": listed})
+            continue
+        moved = await db.messages.bulk_write([_transition(
+            d["_id"], "suppressed", {"suppressed_recipients": listed},
+            "every recipient was suppressed before sending", current=d["status"])])
+        if moved.modified_count:  # guarded: a redelivered render counts it once
+            finished.append((d, "suppressed"))
+    await batches.record_finished(db, finished)
+    return keep

@@ -69,3 +69,24 @@ def test_scheduled_emails_leave_when_the_clock_reaches_them_and_a_cancelled_one_
     assert late.status_code == 409 and late.json()["error"]["code"] == "conflict"
     assert status_of(tenant, dropped["message_id"])["status"] == "cancelled"
     assert stack.smtp.messages_to(cancelled_to) == []
+
+
+def test_an_address_suppressed_while_its_scheduled_email_waits_is_not_sent_to(clocked):
+    stack, clock = clocked
+    tenant = stack.tenant()
+    alone, kept, dropped = (f"{p}-{uuid.uuid4().hex[:8]}@example.org" for p in ("alone", "kept", "dropped"))
+    single = schedule(tenant, alone, HOUR)
+    pair = schedule(tenant, [kept, dropped], HOUR)
+    for address in (alone, dropped):  # e.g. a complaint or an unsubscribe during the wait
+        assert tenant.post("/suppressions", json={"email": address}).status_code == 201
+
+    clock.set(HOUR + 60)
+    [received] = stack.smtp.wait_for(kept, timeout=20)
+    assert received.message["To"] == kept
+    wait_until(lambda: delivered(tenant, pair["message_id"]), timeout=20, what="pair delivered")
+    pair_status = status_of(tenant, pair["message_id"])
+    assert pair_status["to"] == [kept] and pair_status["suppressed_recipients"] == [dropped]
+    single_status = wait_until(lambda: (s := status_of(tenant, single["message_id"]))["status"] == "suppressed" and s,
+                               timeout=20, what="single suppressed")
+    assert single_status["suppressed_recipients"] == [alone]
+    assert stack.smtp.messages_to(alone) == [] and stack.smtp.messages_to(dropped) == []
