@@ -61,11 +61,15 @@ def raise_first(error: ValidationError, prefix: tuple = ()) -> None:
     raise ValidationFailed(f"{path}: {message}" if path else message, path=path)
 
 
-async def json_body() -> bytes:
+async def json_body(allow_empty: bool = False) -> bytes:
+    """The raw JSON body; `allow_empty`: no body at all needs no Content-Type either."""
+    raw = await request.get_data(as_text=False)
+    if allow_empty and not raw.strip():
+        return b""
     mimetype = request.mimetype or ""
     if mimetype != "application/json" and not mimetype.endswith("+json"):
         raise ValidationFailed("Content-Type must be application/json.")
-    return await request.get_data(as_text=False)
+    return raw
 
 
 # What a BSON document can hold: 64-bit integers and finite doubles. JSON allows more
@@ -96,9 +100,11 @@ def _refuse_unstorable(value: Any, loc: tuple = ()) -> None:
             _refuse_unstorable(item, loc + (index,))
 
 
-def parse_body(model: type[M], raw: bytes) -> M:
+def parse_body(model: type[M], raw: bytes, allow_empty: bool = False) -> M:
     if not raw.strip():
-        raise ValidationFailed("Request body is required.")
+        if not allow_empty:
+            raise ValidationFailed("Request body is required.")
+        raw = b"{}"
     try:
         parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as error:
@@ -107,13 +113,14 @@ def parse_body(model: type[M], raw: bytes) -> M:
     return parsed
 
 
-def body(model: type[M]):
-    """Decorator: validate the JSON body into `model`, passed to the view as `data`."""
+def body(model: type[M], allow_empty: bool = False):
+    """Decorator: validate the JSON body into `model`, passed to the view as `data`
+    (`allow_empty`: no body at all reads as `{}`)."""
     def decorate(view):
         @document_request(model)
         @functools.wraps(view)
         async def wrapper(*args: Any, **kwargs: Any):
-            return await view(*args, data=parse_body(model, await json_body()), **kwargs)
+            return await view(*args, data=parse_body(model, await json_body(allow_empty), allow_empty), **kwargs)
         return wrapper
     return decorate
 

@@ -153,8 +153,9 @@ async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
                  set_attributes: dict, unset_attributes: list[str]) -> dict | None:
-    """Change the given fields and merge attributes; records contact.updated (and
-    contact.subscribed/unsubscribed when `subscribed` flips). None if the new email is
+    """Change the given fields and merge attributes; records contact.updated with the
+    fields that really changed (and contact.subscribed/unsubscribed when `subscribed`
+    flips); nothing is written or recorded when nothing differs. None if the new email is
     taken by another live contact.
 
     Attributes are merged here and written as one whole object, guarded by the
@@ -164,31 +165,41 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
     error, hence update_one.)"""
     fields = dict(fields)
     subscribed = fields.pop("subscribed", None)
+    doc, changed = None, set()
     for _ in range(_MERGE_ATTEMPTS):
         current = await get(db, workspace_id, contact_id)
         if current is None:
             raise LookupError(f"contact {contact_id} vanished during update")
-        changes = {**fields, "updated_at": now_iso()}
-        if "email" in fields:
-            changes["email_key"] = fields["email"].lower()
+        # only what differs is written and reported: a PATCH repeating what is stored
+        # changes nothing and emits nothing
+        changes = {k: v for k, v in fields.items() if current.get(k) != v}
+        if "email" in changes:
+            changes["email_key"] = changes["email"].lower()
         if set_attributes or unset_attributes:
             merged = {**(current.get("attributes") or {}), **set_attributes}
-            changes["attributes"] = {k: v for k, v in merged.items() if k not in unset_attributes}
+            merged = {k: v for k, v in merged.items() if k not in unset_attributes}
+            if merged != (current.get("attributes") or {}):
+                changes["attributes"] = merged
+        if not changes:
+            doc = current
+            break
+        changes["updated_at"] = now_iso()
         try:  # update_one, not find_one_and_update: the embedded store's answers None there
             result = await db.contacts.update_one(
                 live(workspace_id, {"_id": contact_id, "updated_at": current["updated_at"]}), {"$set": changes})
         except DuplicateKeyError:
             return None
         if result.matched_count == 1:
-            doc = {**current, **changes}
+            doc, changed = {**current, **changes}, set(changes) - {"email_key", "updated_at"}
             break
     else:
         raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
     if subscribed is not None:
-        doc = await set_subscribed(db, workspace_id, contact_id, subscribed, "api") or doc
-    changed = sorted(set(fields) | ({"attributes"} if set_attributes or unset_attributes else set())
-                     | ({"subscribed"} if subscribed is not None else set()))
-    await outbox.record(db, workspace_id, "contact.updated", {"contact": view(doc), "changed": changed})
+        flipped = await set_subscribed(db, workspace_id, contact_id, subscribed, "api")
+        if flipped is not None:
+            doc, changed = flipped, changed | {"subscribed"}
+    if changed:
+        await outbox.record(db, workspace_id, "contact.updated", {"contact": view(doc), "changed": sorted(changed)})
     return doc
 
 

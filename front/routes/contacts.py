@@ -128,6 +128,9 @@ async def update_contact(contact_id: str, data: UpdateContact):
     fields = data.model_dump(include=data.model_fields_set - {"attributes"})
     attributes = data.attributes if "attributes" in data.model_fields_set else {}
     check_attributes(attributes)
+    # the cap holds for the merged result, not just this patch
+    merged = {**(current.get("attributes") or {}), **attributes}
+    check_attributes({k: v for k, v in merged.items() if v is not None})
     if not fields and not attributes:
         return one(await contact_with_lists(current))
     doc = await contact_store.update(
@@ -157,7 +160,7 @@ async def bulk_delete(data: ContactIds):
 
 
 @bp.post("/contacts/delete-all")
-@body(DeleteAll)
+@body(DeleteAll, allow_empty=True)  # no body at all is "without confirm": confirmation_required
 async def delete_all(data: DeleteAll):
     """Soft-delete every contact (confirm must be true); answers {deleted, deletion_id, restorable_until, activity_id}."""
     if data.confirm is not True:

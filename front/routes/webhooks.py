@@ -154,7 +154,7 @@ async def test_webhook(webhook_id: str):
         event=TEST_EVENT, delivery_id=f"test_{new_uuid()}", webhook_id=doc["_id"],
         allow_private=settings().allow_private_targets)
     return one({"success": result.ok, "status_code": result.status_code,
-                "response_time_ms": result.duration_ms})
+                "response_time_ms": result.duration_ms, "error": None if result.status_code else result.error})
 
 
 def delivery_view(doc: dict, attempts: list[dict]) -> dict:

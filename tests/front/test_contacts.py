@@ -153,7 +153,19 @@ def test_unsubscribing_and_resubscribing_record_events(service, tenant):
     assert gone["data"]["contact"]["id"] == contact["id"] and gone["data"]["reason"] == "api"
     assert back["data"]["contact"]["subscribed"] is True
     changed = [e["data"]["changed"] for e in events(service, tenant, "contact.updated")]
-    assert changed == [["subscribed"]] * 3
+    assert changed == [["subscribed"]] * 2  # the repeat changed nothing and said nothing
+
+
+def test_a_patch_that_repeats_what_is_stored_changes_nothing_and_emits_nothing(service, tenant):
+    contact = make_contact(tenant, "same@example.org", first_name="Ann", attributes={"plan": "pro"})
+    before = tenant.get(f"/contacts/{contact['id']}").json()["data"]
+    again = tenant.patch(f"/contacts/{contact['id']}", json={"first_name": "Ann", "attributes": {"plan": "pro"},
+                                                             "subscribed": True})
+    assert again.status_code == 200 and again.json()["data"] == before
+    assert events(service, tenant, "contact.updated") == []
+    tenant.patch(f"/contacts/{contact['id']}", json={"first_name": "Ann", "last_name": "Lee"})
+    [updated] = events(service, tenant, "contact.updated")
+    assert updated["data"]["changed"] == ["last_name"]  # first_name was already Ann
 
 
 def test_patch_records_contact_updated_with_the_changed_fields(service, tenant):
@@ -285,3 +297,13 @@ def test_read_only_key_can_list_but_not_create_contacts(service, tenant):
     reader = service.extra_key(tenant, permissions=["contacts:read"])
     assert reader.get("/contacts").status_code == 200
     error(reader.post("/contacts", json={"email": "m@example.org"}), 403, "forbidden")
+
+
+def test_patches_cannot_grow_attributes_past_the_cap_one_at_a_time(tenant):
+    contact = make_contact(tenant, "many@example.org", attributes={f"a{i}": i for i in range(99)})
+    assert tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"a99": 99}}).status_code == 200
+    error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"one_more": 1}}),
+          400, "validation_error", "attributes")
+    # replacing one (null clears it) keeps the count at 100
+    swap = tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"a0": None, "one_more": 1}})
+    assert swap.status_code == 200 and len(swap.json()["data"]["attributes"]) == 100

@@ -30,6 +30,13 @@ def test_delete_all_without_confirm_true_deletes_nothing(tenant, audience, paylo
     assert tenant.get("/contacts/activity").json()["data"] == []
 
 
+def test_delete_all_with_no_body_at_all_asks_for_confirmation_and_deletes_nothing(tenant, audience):
+    error(tenant.client.post("/contacts/delete-all"), 400, "confirmation_required")
+    error(tenant.client.post("/contacts/delete-all", content=b"  ", headers={"Content-Type": "application/json"}),
+          400, "confirmation_required")
+    assert total(tenant) == 3
+
+
 @pytest.mark.parametrize("payload, path", [({"confirm": "true"}, "confirm"), ({"confirm": 1}, "confirm"),
                                            ({"confirm": True, "force": True}, "force")])
 def test_delete_all_with_a_malformed_body_is_a_validation_error_and_deletes_nothing(tenant, audience, payload, path):

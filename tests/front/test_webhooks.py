@@ -231,8 +231,29 @@ def test_the_test_operation_reports_status_zero_when_nothing_answers(tenant, rec
     data = subscribe(tenant, receiver.url)
     receiver.stop()
     result = tenant.post(f"/webhooks/{data['id']}/test").json()["data"]
-    assert result == {"success": False, "status_code": 0, "response_time_ms": result["response_time_ms"]}
+    assert result["success"] is False and result["status_code"] == 0 and result["error"]
+    assert set(result) == {"success", "status_code", "response_time_ms", "error"}
     assert result["response_time_ms"] >= 0
+
+
+def test_a_front_without_the_private_targets_setting_refuses_loopback_receivers(service, tenant, receiver):
+    """The suite's own front allows loopback (its receivers live there); a front started as
+    an operator would, without POSTROOM_ALLOW_PRIVATE_TARGETS, refuses them: literal
+    addresses at subscription time, names that resolve to them when sending."""
+    import httpx
+
+    from tests.support.services import another_front
+    by_name = subscribe(tenant, receiver.url.replace("127.0.0.1", "localhost"))
+    strict_env = {k: v for k, v in service.env.items() if k != "POSTROOM_ALLOW_PRIVATE_TARGETS"}
+    with another_front("front-strict", strict_env, service.log_dir) as base_url, \
+            httpx.Client(base_url=base_url + "/api/v1", timeout=30, headers=tenant.client.headers) as strict:
+        for url in (receiver.url, "http://10.0.0.8/hook", "http://169.254.169.254/latest/meta-data",
+                    "http://[::1]:8080/hook"):
+            assert_invalid(strict.post("/webhooks/triggers", json={"targetUrl": url, "event": "contact.created"}),
+                           "targetUrl")
+        result = strict.post(f"/webhooks/{by_name['id']}/test").json()["data"]
+    assert result["success"] is False and result["status_code"] == 0 and "127.0.0.1" in result["error"]
+    assert receiver.requests == []  # nothing reached the loopback receiver
 
 
 # -- GET /webhooks/:id/deliveries ------------------------------------------------------------
