@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from mongo import outbox
+
 
 def one(data, status: int = 200):
     return {"data": data}, status
 
 
 def public(doc: dict, drop: tuple[str, ...] = ("workspace_id",)) -> dict:
-    """A stored document as the API shows it: `_id` becomes `id`, internals dropped."""
+    """A stored document as the API shows it: `_id` becomes `id`, internals dropped
+    (`drop`, and always the events a document carries on their way to the outbox)."""
     out = {"id": doc["_id"]}
     for key, value in doc.items():
-        if key != "_id" and key not in drop:
+        if key != "_id" and key not in drop and key not in outbox.CARRIER_FIELDS:
             out[key] = value
     return out

@@ -105,13 +105,16 @@ def new_document(workspace_id: str, *, email: str, first_name: str | None = None
     }
 
 
-async def insert(db: AsyncDatabase, doc: dict) -> bool:
-    """Store a new contact and record contact.created; False if the address is taken."""
+async def insert(db: AsyncDatabase, doc: dict, more_events: tuple[dict, ...] = ()) -> bool:
+    """Store a new contact carrying contact.created (and `more_events`, e.g. the
+    list.member_added of its first list) in the same write; False if the address is taken."""
+    events = [outbox.event_document(doc["workspace_id"], "contact.created", {"contact": view(doc)}),
+              *more_events]
     try:
-        await db.contacts.insert_one(doc)
+        await db.contacts.insert_one(outbox.inserted_with(doc, events))
     except DuplicateKeyError:
         return False
-    await outbox.record(db, doc["workspace_id"], "contact.created", {"contact": view(doc)})
+    await outbox.relay(db, "contacts", [doc["_id"]], {e["_id"] for e in events})
     return True
 
 
@@ -153,19 +156,16 @@ async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
                  set_attributes: dict, unset_attributes: list[str]) -> dict | None:
-    """Change the given fields and merge attributes; records contact.updated with the
-    fields that really changed (and contact.subscribed/unsubscribed when `subscribed`
-    flips); nothing is written or recorded when nothing differs. None if the new email is
-    taken by another live contact.
+    """Change the given fields and merge attributes, carrying contact.updated with the
+    fields that really changed (and contact.subscribed/unsubscribed, reason `api`, when
+    `subscribed` flips) in the same write; nothing is written or recorded when nothing
+    differs. None if the new email is taken by another live contact.
 
     Attributes are merged here and written as one whole object, guarded by the
     `updated_at` we read (compare-and-set, retried): the embedded store turns a boolean
     written with a dotted `$set` into 0/1, while a whole object keeps its types. (It also
     answers a unique-index violation in find_one_and_update with None instead of an
     error, hence update_one.)"""
-    fields = dict(fields)
-    subscribed = fields.pop("subscribed", None)
-    doc, changed = None, set()
     for _ in range(_MERGE_ATTEMPTS):
         current = await get(db, workspace_id, contact_id)
         if current is None:
@@ -173,51 +173,61 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
         # only what differs is written and reported: a PATCH repeating what is stored
         # changes nothing and emits nothing
         changes = {k: v for k, v in fields.items() if current.get(k) != v}
-        if "email" in changes:
-            changes["email_key"] = changes["email"].lower()
         if set_attributes or unset_attributes:
             merged = {**(current.get("attributes") or {}), **set_attributes}
             merged = {k: v for k, v in merged.items() if k not in unset_attributes}
             if merged != (current.get("attributes") or {}):
                 changes["attributes"] = merged
         if not changes:
-            doc = current
-            break
-        changes["updated_at"] = now_iso()
+            return current
+        changed = sorted(changes)
+        now = now_iso()
+        if "email" in changes:
+            changes["email_key"] = changes["email"].lower()
+        if "subscribed" in changes:
+            changes["unsubscribed_at"] = None if changes["subscribed"] else now
+        changes["updated_at"] = now
+        after = {**current, **changes}
+        events = []
+        if "subscribed" in changes:
+            events.append(_subscription_event(workspace_id, after, "api"))
+        events.append(outbox.event_document(workspace_id, "contact.updated",
+                                            {"contact": view(after), "changed": changed}))
         try:  # update_one, not find_one_and_update: the embedded store's answers None there
             result = await db.contacts.update_one(
-                live(workspace_id, {"_id": contact_id, "updated_at": current["updated_at"]}), {"$set": changes})
+                live(workspace_id, {"_id": contact_id, "updated_at": current["updated_at"]}),
+                outbox.carrying({"$set": changes}, events))
         except DuplicateKeyError:
             return None
         if result.matched_count == 1:
-            doc, changed = {**current, **changes}, set(changes) - {"email_key", "updated_at"}
-            break
-    else:
-        raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
-    if subscribed is not None:
-        flipped = await set_subscribed(db, workspace_id, contact_id, subscribed, "api")
-        if flipped is not None:
-            doc, changed = flipped, changed | {"subscribed"}
-    if changed:
-        await outbox.record(db, workspace_id, "contact.updated", {"contact": view(doc), "changed": sorted(changed)})
-    return doc
+            await outbox.relay(db, "contacts", [contact_id], {e["_id"] for e in events})
+            return after
+    raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
+
+
+def _subscription_event(workspace_id: str, contact: dict, reason: str) -> dict:
+    event = "contact.subscribed" if contact["subscribed"] else "contact.unsubscribed"
+    return outbox.event_document(workspace_id, event, {"contact": view(contact), "reason": reason})
 
 
 async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, subscribed: bool,
                          reason: str) -> dict | None:
-    """Flip a live contact's subscription and record contact.subscribed / .unsubscribed
-    with `reason`. Guarded on the old value, so a repeat changes and records nothing
-    (returns None then)."""
+    """Flip a live contact's subscription, carrying contact.subscribed / .unsubscribed
+    with `reason` in the same write. Guarded on the old value, so a repeat changes and
+    records nothing (returns None then)."""
+    current = await get(db, workspace_id, contact_id)
+    if current is None or bool(current["subscribed"]) == subscribed:
+        return None
     now = now_iso()
-    doc = await db.contacts.find_one_and_update(
-        live(workspace_id, {"_id": contact_id, "subscribed": not subscribed}),
-        {"$set": {"subscribed": subscribed, "updated_at": now,
-                  "unsubscribed_at": None if subscribed else now}},
-        return_document=ReturnDocument.AFTER)
-    if doc is not None:
-        event = "contact.subscribed" if subscribed else "contact.unsubscribed"
-        await outbox.record(db, workspace_id, event, {"contact": view(doc), "reason": reason})
-    return doc
+    changes = {"subscribed": subscribed, "updated_at": now, "unsubscribed_at": None if subscribed else now}
+    after = {**current, **changes}
+    event = _subscription_event(workspace_id, after, reason)
+    result = await db.contacts.update_one(live(workspace_id, {"_id": contact_id, "subscribed": not subscribed}),
+                                          outbox.carrying({"$set": changes}, [event]))
+    if result.matched_count != 1:
+        return None
+    await outbox.relay(db, "contacts", [contact_id], {event["_id"]})
+    return after
 
 
 async def mark_bounced(db: AsyncDatabase, workspace_id: str, email: str) -> str | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
+from . import outbox
+
 INDEXES: dict[str, list[IndexModel]] = {
     "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),
                  IndexModel([("workspace_id", ASCENDING)], name="workspace")],
@@ -21,6 +23,10 @@ INDEXES: dict[str, list[IndexModel]] = {
     "idempotency": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
     "rate_windows": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
 }
+
+# The stranded-event sweep (mongo.outbox.relay_stranded) over every collection that carries events.
+for _carrier in outbox.CARRIERS:
+    INDEXES[_carrier] = [IndexModel([(outbox.PENDING_AT, ASCENDING)], name="outbox_pending")]
 
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",

@@ -81,21 +81,18 @@ async def delete(db: AsyncDatabase, workspace_id: str, list_id: str) -> bool:
     return True
 
 
-async def record_members(db: AsyncDatabase, list_doc: dict, event: str, changed: list[dict]) -> None:
-    """One list.member_added / list.member_removed event per changed contact ({_id, email})."""
-    docs = [outbox.event_document(list_doc["workspace_id"], event, {
+def member_event(list_doc: dict, event: str, contact: dict) -> dict:
+    """list.member_added / list.member_removed for one contact ({_id, email})."""
+    return outbox.event_document(list_doc["workspace_id"], event, {
         "list": {"id": list_doc["_id"], "name": list_doc["name"]},
-        "contact": {"id": c["_id"], "email": c["email"]}}) for c in changed]
-    await outbox.record_many(db, docs)
+        "contact": {"id": contact["_id"], "email": contact["email"]}})
 
 
 async def add_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str]) -> memberships.Outcome:
-    outcome = await memberships.add(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids)
-    await record_members(db, list_doc, "list.member_added", outcome.changed)
-    return outcome
+    return await memberships.add(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids,
+                                 event_for=lambda c: member_event(list_doc, "list.member_added", c))
 
 
 async def remove_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str]) -> memberships.Outcome:
-    outcome = await memberships.remove(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids)
-    await record_members(db, list_doc, "list.member_removed", outcome.changed)
-    return outcome
+    return await memberships.remove(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids,
+                                    event_for=lambda c: member_event(list_doc, "list.member_removed", c))

@@ -2,18 +2,21 @@
 the contact (`tags`, `lists`), added with `$addToSet` and removed with `$pull`.
 
 Each change is guarded on the array's current content, so a repeat (or two callers at
-once) changes a contact once, and callers learn exactly which contacts changed (to record
-one event per contact)."""
+once) changes a contact once. A change that has an event (list membership) carries it in
+the same guarded write, so the event exists exactly when the change happened, and the
+contacts whose event was written are exactly the ones reported as changed."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import now_iso
 
+from . import outbox
 from .contacts import existing
 
 FIELDS = ("tags", "lists")
@@ -26,22 +29,33 @@ class Outcome:
     not_found: list[str]      # ids that are not live contacts of the workspace
 
 
+EventFor = Callable[[dict], dict]  # a changed contact ({_id, email}) → its outbox event
+
+
 async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
-                 contact_ids: list[str], adding: bool) -> Outcome:
+                 contact_ids: list[str], adding: bool, event_for: EventFor | None = None) -> Outcome:
     assert field in FIELDS
     wanted = list(dict.fromkeys(contact_ids))
     docs = await existing(db, workspace_id, wanted, fields=("_id", "email", field))
     found = {d["_id"] for d in docs}
     changed = [d for d in docs if (ref_id in d.get(field, [])) != adding]
     now = now_iso()
-    if adding:
-        ops = [UpdateOne({"_id": d["_id"], field: {"$nin": [ref_id]}},
-                         {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}) for d in changed]
-    else:
-        ops = [UpdateOne({"_id": d["_id"], field: ref_id},
-                         {"$pull": {field: ref_id}, "$set": {"updated_at": now}}) for d in changed]
+    events = {d["_id"]: event_for(d) for d in changed} if event_for else {}
+    ops = []
+    for d in changed:
+        if adding:
+            guard, update = {field: {"$nin": [ref_id]}}, {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}
+        else:
+            guard, update = {field: ref_id}, {"$pull": {field: ref_id}, "$set": {"updated_at": now}}
+        if events:
+            update = outbox.carrying(update, [events[d["_id"]]])
+        ops.append(UpdateOne({"_id": d["_id"], **guard}, update))
     if ops:
         await db.contacts.bulk_write(ops, ordered=False)
+    if events:  # what a concurrent caller changed first carries no event of ours: not ours to report
+        written = {e["_id"] for e in await outbox.relay(db, "contacts", list(events),
+                                                         {e["_id"] for e in events.values()})}
+        changed = [d for d in changed if events[d["_id"]]["_id"] in written]
     changed_ids = {d["_id"] for d in changed}
     return Outcome(changed=[{"_id": d["_id"], "email": d["email"]} for d in changed],
                    unchanged=[i for i in wanted if i in found and i not in changed_ids],
@@ -49,13 +63,13 @@ async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
 
 
 async def add(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
-              contact_ids: list[str]) -> Outcome:
-    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=True)
+              contact_ids: list[str], event_for: EventFor | None = None) -> Outcome:
+    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=True, event_for=event_for)
 
 
 async def remove(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
-                 contact_ids: list[str]) -> Outcome:
-    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=False)
+                 contact_ids: list[str], event_for: EventFor | None = None) -> Outcome:
+    return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=False, event_for=event_for)
 
 
 async def drop_everywhere(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str) -> int:

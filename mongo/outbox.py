@@ -1,9 +1,16 @@
 """The outbox: every event the spec lists is recorded here as part of the step that made
 the state change, and delivered to webhook subscriptions from here.
 
-Without multi-document transactions (and the embedded store's are unsafe), the change
-and its event are two single-document writes, event second; callers in actors pass a
-deterministic `event_id` so a redelivered actor message records the event once."""
+Without multi-document transactions (and the embedded store's are unsafe), an event can
+only be written *with* its change when it travels in the document that changes: the API's
+audience and conversion writes put their events into the changed document itself
+(`outbox_pending`), in the same single-document write as the change (`carrying`,
+`inserted_with`). `relay` then copies them into this collection and takes them out of the
+document; a process that dies in between leaves them there, and the scheduler's
+`relay_stranded` finishes the job. So a stored change always yields its event, once.
+
+Actor steps record events after their guarded transition with a deterministic `event_id`:
+a redelivered actor message records the event once."""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from pymongo import InsertOne, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines.clock import now_iso
+from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
 
 
@@ -24,6 +31,72 @@ def event_document(workspace_id: str, event: str, data: dict, event_id: str | No
         "timestamp": now_iso(),
         "dispatched": False,
     }
+
+
+# Fields of a document that carries events (see the module docstring).
+PENDING = "outbox_pending"              # the events not yet relayed
+PENDING_AT = "outbox_pending_at"        # when the newest was written; "" when none wait
+PENDING_TOKEN = "outbox_pending_token"  # the newest event's id: guards clearing the marker
+CARRIER_FIELDS = (PENDING, PENDING_AT, PENDING_TOKEN)
+CARRIERS = ("contacts", "conversions")  # collections whose writes carry events
+STRANDED_AFTER_SECONDS = 30             # a relay this late is taken to have died
+
+
+def inserted_with(doc: dict, events: list[dict]) -> dict:
+    """A new document carrying `events` (every carrier is inserted with the fields: the
+    embedded store cannot `$addToSet` onto a missing array)."""
+    newest = events[-1] if events else None
+    return {**doc, PENDING: list(events), PENDING_AT: newest["timestamp"] if newest else "",
+            PENDING_TOKEN: newest["_id"] if newest else ""}
+
+
+def carrying(update: dict, events: list[dict]) -> dict:
+    """`update` (its operators) plus putting `events` into the document, in the same write."""
+    out = {op: dict(fields) for op, fields in update.items()}
+    out.setdefault("$set", {}).update({PENDING_AT: events[-1]["timestamp"], PENDING_TOKEN: events[-1]["_id"]})
+    out.setdefault("$addToSet", {})[PENDING] = {"$each": list(events)}
+    return out
+
+
+async def relay(db: AsyncDatabase, collection: str, doc_ids: list[str],
+                event_ids: set[str] | None = None) -> list[dict]:
+    """Copy the events the documents carry into the outbox (only `event_ids`, when given:
+    the ones this caller wrote; a guarded write that did not match carries none) and take
+    them out. Returns the events relayed. One read and one bulk write in the common case."""
+    docs = await db[collection].find({"_id": {"$in": list(doc_ids)}},
+                                     {PENDING: 1, PENDING_TOKEN: 1}).to_list()
+    moves, stale = [], []
+    for doc in docs:
+        pending = doc.get(PENDING) or []
+        mine = [e for e in pending if event_ids is None or e["_id"] in event_ids]
+        if mine:
+            moves.append((doc, mine, len(mine) == len(pending)))
+        elif not pending and doc.get(PENDING_TOKEN):
+            stale.append(doc)  # interleaved relays took every event but left the marker
+    events = [e for _, mine, _ in moves for e in mine]
+    if events:
+        await record_many(db, events)
+    pulls = [UpdateOne({"_id": d["_id"]}, {"$pull": {PENDING: {"_id": {"$in": [e["_id"] for e in mine]}}}})
+             for d, mine, _ in moves]
+    # The marker goes with the last events, unless a later write (a new token) added more.
+    clears = [UpdateOne({"_id": d["_id"], PENDING_TOKEN: d[PENDING_TOKEN]},
+                        {"$set": {PENDING_AT: "", PENDING_TOKEN: ""}})
+              for d in [d for d, _, everything in moves if everything] + stale]
+    if pulls or clears:
+        await db[collection].bulk_write(pulls + clears, ordered=True)
+    return events
+
+
+async def relay_stranded(db: AsyncDatabase, limit: int = 500) -> int:
+    """Events a dead process left in their documents: relayed (scheduler job)."""
+    cutoff = in_seconds(-STRANDED_AFTER_SECONDS)
+    relayed = 0
+    for collection in CARRIERS:
+        docs = await db[collection].find({PENDING_AT: {"$gt": "", "$lt": cutoff}}, {"_id": 1},
+                                         limit=limit).to_list()
+        if docs:
+            relayed += len(await relay(db, collection, [d["_id"] for d in docs]))
+    return relayed
 
 
 async def record(db: AsyncDatabase, workspace_id: str, event: str, data: dict,
@@ -61,6 +134,14 @@ async def subscribed_events(db: AsyncDatabase, workspace_ids: list[str]) -> set[
     return {(sub["workspace_id"], event)
             for sub in await webhooks.active_for_workspaces(db, workspace_ids)
             for event in sub.get("events") or []}
+
+
+async def relay_stranded_events(db: AsyncDatabase, settings) -> int:
+    """Scheduler job: see `relay_stranded`."""
+    return await relay_stranded(db)
+
+
+JOBS = [relay_stranded_events]
 
 
 async def pending(db: AsyncDatabase, limit: int = 500) -> list[dict]:

@@ -59,8 +59,10 @@ async def contact_events(db: AsyncDatabase, workspace_id: str, contact_id: str,
     return await db.contact_events.find(query, sort=[("at", 1)]).to_list()
 
 
-async def insert_conversion(db: AsyncDatabase, doc: dict) -> dict:
-    await db.conversions.insert_one(doc)
+async def insert_conversion(db: AsyncDatabase, doc: dict, event: dict) -> dict:
+    """Store a conversion carrying its conversion.created `event` in the same write."""
+    await db.conversions.insert_one(outbox.inserted_with(doc, [event]))
+    await outbox.relay(db, "conversions", [doc["_id"]], {event["_id"]})
     return doc
 
 

@@ -85,9 +85,10 @@ def effects_of(doc: dict, *, transient_count: int) -> Effects:
 
 
 def event_data(doc: dict) -> dict:
+    """What a report did not say is null, as in GET /bounces (stored as "")."""
     data = {"bounce_id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
-            "isp_name": doc["isp_name"], "source": doc["source"]}
+            "isp_name": doc["isp_name"] or None, "source": doc["source"]}
     if doc["kind"] == "complaint":
-        return {**data, "feedback_type": doc["feedback_type"]}
-    return {**data, "type": doc["type"], "smtp_status": doc["smtp_status"],
-            "diagnostic_code": doc["diagnostic_code"]}
+        return {**data, "feedback_type": doc["feedback_type"] or None}
+    return {**data, "type": doc["type"], "smtp_status": doc["smtp_status"] or None,
+            "diagnostic_code": doc["diagnostic_code"] or None}

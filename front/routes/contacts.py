@@ -109,10 +109,9 @@ async def create_contact(data: CreateContact):
     doc = contact_store.new_document(
         caller().workspace_id, email=data.email, first_name=data.first_name, last_name=data.last_name,
         attributes=data.attributes, subscribed=data.subscribed, lists=[target["_id"]] if target else [])
-    if not await contact_store.insert(db(), doc):
+    joined = (list_store.member_event(target, "list.member_added", doc),) if target is not None else ()
+    if not await contact_store.insert(db(), doc, joined):
         raise _duplicate()
-    if target is not None:
-        await list_store.record_members(db(), target, "list.member_added", [doc])
     return one(await contact_with_lists(doc), 201)
 
 

@@ -42,13 +42,13 @@ async def create(data: CreateConversion):
     doc = {"_id": new_uuid(), "workspace_id": who.workspace_id, "contact_id": contact["_id"],
            "contact_email": contact["email"], "value": amount_text(data.value), "currency": data.currency,
            "metadata": data.metadata, "created_at": now_iso()}
-    await tracking.insert_conversion(db(), doc)
     view = public(doc)
+    await tracking.insert_conversion(db(), doc, outbox.event_document(who.workspace_id, "conversion.created",
+                                                                      {"conversion": view}))
     await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "purchase",
                                      {"conversion_id": doc["_id"], "value": doc["value"],
                                       "currency": doc["currency"], "metadata": doc["metadata"]},
                                      event_id=f"{doc['_id']}:purchase")
-    await outbox.record(db(), who.workspace_id, "conversion.created", {"conversion": view})
     return one(view, 201)
 
 

@@ -220,8 +220,9 @@ def test_a_report_through_the_inbound_port_is_recorded_and_applied(service, tena
     if case.kind == "complaint":
         assert event["data"]["feedback_type"] == "abuse"
     else:
-        # the payload carries "" where GET /bounces says null (no status in the report)
-        assert (event["data"]["type"], event["data"]["smtp_status"] or None) == (case.type, case.smtp_status)
+        # what the report did not say is null in the payload, as in GET /bounces
+        assert (event["data"]["type"], event["data"]["smtp_status"]) == (case.type, case.smtp_status)
+        assert event["data"]["isp_name"] == record["isp_name"]
     other = "email.bounced" if case.kind == "complaint" else "email.complained"
     assert events(service, tenant, other) == []
     totals = tenant.get("/analytics", params={"period": "1d"}).json()["data"]["totals"]
