@@ -27,6 +27,7 @@ import dramatiq
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from pipelines.outcomes import OutcomePlan, plan_outcomes
+from pipelines.render_message import owed_recipients
 from pipelines.throttle import Admission, DomainLimit, SendThrottle
 
 from . import bounces as bounce_actor
@@ -71,8 +72,13 @@ async def _hold(db, admission: Admission, mime: dict[str, dict], token: str) -> 
 async def _deliver(message: dict, rendered: dict | None):
     if not rendered:
         return message, None
-    outcomes = await runtime.transport().send(rendered["mail_from"], rendered["recipients"],
-                                              rendered["data"].encode("ascii"), message["_id"])
+    # the claimed message says who is still owed (a retry after a partial delivery)
+    still_owed = owed_recipients(message)
+    owed = [r for r in rendered["recipients"] if r in still_owed]
+    if not owed:  # every recipient settled already: nothing to send, the outcome decides
+        return message, {}
+    outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("ascii"),
+                                              message["_id"])
     return message, outcomes
 
 
@@ -85,5 +91,5 @@ async def _apply(db, plan: OutcomePlan, mime: dict[str, dict], token: str) -> No
     await analytics.bump_many(db, plan.analytics)
     await bounce_actor.record_rejections(db, plan.bounces)
     if plan.retry_ids:
-        await messages.release_for_retry(db, plan.retry_ids, token, plan.retry_notes)
+        await messages.release_for_retry(db, plan.retry_ids, token, plan.retry_notes, progress=plan.retry_progress)
         await publish(send_messages, [mime[mid] for mid in plan.retry_ids], delay=plan.retry_delay_ms)

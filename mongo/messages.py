@@ -79,7 +79,7 @@ async def cancel_scheduled(db: AsyncDatabase, workspace_id: str, message_id: str
 # What the send step reads of a claimed message: enough to throttle, record outcomes,
 # events and counts — never the bodies (html, text) or the history.
 SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
-               "attempts": 1, "batch_id": 1, "campaign_id": 1}
+               "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1}
 
 
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,
@@ -129,14 +129,16 @@ async def promote(db: AsyncDatabase, message_id: str) -> bool:
 
 
 async def release_for_retry(db: AsyncDatabase, message_ids: list[str], token: str, notes: dict[str, str],
-                            *, count_attempt: bool = True) -> None:
+                            *, count_attempt: bool = True, progress: dict[str, dict] | None = None) -> None:
     """sending → queued, guarded on our claim, after a transient failure (a `deferred`
     history entry, one more attempt) or a throttle hold (neither: it was not tried). The
-    caller re-enqueues the send job with the MIME."""
+    caller re-enqueues the send job with the MIME. `progress`: per message, the recipients
+    this attempt settled (`accepted_recipients`, `refused_recipients`), never sent again."""
     at = now_iso()
     ops = []
     for mid in message_ids:
-        update: dict = {"$set": {"status": "queued", "updated_at": at, "lease_token": ""}}
+        update: dict = {"$set": {"status": "queued", "updated_at": at, "lease_token": "",
+                                 **(progress or {}).get(mid, {})}}
         if count_attempt:
             update["$set"]["last_error"] = notes.get(mid)
             update["$inc"] = {"attempts": 1}

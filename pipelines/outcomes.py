@@ -3,12 +3,18 @@ bounced, retried later or given up on, and what that emits (events, bounce recor
 batch and analytics counts). Plain values in, a plan out; the `send` actor applies it in
 a handful of bulk writes.
 
-Per message, over its recipients:
-- any recipient accepted (2xx)          → `delivered` (via `sent`), email.sent + email.delivered;
-                                          permanently refused recipients still become bounces
-- every recipient refused permanently   → `bounced` at once, one bounce per recipient
-- only transient refusals (4xx, no
-  connection)                           → retried with backoff, up to MAX_ATTEMPTS, then `failed`
+Per message, over its recipients (a message to several addresses is one SMTP
+transaction, and the server answers each RCPT on its own):
+- a permanently refused recipient (5xx) → a bounce at once, never tried again
+- a transiently refused recipient (4xx,
+  or no connection at all)              → tried again with backoff, up to MAX_ATTEMPTS; the
+                                          message stays `queued` meanwhile, and a retry goes
+                                          only to the recipients still owed
+                                          (`accepted_recipients` and `refused_recipients`
+                                          on the message are settled and never sent again)
+- once every recipient is settled (or the attempts run out): any recipient accepted in
+  any attempt → `delivered` (via `sent`), email.sent + email.delivered; otherwise every
+  one refused → `bounced`; otherwise (only transient refusals, attempts exhausted) → `failed`.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class OutcomePlan:
     finished: list = dataclasses.field(default_factory=list)      # (message, final outcome)
     retry_ids: list = dataclasses.field(default_factory=list)
     retry_notes: dict = dataclasses.field(default_factory=dict)
+    retry_progress: dict = dataclasses.field(default_factory=dict)  # message id → recipients settled so far
     bounces: list = dataclasses.field(default_factory=list)       # synchronous 5xx, per recipient
     analytics: dict = dataclasses.field(default_factory=dict)     # {(workspace_id, day): Counter}
     retry_delay_ms: int = 0
@@ -64,6 +71,12 @@ def _count(plan: OutcomePlan, message: dict, **fields: int) -> None:
     counter.update(fields)
 
 
+def _send_kind(message: dict) -> str:
+    """Analytics: a send is a message the receiving server gave a final answer (accepted
+    or refused), counted as a campaign or an API send."""
+    return "campaign_sends" if message.get("kind") == "campaign" else "api_sends"
+
+
 def _line(outcome: Outcome) -> str:
     return f"{outcome.code} {outcome.text}".strip()
 
@@ -81,35 +94,44 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> Outc
             plan.transitions.append((mid, "failed", {"error": why}, why))
             plan.finished.append((message, "failed"))
             continue
-        accepted = [r for r, o in outcomes.items() if o.accepted]
+        now_accepted = [r for r, o in outcomes.items() if o.accepted]
         permanent = {r: o for r, o in outcomes.items() if o.permanent}
         transient = {r: o for r, o in outcomes.items() if not o.accepted and not o.permanent}
         per_recipient = {r: {"code": o.code, "text": o.text} for r, o in outcomes.items()}
         for recipient, outcome in permanent.items():
             plan.bounces.append({"message": message, "email": recipient, "code": outcome.code,
                                  "text": outcome.text})
-        if accepted:
-            response = _line(outcomes[accepted[0]])
-            extra = {"smtp_response": response, "recipients_result": per_recipient}
-            plan.transitions.append((mid, "delivered", extra, response, ("sent",)))
-            plan.events.append(_event(message, "email.sent", {"sent_at": now_iso()}))
-            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}))
-            plan.finished.append((message, "delivered"))
-            kind = "campaign_sends" if message.get("kind") == "campaign" else "api_sends"
-            _count(plan, message, sends=1, delivered=1, **{kind: 1})
-        elif permanent:
-            detail = _line(next(iter(permanent.values())))
-            plan.transitions.append((mid, "bounced", {"smtp_response": detail,
-                                                      "recipients_result": per_recipient}, detail))
-            plan.finished.append((message, "bounced"))
-            _count(plan, message, bounces=1)
-        elif attempt + 1 < MAX_ATTEMPTS:
+        settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
+                   "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
+        accepted = settled["accepted_recipients"]
+        if transient and attempt + 1 < MAX_ATTEMPTS:
             plan.retry_ids.append(mid)
             retry_attempts.append(attempt)
             plan.retry_notes[mid] = _line(next(iter(transient.values())))
+            if now_accepted or permanent:
+                plan.retry_notes[mid] += f" ({len(transient)} of {len(outcomes)} recipients still owed)"
+                plan.retry_progress[mid] = settled
+            continue
+        gave_up = ("gave up after %d attempts: %s" % (attempt + 1, _line(next(iter(transient.values()))))
+                   if transient else None)
+        if accepted:
+            response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
+            extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
+                     **({"undelivered_recipients": list(transient), "error": gave_up} if gave_up else {})}
+            plan.transitions.append((mid, "delivered", extra, gave_up or response, ("sent",)))
+            plan.events.append(_event(message, "email.sent", {"sent_at": now_iso()}))
+            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}))
+            plan.finished.append((message, "delivered"))
+            _count(plan, message, sends=1, delivered=1, **{_send_kind(message): 1})
+        elif not gave_up:
+            detail = _line(next(iter(permanent.values())))
+            plan.transitions.append((mid, "bounced", {"smtp_response": detail,
+                                                      "recipients_result": per_recipient, **settled}, detail))
+            plan.finished.append((message, "bounced"))
+            _count(plan, message, sends=1, bounces=1, **{_send_kind(message): 1})
         else:
-            detail = "gave up after %d attempts: %s" % (attempt + 1, _line(next(iter(transient.values()))))
-            plan.transitions.append((mid, "failed", {"error": detail, "recipients_result": per_recipient}, detail))
+            plan.transitions.append((mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
+                                                     **settled}, gave_up))
             plan.finished.append((message, "failed"))
     if plan.retry_ids:
         plan.retry_delay_ms = retry_delay_ms(min(retry_attempts))

@@ -60,6 +60,13 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
     return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
 
 
+def owed_recipients(message: dict) -> list[str]:
+    """The envelope recipients still to try: those an earlier attempt settled (accepted, or
+    refused for good) are never sent to again. `To:` always names everyone."""
+    settled = {*message.get("accepted_recipients", []), *message.get("refused_recipients", [])}
+    return [r for r in message["to"] if r not in settled]
+
+
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
     fields = message_data(message, ctx)
@@ -79,7 +86,7 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
     return {
         "_id": message["_id"],
         "mail_from": verp_return_path(message["_id"], s.bounce_domain),
-        "recipients": list(message["to"]),
+        "recipients": owed_recipients(message),
         "data": data.decode("ascii"),
     }
 

@@ -46,6 +46,25 @@ def test_a_deferred_recipient_is_retried_and_then_delivered(service, tenant):
     assert len(service.smtp.messages_to(to)) == 1
 
 
+def test_in_a_message_to_several_the_deferred_recipient_alone_is_retried(service, tenant):
+    """One SMTP transaction, three answers: `now` accepted, `later` deferred once, `gone`
+    refused. The retry goes to `later` only: nobody gets the message twice, and the
+    message is delivered once every recipient is settled."""
+    now, later, gone = (f"{p}-{uuid.uuid4().hex[:8]}@example.org" for p in ("now", "later", "gone"))
+    service.smtp.defer(later, 1)
+    service.smtp.reject(gone, 550, "5.1.1 no such user")
+    message_id = send(tenant, [now, later, gone])
+    status = wait_for(lambda: (s := status_of(tenant, message_id))["status"] == "delivered" and s,
+                      timeout=30, what="delivered")
+    attempts = service.smtp.handler.attempts
+    assert (attempts[now], attempts[later], attempts[gone]) == (1, 2, 1)
+    assert [len(service.smtp.messages_to(a)) for a in (now, later, gone)] == [1, 1, 0]
+    [deferred] = [h for h in status["history"] if h["status"] == "deferred"]
+    assert "1 of 3 recipients still owed" in deferred["detail"]
+    bounces = tenant.get("/bounces", params={"email": gone}).json()["data"]
+    assert [(b["email"], b["type"]) for b in bounces] == [(gone, "permanent")]
+
+
 def test_a_rejected_recipient_bounces_at_once_without_retries(service, tenant):
     to = f"gone-{uuid.uuid4().hex[:8]}@example.org"
     service.smtp.reject(to, 550, "5.1.1 no such user")

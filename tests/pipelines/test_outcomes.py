@@ -60,3 +60,48 @@ def test_campaign_mail_counts_as_a_campaign_send():
     plan = plan_outcomes([(message(kind="campaign"), {"a@example.org": Outcome(250, "ok")})])
     [counts] = plan.analytics.values()
     assert counts["campaign_sends"] == 1 and "api_sends" not in counts
+
+
+TRIO = ("a@example.org", "b@example.org", "c@example.org")
+
+
+def test_a_recipient_deferred_beside_accepted_ones_is_retried_alone_and_the_message_waits():
+    outcomes = {"a@example.org": Outcome(250, "ok"), "b@example.org": Outcome(451, "greylisted"),
+                "c@example.org": Outcome(550, "no such user")}
+    plan = plan_outcomes([(message(to=TRIO), outcomes)])
+    assert plan.retry_ids == ["m1"] and plan.transitions == [] and plan.events == [] and plan.finished == []
+    assert plan.retry_progress["m1"] == {"accepted_recipients": ["a@example.org"],
+                                         "refused_recipients": ["c@example.org"]}
+    assert plan.retry_notes["m1"] == "451 greylisted (1 of 3 recipients still owed)"
+    assert [b["email"] for b in plan.bounces] == ["c@example.org"]  # the 5xx bounces now, once
+
+
+def test_the_retry_that_settles_the_last_recipient_delivers_the_message():
+    earlier = {**message(to=TRIO, attempts=1), "accepted_recipients": ["a@example.org"],
+               "refused_recipients": ["c@example.org"]}
+    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(250, "ok")})])
+    [(mid, status, extra, _, via)] = plan.transitions
+    assert (status, via) == ("delivered", ("sent",)) and plan.bounces == []
+    assert extra["accepted_recipients"] == ["a@example.org", "b@example.org"]
+    assert extra["refused_recipients"] == ["c@example.org"]
+    assert [e["event"] for e in plan.events] == ["email.sent", "email.delivered"]
+
+
+def test_a_message_whose_only_accepted_recipient_came_earlier_is_still_delivered_when_the_rest_give_up():
+    earlier = {**message(to=TRIO[:2], attempts=MAX_ATTEMPTS - 1), "accepted_recipients": ["a@example.org"]}
+    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})])
+    [(_, status, extra, detail, _)] = plan.transitions
+    assert status == "delivered" and extra["undelivered_recipients"] == ["b@example.org"]
+    assert detail.startswith("gave up after") and extra["smtp_response"] == "250 accepted in an earlier attempt"
+
+
+def test_nobody_accepted_and_the_rest_deferred_to_the_end_is_failed_with_the_bounces_kept():
+    earlier = {**message(to=TRIO[1:], attempts=MAX_ATTEMPTS - 1), "refused_recipients": ["c@example.org"]}
+    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})])
+    assert plan.transitions[0][1] == "failed" and plan.transitions[0][2]["refused_recipients"] == ["c@example.org"]
+
+
+def test_a_synchronous_bounce_counts_as_a_send_and_a_bounce():
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(550, "no")})])
+    [counts] = plan.analytics.values()
+    assert counts == {"sends": 1, "bounces": 1, "api_sends": 1}
