@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from .errors import ValidationFailed
-from .merge_tags import parse_condition, parse_ref
+from .merge_tags import MergeTagError, parse, parse_condition, parse_ref
 
 BLOCK_TYPES = ("header", "text", "button", "image", "divider", "spacer", "columns", "social",
                "dynamic", "conditional", "hero", "profile", "html", "dropshadow")
@@ -226,3 +226,23 @@ def validate_structure(value, path: str = "json_structure") -> dict:
     if "settings" in value:
         _check_object(value["settings"], SETTINGS, f"{path}.settings")
     return value
+
+
+def merge_tag_error_in(structure, path: str = "json_structure") -> MergeTagError | None:
+    """The first string of a structure that is malformed merge-tag syntax on its own, as an
+    error naming its path (`json_structure.blocks[2].content.html`) with the line and
+    column inside that string; None when every string parses alone (a tag opened in one
+    block and closed in another is only wrong as a whole)."""
+    if isinstance(structure, str):
+        try:
+            parse(structure)
+        except MergeTagError as error:
+            return error.at(path)
+        return None
+    items = structure.items() if isinstance(structure, dict) else \
+        ((f"[{i}]", v) for i, v in enumerate(structure)) if isinstance(structure, list) else ()
+    for key, value in items:
+        found = merge_tag_error_in(value, f"{path}{key}" if key.startswith("[") else f"{path}.{key}")
+        if found is not None:
+            return found
+    return None

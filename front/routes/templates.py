@@ -13,7 +13,7 @@ from quart import Blueprint
 
 from mongo import templates as template_store
 from pipelines import merge_tags
-from pipelines.email_blocks import validate_structure
+from pipelines.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.email_blocks_html import render_structure
 from pipelines.errors import NotFound, ValidationFailed
 
@@ -76,14 +76,16 @@ def version_view(doc: dict, *, full: bool = True) -> dict:
     return out
 
 
-def checked_html(html: str, path: str = "html") -> str:
+def checked_html(html: str, path: str = "html", structure: dict | None = None) -> str:
+    """`html` within the size limit and with well-formed merge tags. For html rendered from
+    `structure`, a malformed tag is reported at the block field that holds it."""
     limit = settings().max_html_bytes
     if len(html.encode()) > limit:
         raise ValidationFailed(f"{path}: larger than {limit // 1024} KB.", path=path)
     try:
         merge_tags.parse(html)
     except merge_tags.MergeTagError as error:
-        raise error.at(path) from None
+        raise (structure is not None and merge_tag_error_in(structure)) or error.at(path) from None
     return html
 
 
@@ -100,7 +102,8 @@ def content_changes(data: Strict, *, creating: bool) -> dict:
     if changes.get("html") is not None:
         checked_html(changes["html"])
     elif changes.get("json_structure") is not None:
-        changes["html"] = checked_html(render_structure(changes["json_structure"]), "json_structure")
+        changes["html"] = checked_html(render_structure(changes["json_structure"]), "json_structure",
+                                       changes["json_structure"])
     elif creating:
         raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
     return changes
@@ -132,7 +135,7 @@ async def list_templates(params: TemplateQuery):
 @body(RenderStructure)
 async def render_template_structure(data: RenderStructure):
     structure = validate_structure(data.json_structure)
-    return one({"html": checked_html(render_structure(structure), "json_structure")})
+    return one({"html": checked_html(render_structure(structure), "json_structure", structure)})
 
 
 @bp.get("/templates/<template_id>")

@@ -65,6 +65,15 @@ def test_malformed_merge_tags_are_refused_at_save_with_line_and_column(tenant):
     assert "unknown format" in error["message"]
 
 
+def test_a_malformed_tag_in_a_block_is_reported_at_that_block_field(tenant):
+    broken = {"blocks": [STRUCTURE["blocks"][0],
+                         {"id": "t1", "type": "text", "content": {"html": "<p>Dear {{#if vip}}VIP</p>"}}]}
+    for call in (lambda: tenant.post("/templates", json={"name": "x", "json_structure": broken}),
+                 lambda: tenant.post("/templates/render", json={"json_structure": broken})):
+        error = assert_error(call(), 400, "validation_error", "json_structure.blocks[1].content.html")
+        assert "line 1, column 9" in error["message"] and "never closed" in error["message"]
+
+
 def test_malformed_json_and_wrong_content_type_are_validation_errors(tenant):
     assert_error(tenant.post("/templates", content=b"{nope", headers={"Content-Type": "application/json"}),
                  400, "validation_error")
