@@ -65,10 +65,8 @@ def test_unsubscribe_from_a_real_email_with_the_keyboard_in_a_browser(service, t
     page.keyboard.press("Enter")
     page.wait_for_selector("text=You have been unsubscribed")
     assert page.get_by_role("status").inner_text().endswith("will no longer receive emails from " + page.title().split(" · ")[-1] + ".")
-    shot = tmp_path / "unsubscribed.png"
-    page.screenshot(path=str(shot), full_page=True)
-    data = shot.read_bytes()
-    assert data.startswith(b"\x89PNG") and len(data) > 5_000
+    assert_visibly_rendered(page, tmp_path / "unsubscribed.png",
+                            page.get_by_role("heading", level=1), page.get_by_role("status"))
     page.close()
 
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["subscribed"] is False
@@ -77,6 +75,23 @@ def test_unsubscribe_from_a_real_email_with_the_keyboard_in_a_browser(service, t
     assert event["data"]["contact"]["id"] == contact["id"]
     stats = tenant.get(f"/campaigns/{campaign['id']}").json()["data"]
     assert stats["stats"]["unsubscribed"] == 1 and stats["rates"]["unsubscribe_rate"] == 1.0
+
+
+def assert_visibly_rendered(page, path, *elements):
+    """A screenshot in which each element is really drawn: inside its box the pixels show
+    contrast (text or a control on its background), not an empty or blank area."""
+    from PIL import Image
+    page.screenshot(path=str(path), full_page=True)
+    image = Image.open(path).convert("L")
+    assert image.width >= 320 and image.height >= 200, image.size
+    assert image.getextrema()[1] - image.getextrema()[0] > 100, "a blank page"
+    for element in elements:
+        box = element.bounding_box()
+        assert box and box["width"] >= 8 and box["height"] >= 8, (element, box)
+        area = image.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
+                           int(box["y"] + box["height"])))
+        darkest, lightest = area.getextrema()
+        assert lightest - darkest > 80, (element, "drawn without visible contrast", (darkest, lightest))
 
 
 def test_preferences_show_the_lists_and_save_changes_in_a_browser(service, tenant, browser, tmp_path):
@@ -91,9 +106,8 @@ def test_preferences_show_the_lists_and_save_changes_in_a_browser(service, tenan
     page.get_by_role("button", name="Save preferences").click()
     page.wait_for_selector("text=Your preferences have been saved.")
     assert not page.get_by_label("Offers").is_checked(), "a list left is still offered, unticked"
-    shot = tmp_path / "preferences.png"
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 5_000
+    assert_visibly_rendered(page, tmp_path / "preferences.png", page.get_by_role("heading", level=1),
+                            page.get_by_label("Weekly news"), page.get_by_role("button", name="Save preferences"))
     lists = [item["id"] for item in tenant.get(f"/contacts/{contact['id']}").json()["data"]["lists"]]
     assert lists == [news["id"]]
 
