@@ -15,7 +15,10 @@ from pipelines.ids import new_uuid
 INDEXES: dict[str, list] = {
     "activity": [IndexModel([("workspace_id", ASCENDING), ("at", DESCENDING)], name="ws_at"),
                  IndexModel([("workspace_id", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)],
-                            name="ws_action_at")],
+                            name="ws_action_at"),
+                 # the scheduler's purge of delete-alls past their restore window (all workspaces)
+                 IndexModel([("action", ASCENDING), ("details.purged", ASCENDING),
+                             ("details.restorable_until", ASCENDING)], name="purge_due")],
 }
 
 
