@@ -102,6 +102,7 @@ def new_document(workspace_id: str, *, email: str, first_name: str | None = None
         "subscribed": subscribed, "bounced": False, "tags": [], "lists": list(lists or []),
         "deleted": False, "deleted_at": None, "deletion_id": "",
         "created_at": now, "updated_at": now, "unsubscribed_at": None if subscribed else now,
+        **outbox.no_events(),
     }
 
 

@@ -42,12 +42,17 @@ CARRIERS = ("contacts", "conversions")  # collections whose writes carry events
 STRANDED_AFTER_SECONDS = 30             # a relay this late is taken to have died
 
 
+def no_events() -> dict:
+    """The carrier fields of a document with nothing pending. Every carrier document is
+    written with them: the embedded store cannot `$addToSet` onto a missing array."""
+    return {PENDING: [], PENDING_AT: "", PENDING_TOKEN: ""}
+
+
 def inserted_with(doc: dict, events: list[dict]) -> dict:
-    """A new document carrying `events` (every carrier is inserted with the fields: the
-    embedded store cannot `$addToSet` onto a missing array)."""
-    newest = events[-1] if events else None
-    return {**doc, PENDING: list(events), PENDING_AT: newest["timestamp"] if newest else "",
-            PENDING_TOKEN: newest["_id"] if newest else ""}
+    """A new document carrying `events`."""
+    if not events:
+        return {**doc, **no_events()}
+    return {**doc, PENDING: list(events), PENDING_AT: events[-1]["timestamp"], PENDING_TOKEN: events[-1]["_id"]}
 
 
 def carrying(update: dict, events: list[dict]) -> dict:
