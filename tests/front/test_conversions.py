@@ -26,7 +26,11 @@ def test_a_conversion_is_recorded_as_a_purchase_and_emits_conversion_created(ser
     [purchase] = contact_events(service, tenant, contact["id"], "purchase")
     assert purchase["data"]["conversion_id"] == conversion["id"]
     [event] = events(service, tenant, "conversion.created")
-    assert event["data"]["conversion"]["id"] == conversion["id"]
+    assert event["data"]["conversion"] == conversion
+    shape = {"id", "contact_id", "contact_email", "value", "currency", "metadata", "created_at"}
+    assert set(conversion) == shape  # nothing stored internally leaks into the answer
+    [listed] = tenant.get("/conversions").json()["data"]
+    assert listed == conversion
 
 
 def test_value_may_be_a_numeric_string_and_currency_defaults_to_usd(tenant):
