@@ -21,6 +21,7 @@ arrive twice."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import dramatiq
@@ -28,7 +29,8 @@ import dramatiq
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from pipelines.outcomes import OutcomePlan, plan_outcomes
 from pipelines.render_message import owed_recipients
-from pipelines.throttle import Admission, DomainLimit, SendThrottle
+from pipelines.settings import SEND_LEASE_MARGIN_SECONDS
+from pipelines.throttle import DomainLimit, SendThrottle
 
 from . import bounces as bounce_actor
 from . import runtime
@@ -37,21 +39,27 @@ from .publish import publish
 
 @dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
 async def send_messages(rendered: list[dict], attempt: int = 0) -> None:
-    db = runtime.store()
+    db, s = runtime.store(), runtime.settings()
     mime = {r["_id"]: r for r in rendered}
     token = uuid.uuid4().hex
-    claimed = await messages.claim_for_sending(db, list(mime), token, runtime.settings().send_lease_seconds)
+    claimed_at = time.monotonic()
+    claimed = await messages.claim_for_sending(db, list(mime), token, s.send_lease_seconds)
     claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
     if not claimed:
         return
     throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
     admission = await throttle.admit(claimed, await _limits(db, claimed))
-    await _hold(db, admission, mime, token)
+    await _requeue(db, [m["_id"] for m in admission.held], mime, token, admission.retry_after_seconds * 1000)
+    # Past its lease a claim may be given to another worker (the watchdog): start no SMTP
+    # transaction that could outlast it, so only a dead worker's in-flight mail goes twice.
+    start_by = claimed_at + s.send_lease_seconds - s.smtp_timeout_seconds - SEND_LEASE_MARGIN_SECONDS
     try:
-        results = await asyncio.gather(*(_deliver(m, mime.get(m["_id"])) for m in admission.admitted))
+        results = await asyncio.gather(*(_deliver(m, mime.get(m["_id"]), start_by) for m in admission.admitted))
     finally:
         await throttle.release(admission)
-    await _apply(db, plan_outcomes(results), mime, token)
+    late = [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED]
+    await _requeue(db, late, mime, token, 0)
+    await _apply(db, plan_outcomes([r for r in results if r[1] is not NOT_STARTED]), mime, token)
 
 
 async def _limits(db, claimed: list[dict]):
@@ -61,15 +69,19 @@ async def _limits(db, claimed: list[dict]):
         default_domain=DomainLimit(s.domain_rate_per_minute, s.domain_concurrency))
 
 
-async def _hold(db, admission: Admission, mime: dict[str, dict], token: str) -> None:
-    if not admission.held:
+async def _requeue(db, message_ids: list[str], mime: dict[str, dict], token: str, delay_ms: float) -> None:
+    """Claimed but not tried (held by a throttle, or too late in the lease to start): back
+    to `queued` without counting an attempt, the MIME in a new job after `delay_ms`."""
+    if not message_ids:
         return
-    held = [m["_id"] for m in admission.held]
-    await messages.release_for_retry(db, held, token, {}, count_attempt=False)
-    await publish(send_messages, [mime[mid] for mid in held], delay=int(admission.retry_after_seconds * 1000))
+    await messages.release_for_retry(db, message_ids, token, {}, count_attempt=False)
+    await publish(send_messages, [mime[mid] for mid in message_ids], delay=int(delay_ms))
 
 
-async def _deliver(message: dict, rendered: dict | None):
+NOT_STARTED = object()  # _deliver's outcome for a transaction not started in time
+
+
+async def _deliver(message: dict, rendered: dict | None, start_by: float):
     if not rendered:
         return message, None
     # the claimed message says who is still owed (a retry after a partial delivery)
@@ -78,8 +90,8 @@ async def _deliver(message: dict, rendered: dict | None):
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return message, {}
     outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("ascii"),
-                                              message["_id"])
-    return message, outcomes
+                                              message["_id"], start_by=start_by)
+    return message, NOT_STARTED if outcomes is None else outcomes
 
 
 async def _apply(db, plan: OutcomePlan, mime: dict[str, dict], token: str) -> None:

@@ -9,6 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 
+# Inside a send claim's lease, after the SMTP transaction: the store writes that record it.
+SEND_LEASE_MARGIN_SECONDS = 2.0
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -76,6 +80,13 @@ class Settings:
             else:
                 values[field.name] = raw
         return cls(**values)
+
+    def __post_init__(self):
+        # A claim must outlast one whole SMTP transaction, or a worker could never send.
+        if self.send_lease_seconds <= self.smtp_timeout_seconds + SEND_LEASE_MARGIN_SECONDS:
+            raise ValueError(f"POSTROOM_SEND_LEASE_SECONDS ({self.send_lease_seconds}) must exceed "
+                             f"POSTROOM_SMTP_TIMEOUT_SECONDS ({self.smtp_timeout_seconds:g}) by more than "
+                             f"{SEND_LEASE_MARGIN_SECONDS:g} s.")
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)

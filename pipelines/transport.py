@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -37,7 +38,10 @@ class CaptureTransport:
     def __init__(self, folder: Path):
         self.folder = folder
 
-    async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str) -> dict[str, Outcome]:
+    async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str,
+                   start_by: float | None = None) -> dict[str, Outcome] | None:
+        if start_by is not None and time.monotonic() > start_by:
+            return None
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.eml"
         tmp = path.with_suffix(".tmp")
@@ -78,8 +82,14 @@ class SmtpTransport:
             await client.login(self.username, self.password or "")
         return client
 
-    async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str = "") -> dict[str, Outcome]:
+    async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str = "",
+                   start_by: float | None = None) -> dict[str, Outcome] | None:
+        """Each recipient's outcome; None when a connection slot came free only after
+        `start_by` (time.monotonic()): the transaction was not started. The whole transaction,
+        connecting included, takes at most the timeout."""
         async with self._slots:
+            if start_by is not None and time.monotonic() > start_by:
+                return None
             client = None
             while not self._idle.empty():
                 candidate = self._idle.get_nowait()
@@ -87,9 +97,10 @@ class SmtpTransport:
                     client = candidate
                     break
             try:
-                if client is None:
-                    client = await self._connect()
-                errors, _ = await client.sendmail(mail_from, recipients, data)
+                async with asyncio.timeout(self.timeout):
+                    if client is None:
+                        client = await self._connect()
+                    errors, _ = await client.sendmail(mail_from, recipients, data)
             except aiosmtplib.SMTPRecipientsRefused as refused:
                 self._idle.put_nowait(client)
                 return {r.recipient: Outcome(r.code, r.message) for r in refused.recipients}

@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 
-from bench.stack import Stack, cpu_of, print_cpu, tree
+from bench.stack import Stack, cpu_of, print_cpu
 
 SEED_CHUNK = 5000
 TEMPLATE = ("<html><body><h1>Hello {{first_name|there}}</h1>"
@@ -66,8 +66,7 @@ def main() -> int:
         baseline = min(args.baseline, total)
         bare_rate = stack.baseline(baseline, connections)
 
-        pids = {"store": [stack.store.pid], "front": tree(stack.front.proc.pid), "workers": tree(worker.proc.pid),
-                "scheduler": tree(scheduler.proc.pid)}
+        pids = stack.groups(workers=worker, scheduler=scheduler)
         before = cpu_of(pids)
         start = time.monotonic()
         answer = api.post(f"/campaigns/{campaign['id']}/send/api", headers={"Idempotency-Key": uuid.uuid4().hex})
