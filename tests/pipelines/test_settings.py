@@ -60,10 +60,19 @@ def test_a_malformed_number_is_refused_at_start():
         Settings.from_env({"POSTROOM_RATE_LIMIT_PER_MINUTE": "a hundred"})
 
 
+def test_a_send_lease_that_cannot_outlast_one_smtp_transaction_is_refused_at_start():
+    with pytest.raises(ValueError, match="POSTROOM_SEND_LEASE_SECONDS"):
+        Settings.from_env({"POSTROOM_SEND_LEASE_SECONDS": "30"})  # the SMTP timeout is 30 s
+    with pytest.raises(ValueError, match="POSTROOM_SEND_LEASE_SECONDS"):
+        Settings.from_env({"POSTROOM_SEND_LEASE_SECONDS": "5", "POSTROOM_SMTP_TIMEOUT_SECONDS": "3"})
+    assert Settings.from_env({"POSTROOM_SEND_LEASE_SECONDS": "8",
+                              "POSTROOM_SMTP_TIMEOUT_SECONDS": "2"}).send_lease_seconds == 8
+
+
 @pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(Settings)])
 def test_every_setting_reads_back_with_its_declared_type(field):
     declared = next(f for f in dataclasses.fields(Settings) if f.name == field).type
-    sample = {"bool": "1", "int": "7", "float": "7.5", "Path": "/tmp/x"}
+    sample = {"bool": "1", "int": "700", "float": "7.5", "Path": "/tmp/x"}
     kind = next((k for k in ("bool", "float", "int", "Path") if k in str(declared)), "str")
     value = getattr(Settings.from_env({f"POSTROOM_{field.upper()}": sample.get(kind, "text")}), field)
     expected = {"bool": bool, "int": int, "float": float, "Path": Path, "str": str}[kind]
