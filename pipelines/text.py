@@ -7,6 +7,7 @@ import re
 
 _TAG = re.compile(r"<[^>]*>")
 _WS = re.compile(r"\s+")
+_WS_IN_LINE = re.compile(r"[^\S\n]+")
 _BLOCK_END = re.compile(r"(?i)</(p|div|h[1-6]|li|tr|table)>|<br\s*/?>")
 _SCRIPT_STYLE = re.compile(r"(?is)<(script|style|head)[^>]*>.*?</\1>")
 # Control characters that are not whitespace (NUL, ESC, DEL, C1 such as CSI): never
@@ -25,7 +26,10 @@ def html_to_text(markup: str) -> str:
     text = _SCRIPT_STYLE.sub("", markup)
     text = _BLOCK_END.sub("\n", text)
     text = html.unescape(_TAG.sub("", text))
-    lines = [_WS.sub(" ", line).strip() for line in text.splitlines()]
+    # every line break splitlines knows becomes "\n", then the rest of the whitespace is
+    # folded in one pass over the whole text (a regex call per line cost more)
+    text = _WS_IN_LINE.sub(" ", "\n".join(text.splitlines()))
+    lines = [line.strip() for line in text.split("\n")]
     out: list[str] = []
     for line in lines:
         if line or (out and out[-1]):
