@@ -328,3 +328,26 @@ def test_upserting_replace_keeps_the_filter_id_only_when_the_replacement_has_no_
         assert without_id is None
     else:
         assert without_id == {"_id": "without", "x": 2}
+
+
+# --- strings ------------------------------------------------------------------------------
+
+def test_equality_on_a_string_that_starts_like_a_date_matches_but_not_in_nx_find_or_update(store, nx, coll):
+    """nx's find and update match "2026-01-02T00:00:00.000Z" and "a|b", but not a string that
+    starts with an ISO date and goes on ("…Z|e1"), though its count does: such a value is
+    never a guard (the outbox marker's guard is the bare event id, mongo/outbox.py)."""
+    values = ["2026-01-02T00:00:00.000Z", "a|b", "2026-01-02T00:00:00.000Z|e1", "2026-01-02 x"]
+
+    async def go():
+        await coll.insert_many([{"_id": i, "s": v} for i, v in enumerate(values)])
+        found = [int(await coll.find_one({"s": v}) is not None) for v in values]
+        updated = [(await coll.update_one({"_id": i, "s": v}, {"$set": {"k": 1}})).matched_count
+                   for i, v in enumerate(values)]
+        counted = [await coll.count_documents({"s": v}) for v in values]
+        return found, updated, counted
+    found, updated, counted = run(store, go())
+    assert counted == [1, 1, 1, 1]
+    if nx:
+        assert found == updated == [1, 1, 0, 0]
+    else:
+        assert found == updated == [1, 1, 1, 1]
