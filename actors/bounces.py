@@ -61,7 +61,7 @@ async def _apply(db: AsyncDatabase, doc: dict, effects: bounce_effects.Effects, 
     ws, detail = doc["workspace_id"], f"{doc['smtp_status']} {doc['diagnostic_code']}".strip()
     if effects.message_status:
         await messages.advance(db, [(doc["message_id"], effects.message_status,
-                                     {"bounce_type": doc["type"]}, detail or doc["type"])])
+                                     {"bounce_type": doc["type"]}, detail or doc["type"])], once_sent=True)
     if effects.mark_contact_bounced:
         await contacts.mark_bounced(db, ws, doc["email"])
     if effects.suppress_reason:

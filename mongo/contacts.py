@@ -241,14 +241,16 @@ async def mark_bounced(db: AsyncDatabase, workspace_id: str, email: str) -> str 
 
 
 async def delete(db: AsyncDatabase, workspace_id: str, contact_id: str) -> bool:
-    result = await db.contacts.delete_one(live(workspace_id, {"_id": contact_id}))
-    return result.deleted_count == 1
+    """Permanently delete a live contact (events it still carries are relayed first)."""
+    return await delete_many(db, workspace_id, [contact_id]) == [contact_id]
 
 
 async def delete_many(db: AsyncDatabase, workspace_id: str, contact_ids: list[str]) -> list[str]:
-    """Permanently delete the live contacts among `contact_ids`; the ids deleted."""
+    """Permanently delete the live contacts among `contact_ids`; the ids deleted. Events a
+    change wrote into them and a dead writer never relayed go to the outbox first."""
     found = [d["_id"] for d in await existing(db, workspace_id, contact_ids)]
     if found:
+        await outbox.relay(db, "contacts", found)
         await db.contacts.delete_many({"_id": {"$in": found}, "workspace_id": workspace_id})
     return found
 

@@ -47,3 +47,10 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
     for collection, models in all_indexes().items():
         if models:
             await db[collection].create_indexes(models)
+
+
+async def prepare_store(db: AsyncDatabase) -> None:
+    """What every process start makes sure of: the indexes, and the one-time backfills the
+    code relies on (documents written by an earlier version)."""
+    await ensure_indexes(db)
+    await outbox.backfill_carrier_fields(db)

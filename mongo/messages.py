@@ -32,7 +32,7 @@ async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
 
 
 def _transition(message_id: str, new: str, extra: dict | None = None, detail: str | None = None,
-                via: tuple[str, ...] = (), *, current: str | None = None) -> UpdateOne:
+                via: tuple[str, ...] = (), *, current: str | None = None, once_sent: bool = False) -> UpdateOne:
     """A guarded move to `new` (from `current` only, when given); `via` names steps passed
     on the way (e.g. `sent` on the way to `delivered`), each recorded with the same
     timestamp, in one write."""
@@ -44,13 +44,15 @@ def _transition(message_id: str, new: str, extra: dict | None = None, detail: st
     entries.append(entry)
     stamps = {f"{step}_at": at for step in (*via, new)}
     return UpdateOne(
-        {"_id": message_id, "status": current or {"$in": delivery_status.sources_for(new)}},
+        {"_id": message_id, "status": current or {"$in": delivery_status.sources_for(new, once_sent=once_sent)}},
         {"$set": {"status": new, "updated_at": at, **stamps, **(extra or {})},
          "$addToSet": {"history": {"$each": entries}}})
 
 
-async def advance(db: AsyncDatabase, changes: list[tuple], *, expected: str | None = None) -> int:
-    """Apply (message_id, new_status, extra fields, detail[, via]) transitions that move forward.
+async def advance(db: AsyncDatabase, changes: list[tuple], *, expected: str | None = None,
+                  once_sent: bool = False) -> int:
+    """Apply (message_id, new_status, extra fields, detail[, via]) transitions that move forward
+    (`once_sent`: only for messages the send step has reached, see delivery_status).
 
     `expected`: the status the caller knows the messages are in (the send step's claimed
     `sending`). That flat filter goes first — the embedded store pays a third more per
@@ -63,7 +65,7 @@ async def advance(db: AsyncDatabase, changes: list[tuple], *, expected: str | No
         first = await db.messages.bulk_write([_transition(*c, current=expected) for c in changes], ordered=False)
         if first.modified_count == len(changes):
             return first.modified_count
-    result = await db.messages.bulk_write([_transition(*c) for c in changes], ordered=False)
+    result = await db.messages.bulk_write([_transition(*c, once_sent=once_sent) for c in changes], ordered=False)
     return result.modified_count + (first.modified_count if expected else 0)
 
 
@@ -79,7 +81,8 @@ async def cancel_scheduled(db: AsyncDatabase, workspace_id: str, message_id: str
 # What the send step reads of a claimed message: enough to throttle, record outcomes,
 # events and counts — never the bodies (html, text) or the history.
 SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
-               "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1}
+               "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1,
+               "suppressed_recipients": 1}
 
 
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,
@@ -184,35 +187,40 @@ async def requeue(db: AsyncDatabase, stale_ids: list[str], lapsed_ids: list[str]
 
 
 async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
-    """For the render step: recipients suppressed since the message was accepted (a bounce,
-    complaint or unsubscribe while a scheduled email waited, or while a campaign message sat
-    in the queue) are dropped and listed in `suppressed_recipients`; a message left with
-    none becomes `suppressed` (and counts as such in its batch). Returns the messages still
-    to render, `to` trimmed. One suppression read per workspace, by `_id`."""
+    """For the render step: recipients still owed the message (pipelines.render_message.
+    owed_recipients) who were suppressed since it was accepted (a bounce, complaint or
+    unsubscribe while a scheduled email waited, or while campaign mail sat in the queue)
+    are listed in `suppressed_recipients` and not sent to; while nobody has the message yet
+    they also leave `To`. A message left with nobody to send to and nobody who got it
+    becomes `suppressed` (and counts as such in its batch). Returns the messages still to
+    render. One suppression read per workspace, by `_id`."""
+    from pipelines.render_message import owed_recipients
+
     from . import batches, suppressions
     wanted: dict[str, set[str]] = {}
     for d in docs:
-        wanted.setdefault(d["workspace_id"], set()).update(d["to"])
+        wanted.setdefault(d["workspace_id"], set()).update(owed_recipients(d))
     blocked = {ws: await suppressions.suppressed_among(db, ws, list(emails)) for ws, emails in wanted.items()}
     if not any(blocked.values()):
         return docs
     keep, finished = [], []
     for d in docs:
-        gone = [r for r in d["to"] if r in blocked[d["workspace_id"]]]
+        owed = owed_recipients(d)
+        gone = [r for r in owed if r in blocked[d["workspace_id"]]]
         if not gone:
             keep.append(d)
             continue
-        listed = [*d.get("suppressed_recipients", []), *gone]
-        left = [r for r in d["to"] if r not in gone]
-        if left:
-            trimmed = await db.messages.update_one({"_id": d["_id"], "status": d["status"]},
-                                                   {"$set": {"to": left, "suppressed_recipients": listed}})
+        changes: dict = {"suppressed_recipients": [*d.get("suppressed_recipients", []), *gone]}
+        goes_on = len(gone) < len(owed) or bool(d.get("accepted_recipients"))
+        if goes_on and not (d.get("accepted_recipients") or d.get("refused_recipients")):
+            changes["to"] = [r for r in d["to"] if r not in gone]
+        if goes_on:
+            trimmed = await db.messages.update_one({"_id": d["_id"], "status": d["status"]}, {"$set": changes})
             if trimmed.modified_count:
-                keep.append({**d, "to": left, "suppressed_recipients": listed})
+                keep.append({**d, **changes})
             continue
         moved = await db.messages.bulk_write([_transition(
-            d["_id"], "suppressed", {"suppressed_recipients": listed},
-            "every recipient was suppressed before sending", current=d["status"])])
+            d["_id"], "suppressed", changes, "every recipient was suppressed before sending", current=d["status"])])
         if moved.modified_count:  # guarded: a redelivered render counts it once
             finished.append((d, "suppressed"))
     await batches.record_finished(db, finished)

@@ -48,6 +48,24 @@ def no_events() -> dict:
     return {PENDING: [], PENDING_AT: "", PENDING_TOKEN: ""}
 
 
+_BACKFILL_ID = "outbox_carrier_fields"
+
+
+async def backfill_carrier_fields(db: AsyncDatabase) -> int:
+    """Once per database: documents written before events travelled with their change get
+    the empty carrier fields, so the embedded store does not drop the events later
+    `$addToSet` puts there. Marked done in `migrations`."""
+    if await db.migrations.find_one({"_id": _BACKFILL_ID}):
+        return 0
+    fixed = 0
+    for collection in CARRIERS:
+        result = await db[collection].update_many({PENDING: {"$exists": False}}, {"$set": no_events()})
+        fixed += result.modified_count
+    await db.migrations.update_one({"_id": _BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
+                                   upsert=True)
+    return fixed
+
+
 def inserted_with(doc: dict, events: list[dict]) -> dict:
     """A new document carrying `events`."""
     if not events:

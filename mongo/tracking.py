@@ -82,9 +82,10 @@ _ENGAGEMENT = {
 
 async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: str, kind: str,
                             url: str | None = None) -> bool:
-    """An open or click of a message: every one counts toward the campaign's total; the
-    first one per message also moves the message status, the unique count, analytics,
-    emits email.opened / email.clicked and a contact event. False for an unknown message."""
+    """An open or click of a message: every one counts toward the campaign's total and moves
+    the message status forward if it can; the first one per message also counts uniquely,
+    in analytics, and emits email.opened / email.clicked and a contact event. False for an
+    unknown message."""
     status, (unique_field, total_field), counter, event, contact_event = _ENGAGEMENT[kind]
     before, first = await count_engagement(db, workspace_id, message_id, kind)
     if before is None:
@@ -92,10 +93,12 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     campaign_id = before.get("campaign_id")
     if campaign_id:
         await campaigns.bump(db, campaign_id, **{total_field: 1, unique_field: int(first)})
+    # Every open tries the (guarded, forward-only) status move: the first may have come
+    # while the message was still queued for another recipient's retry.
+    await messages.advance(db, [(message_id, status, None, url)], once_sent=True)
     if not first:
         return True
     at = now_iso()
-    await messages.advance(db, [(message_id, status, None, url)])
     await analytics.bump(db, workspace_id, **{counter: 1})
     data = {"message_id": message_id, "to": before["to"], "subject": before["subject"],
             f"{status}_at": at, **({"campaign_id": campaign_id} if campaign_id else {}),

@@ -80,8 +80,8 @@ def cmd_worker(args) -> int:
 
 
 def cmd_indexes(args) -> int:
-    from mongo.indexes import ensure_indexes
-    _run_store(config.load(), ensure_indexes)
+    from mongo.indexes import prepare_store
+    _run_store(config.load(), prepare_store)
     print("indexes ensured")
     return 0
 

@@ -122,7 +122,7 @@ def cmd_dkim(args) -> int:
     from mongo import domains
     from mongo.client import connect
     from pipelines.dkim import txt_value
-    from pipelines.dns_records import key_publication
+    from pipelines.dns_records import key_publication, zone_line
 
     from . import config
     settings = config.load()
@@ -141,7 +141,7 @@ def cmd_dkim(args) -> int:
         print(json.dumps(records))
     else:
         for record in records:
-            print(f'{record["name"]}. IN TXT "{record["value"]}"')
+            print(zone_line(record))
     return 0
 
 

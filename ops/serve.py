@@ -21,12 +21,12 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def _ensure_indexes(settings: Settings) -> None:
+async def _prepare_store(settings: Settings) -> None:
     from mongo.client import connect
-    from mongo.indexes import ensure_indexes
+    from mongo.indexes import prepare_store
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
-        await ensure_indexes(db)
+        await prepare_store(db)
     finally:
         await client.close()
 
@@ -41,7 +41,7 @@ def _hypercorn_config(host: str, port: int) -> Config:
 
 async def run_front(settings: Settings, host: str, port: int, *, with_scheduler: bool = False) -> None:
     from front.app import create_app
-    await _ensure_indexes(settings)
+    await _prepare_store(settings)
     app = create_app(settings)
     stop = asyncio.Event()
     _stop_on_signals(stop)

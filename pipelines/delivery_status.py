@@ -25,6 +25,9 @@ def can_move(current: str, new: str) -> bool:
     return ORDER[new] > ORDER[current]
 
 
-def sources_for(new: str) -> list[str]:
-    """The statuses a message may be in for `new` to apply (for guarded updates)."""
-    return [s for s in ALL if can_move(s, new)]
+def sources_for(new: str, *, once_sent: bool = False) -> list[str]:
+    """The statuses a message may be in for `new` to apply (for guarded updates).
+    `once_sent`: only from a status the send step has reached — for what the recipient's
+    side reports (an open, a click, a late bounce), which must not move a message still
+    `queued` for the retry of another recipient."""
+    return [s for s in ALL if can_move(s, new) and (not once_sent or ORDER.get(s, -1) >= ORDER["sent"])]

@@ -98,6 +98,17 @@ async def _check(record: dict, resolver: Resolver) -> tuple[bool, str]:
     return False, "missing" if not found else "mismatch"
 
 
+TXT_STRING_MAX_CHARS = 255  # one character-string of a TXT record (RFC 1035 §3.3)
+
+
+def zone_line(record: dict) -> str:
+    """A TXT record as a zone-file line; a value longer than one character-string (a
+    2048-bit key is ~400 characters) is split into several, which resolvers join."""
+    value = record["value"]
+    strings = " ".join(f'"{value[i:i + TXT_STRING_MAX_CHARS]}"' for i in range(0, len(value), TXT_STRING_MAX_CHARS))
+    return f"{record['name']}. IN TXT {strings}"
+
+
 def key_publication(domain_records: list[dict]) -> dict | None:
     """The TXT record the service publishes for a domain's DKIM key: at the CNAME's target,
     so the customer's delegation resolves to the key ({type, name, value})."""

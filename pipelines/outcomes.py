@@ -109,7 +109,7 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> Outc
             retry_attempts.append(attempt)
             plan.retry_notes[mid] = _line(next(iter(transient.values())))
             if now_accepted or permanent:
-                plan.retry_notes[mid] += f" ({len(transient)} of {len(outcomes)} recipients still owed)"
+                plan.retry_notes[mid] += f" ({len(transient)} of {len(message['to'])} recipients still owed)"
                 plan.retry_progress[mid] = settled
             continue
         gave_up = ("gave up after %d attempts: %s" % (attempt + 1, _line(next(iter(transient.values()))))

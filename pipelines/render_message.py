@@ -62,8 +62,9 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
 
 def owed_recipients(message: dict) -> list[str]:
     """The envelope recipients still to try: those an earlier attempt settled (accepted, or
-    refused for good) are never sent to again. `To:` always names everyone."""
-    settled = {*message.get("accepted_recipients", []), *message.get("refused_recipients", [])}
+    refused for good) or suppressed since are never sent to."""
+    settled = {*message.get("accepted_recipients", []), *message.get("refused_recipients", []),
+               *message.get("suppressed_recipients", [])}
     return [r for r in message["to"] if r not in settled]
 
 

@@ -105,10 +105,10 @@ class SmtpTransport:
                 self._idle.put_nowait(client)
                 return {r.recipient: Outcome(r.code, r.message) for r in refused.recipients}
             except aiosmtplib.SMTPResponseException as error:
-                await _quietly_close(client)
+                _drop(client)
                 return {r: Outcome(error.code, error.message) for r in recipients}
             except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError) as error:
-                await _quietly_close(client)
+                _drop(client)
                 return {r: Outcome(0, f"connection failed: {error}") for r in recipients}
             self._idle.put_nowait(client)
             outcomes = {r: Outcome(250, "accepted") for r in recipients}
@@ -119,6 +119,13 @@ class SmtpTransport:
     async def close(self) -> None:
         while not self._idle.empty():
             await _quietly_close(self._idle.get_nowait())
+
+
+def _drop(client) -> None:
+    """Close a connection in a state we do not trust at once, without a QUIT round trip: a
+    hung server must not hold the sender past the transaction's time bound."""
+    if client is not None:
+        client.close()
 
 
 async def _quietly_close(client) -> None:

@@ -15,7 +15,7 @@ from mongo import lists as list_store
 from pipelines.contact_search import search_filter
 from pipelines.errors import ConfirmationRequired, Conflict, NotFound, ValidationFailed
 
-from ..audience import check_attributes, contact_with_lists, list_or_404
+from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, list_or_404
 from ..pagination import PageQuery, page
 from ..responses import one
 from ..runtime import caller, db
@@ -129,7 +129,9 @@ async def update_contact(contact_id: str, data: UpdateContact):
     check_attributes(attributes)
     # the cap holds for the merged result, not just this patch
     merged = {**(current.get("attributes") or {}), **attributes}
-    check_attributes({k: v for k, v in merged.items() if v is not None})
+    if sum(v is not None for v in merged.values()) > MAX_ATTRIBUTES:
+        raise ValidationFailed(f"attributes: a contact has at most {MAX_ATTRIBUTES} attributes "
+                               "(null removes one).", path="attributes")
     if not fields and not attributes:
         return one(await contact_with_lists(current))
     doc = await contact_store.update(

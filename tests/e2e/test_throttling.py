@@ -65,6 +65,27 @@ def test_in_a_message_to_several_the_deferred_recipient_alone_is_retried(service
     assert [(b["email"], b["type"]) for b in bounces] == [(gone, "permanent")]
 
 
+def test_an_open_while_another_recipient_waits_for_its_retry_does_not_strand_the_message(service, tenant):
+    """`now` accepts and opens the email while `later` (deferred) waits for its retry: the
+    open is counted, but the message stays queued for the retry until `later` has it."""
+    import re
+
+    import httpx
+    now, later = (f"{p}-{uuid.uuid4().hex[:8]}@example.org" for p in ("now", "later"))
+    service.smtp.defer(later, 1)
+    message_id = send(tenant, [now, later], html="<p>Hi</p>", track_opens=True)
+    [received] = service.smtp.wait_for(now)
+    pixel = re.search(r'<img src="([^"]+/t/o/[^"]+\.gif)"', received.body("html")).group(1)
+    assert httpx.get(pixel, timeout=10).status_code == 200
+    waiting = status_of(tenant, message_id)
+    assert waiting["status"] == "queued" and "opened" not in [h["status"] for h in waiting["history"]]
+    service.smtp.wait_for(later, timeout=30)
+    wait_for(lambda: status_of(tenant, message_id)["status"] == "delivered", timeout=30, what="delivered")
+    assert [len(service.smtp.messages_to(a)) for a in (now, later)] == [1, 1]
+    assert httpx.get(pixel, timeout=10).status_code == 200  # a later open moves it as usual
+    wait_for(lambda: status_of(tenant, message_id)["status"] == "opened", what="opened")
+
+
 def test_a_rejected_recipient_bounces_at_once_without_retries(service, tenant):
     to = f"gone-{uuid.uuid4().hex[:8]}@example.org"
     service.smtp.reject(to, 550, "5.1.1 no such user")

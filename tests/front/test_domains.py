@@ -2,6 +2,7 @@
 mail from them arriving DKIM-signed so that dkimpy verifies it against the published key."""
 
 import json
+import re
 import subprocess
 import uuid
 
@@ -134,7 +135,9 @@ def test_the_operator_export_publishes_every_domain_key_where_its_cname_points(s
     assert body["verified"] is True and body["failed_records"] == []
     zone = subprocess.run(postroom_command("dkim"), env=service.env, capture_output=True, text=True,
                           timeout=120, check=True).stdout
-    assert f'{recs["dkim"]["value"]}. IN TXT "{recs["dkim"]["txt_value"]}"' in zone.splitlines()
+    [line] = [z for z in zone.splitlines() if z.startswith(recs["dkim"]["value"] + ". IN TXT ")]
+    strings = re.findall(r'"([^"]*)"', line)  # as a zone loader reads it: ≤ 255 characters each, joined
+    assert len(strings) > 1 and all(len(t) <= 255 for t in strings) and "".join(strings) == recs["dkim"]["txt_value"]
 
 
 def test_verify_succeeds_with_the_txt_key_instead_of_the_cname(tenant, dns_server):
