@@ -39,6 +39,7 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.addresses import contact_key
 from pipelines.clock import now_iso
+from pipelines.errors import ValidationFailed
 from pipelines.ids import new_uuid
 
 from . import outbox
@@ -156,11 +157,14 @@ async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
 
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
-                 set_attributes: dict, unset_attributes: list[str]) -> dict | None:
+                 set_attributes: dict, unset_attributes: list[str],
+                 max_attributes: int | None = None) -> dict | None:
     """Change the given fields and merge attributes, carrying contact.updated with the
     fields that really changed (and contact.subscribed/unsubscribed, reason `api`, when
     `subscribed` flips) in the same write; nothing is written or recorded when nothing
-    differs. None if the new email is taken by another live contact.
+    differs. None if the new email is taken by another live contact; `max_attributes` is
+    checked on the merged attributes inside the compare-and-set, so concurrent patches
+    cannot pass it together (400 `validation_error`).
 
     Attributes are merged here and written as one whole object, guarded by the
     `updated_at` we read (compare-and-set, retried): the embedded store turns a boolean
@@ -177,6 +181,9 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
         if set_attributes or unset_attributes:
             merged = {**(current.get("attributes") or {}), **set_attributes}
             merged = {k: v for k, v in merged.items() if k not in unset_attributes}
+            if max_attributes is not None and len(merged) > max_attributes:  # on what is stored now
+                raise ValidationFailed(f"attributes: a contact has at most {max_attributes} attributes "
+                                       "(null removes one).", path="attributes")
             if merged != (current.get("attributes") or {}):
                 changes["attributes"] = merged
         if not changes:

@@ -127,17 +127,12 @@ async def update_contact(contact_id: str, data: UpdateContact):
     fields = data.model_dump(include=data.model_fields_set - {"attributes"})
     attributes = data.attributes if "attributes" in data.model_fields_set else {}
     check_attributes(attributes)
-    # the cap holds for the merged result, not just this patch
-    merged = {**(current.get("attributes") or {}), **attributes}
-    if sum(v is not None for v in merged.values()) > MAX_ATTRIBUTES:
-        raise ValidationFailed(f"attributes: a contact has at most {MAX_ATTRIBUTES} attributes "
-                               "(null removes one).", path="attributes")
     if not fields and not attributes:
         return one(await contact_with_lists(current))
     doc = await contact_store.update(
         db(), caller().workspace_id, contact_id, fields=fields,
         set_attributes={k: v for k, v in attributes.items() if v is not None},
-        unset_attributes=[k for k, v in attributes.items() if v is None])
+        unset_attributes=[k for k, v in attributes.items() if v is None], max_attributes=MAX_ATTRIBUTES)
     if doc is None:
         raise _duplicate()
     return one(await contact_with_lists(doc))

@@ -56,8 +56,9 @@ class DeliveryList(PageQuery):
     status: Literal["pending", "delivered", "failed", "cancelled"] | None = None
 
 
-def subscription_view(doc: dict) -> dict:
-    return {"id": doc["_id"], "event": doc["events"][0], "events": doc["events"],
+def subscription_view(doc: dict, event: str | None = None) -> dict:
+    """`event`: the one a list was filtered by (a second-form subscription has several)."""
+    return {"id": doc["_id"], "event": event or doc["events"][0], "events": doc["events"],
             "targetUrl": doc["target_url"], "url": doc["target_url"], "createdAt": doc["created_at"],
             "active": doc["active"]}
 
@@ -103,7 +104,8 @@ async def list_triggers(params: TriggerList):
     """The workspace's active subscriptions, newest first (secrets are never listed)."""
     docs, total = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
                                                   limit=params.limit, offset=params.offset)
-    return page([subscription_view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+    return page([subscription_view(d, params.event) for d in docs], total=total, limit=params.limit,
+                offset=params.offset)
 
 
 @bp.delete("/webhooks/triggers")

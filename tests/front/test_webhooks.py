@@ -103,6 +103,16 @@ def test_listing_pages_newest_first_and_filters_by_event(tenant):
     assert {w["id"] for w in created["data"]} == {ids[0], ids[2]}
 
 
+def test_a_list_filtered_by_event_names_that_event_for_a_multi_event_subscription(tenant):
+    both = tenant.post("/webhooks", json={"url": "https://hooks.example.com/in",
+                                          "events": ["email.sent", "email.bounced"]}).json()["data"]
+    [listed] = tenant.get("/webhooks/triggers", params={"event": "email.bounced"}).json()["data"]
+    assert listed["id"] == both["id"] and listed["event"] == "email.bounced"
+    assert listed["events"] == ["email.sent", "email.bounced"]
+    [unfiltered] = tenant.get("/webhooks/triggers").json()["data"]
+    assert unfiltered["event"] == "email.sent"
+
+
 @pytest.mark.parametrize("params, path", [({"event": "nope"}, "event"), ({"limit": 0}, "limit"),
                                           ({"limit": 1001}, "limit"), ({"offset": -1}, "offset")])
 def test_listing_refuses_bad_query_parameters(tenant, params, path):
