@@ -10,6 +10,7 @@ _WS = re.compile(r"\s+")
 _WS_IN_LINE = re.compile(r"[^\S\n]+")
 _BLOCK_END = re.compile(r"(?i)</(p|div|h[1-6]|li|tr|table)>|<br\s*/?>")
 _SCRIPT_STYLE = re.compile(r"(?is)<(script|style|head)[^>]*>.*?</\1>")
+_LINK = re.compile(r"""(?is)<a\s[^>]*?\bhref\s*=\s*["']([^"']*)["'][^>]*>(.*?)</a\s*>""")
 # Control characters that are not whitespace (NUL, ESC, DEL, C1 such as CSI): never
 # part of a header. (The whitespace ones, CR/LF among them, are folded by _WS.)
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
@@ -21,9 +22,21 @@ def clean_subject(subject: str) -> str:
     return _WS.sub(" ", CONTROL.sub("", html.unescape(_TAG.sub("", subject)))).strip()
 
 
+def _link_as_text(match: re.Match) -> str:
+    """`<a href="U">label</a>` → `label (U)`, so a reader of the plain part can follow it;
+    just the label when it already is the address, or for in-page anchors."""
+    url, inner = html.unescape(match.group(1)).strip(), match.group(2)
+    label = html.unescape(_TAG.sub("", inner)).strip()
+    if not url or url.startswith("#") or label in (url, url.removeprefix("mailto:")):
+        return inner
+    return f"{inner} ({url})" if label else url
+
+
 def html_to_text(markup: str) -> str:
-    """A readable plain-text alternative for an HTML-only message."""
+    """A readable plain-text alternative for an HTML-only message: blocks become lines,
+    links keep their address, markup goes."""
     text = _SCRIPT_STYLE.sub("", markup)
+    text = _LINK.sub(_link_as_text, text)
     text = _BLOCK_END.sub("\n", text)
     text = html.unescape(_TAG.sub("", text))
     # every line break splitlines knows becomes "\n", then the rest of the whitespace is

@@ -35,5 +35,13 @@ def test_the_whole_text_pass_agrees_with_folding_each_line(markup):
     assert html_to_text(markup) == per_line_reference(markup)
 
 
+def test_links_keep_their_address_in_the_plain_part():
+    markup = ('<p>Please <a class="btn" href="https://acme.example/confirm?a=1&amp;b=2">confirm <b>now</b></a>.</p>'
+              '<p><a href="https://acme.example">https://acme.example</a> · <a href="mailto:help@acme.example">'
+              'help@acme.example</a> · <a href="#top">Top</a> · <a href="https://x.example/i"><img src="i.png"></a></p>')
+    assert html_to_text(markup) == ("Please confirm now (https://acme.example/confirm?a=1&b=2).\n"
+                                     "https://acme.example · help@acme.example · Top · https://x.example/i\n")
+
+
 def test_subjects_lose_tags_line_breaks_and_control_characters():
     assert clean_subject("<b>Hi</b>\r\nBcc: x@example.org\x1b[31m  there") == "Hi Bcc: x@example.org[31m there"
