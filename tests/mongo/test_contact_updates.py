@@ -4,22 +4,11 @@ attributes without losing one another's, and the attribute cap holds on what is 
 from __future__ import annotations
 
 import asyncio
-import uuid
-
-import pytest
 
 from mongo import contacts
 from pipelines.errors import ValidationFailed
-from tests.support.harness import StoreThread
 
 WORKSPACE = "ws-updates"
-
-
-@pytest.fixture
-def store(store_url, database_name):
-    thread = StoreThread(store_url, f"{database_name}_updates_{uuid.uuid4().hex[:6]}")
-    yield thread
-    thread.close()
 
 
 def patch(db, contact_id, **attributes):
@@ -27,7 +16,7 @@ def patch(db, contact_id, **attributes):
                            max_attributes=100)
 
 
-def test_concurrent_patches_merge_and_cannot_pass_the_cap_together(store):
+def test_concurrent_patches_merge_and_cannot_pass_the_cap_together(private_db):
     async def go(db):
         doc = contacts.new_document(WORKSPACE, email="full@example.org", attributes={f"a{i}": i for i in range(98)})
         assert await contacts.insert(db, doc)
@@ -35,19 +24,19 @@ def test_concurrent_patches_merge_and_cannot_pass_the_cap_together(store):
         at_cap = await asyncio.gather(patch(db, doc["_id"], p=1), patch(db, doc["_id"], q=2),
                                       return_exceptions=True)
         return merged, at_cap, (await contacts.get(db, WORKSPACE, doc["_id"]))["attributes"]
-    merged, at_cap, stored = store.run(go)
+    merged, at_cap, stored = private_db.run(go)
     assert {"x", "y"} <= set(stored)  # neither patch lost the other's attribute
     refused = [r for r in at_cap if isinstance(r, ValidationFailed)]
     assert len(refused) == 2 and len(stored) == 100  # 98 + x + y: both further patches refused
     assert refused[0].path == "attributes"
 
 
-def test_one_of_two_racing_patches_at_the_last_free_slot_is_refused(store):
+def test_one_of_two_racing_patches_at_the_last_free_slot_is_refused(private_db):
     async def go(db):
         doc = contacts.new_document(WORKSPACE, email="nearly@example.org", attributes={f"a{i}": i for i in range(99)})
         assert await contacts.insert(db, doc)
         results = await asyncio.gather(patch(db, doc["_id"], p=1), patch(db, doc["_id"], q=2),
                                        return_exceptions=True)
         return results, (await contacts.get(db, WORKSPACE, doc["_id"]))["attributes"]
-    results, stored = store.run(go)
+    results, stored = private_db.run(go)
     assert sum(isinstance(r, ValidationFailed) for r in results) == 1 and len(stored) == 100

@@ -7,22 +7,11 @@ events of the changes that really happened."""
 from __future__ import annotations
 
 import asyncio
-import uuid
-
-import pytest
 
 from mongo import contacts, lists, outbox
 from pipelines.clock import in_seconds
-from tests.support.harness import StoreThread
 
 WORKSPACE = "ws-relay"
-
-
-@pytest.fixture
-def store(store_url, database_name):
-    thread = StoreThread(store_url, f"{database_name}_relay_{uuid.uuid4().hex[:6]}")
-    yield thread
-    thread.close()
 
 
 def aged(event: dict, seconds: int) -> dict:
@@ -42,7 +31,7 @@ def new_contact(email="ann@example.org"):
     return contacts.new_document(WORKSPACE, email=email)
 
 
-def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_sweep(store):
+def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_sweep(private_db):
     async def go(db):
         doc = new_contact()
         created = aged(outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)}), 60)
@@ -50,13 +39,13 @@ def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_swee
         before = await outbox_events(db)
         first, second = await outbox.relay_stranded(db), await outbox.relay_stranded(db)
         return created, before, first, second, await outbox_events(db), await carried(db, doc["_id"])
-    created, before, first, second, after, left = store.run(go)
+    created, before, first, second, after, left = private_db.run(go)
     assert before == [] and (first, second) == (1, 0)
     assert [(e["_id"], e["event"], e["data"]) for e in after] == [(created["_id"], "contact.created", created["data"])]
     assert left[outbox.PENDING] == [] and left[outbox.PENDING_AT] == "" and left[outbox.PENDING_TOKEN] == ""
 
 
-def test_the_sweep_leaves_a_fresh_change_to_its_own_writer(store):
+def test_the_sweep_leaves_a_fresh_change_to_its_own_writer(private_db):
     async def go(db):
         doc = new_contact()
         created = outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)})
@@ -64,11 +53,11 @@ def test_the_sweep_leaves_a_fresh_change_to_its_own_writer(store):
         swept = await outbox.relay_stranded(db)
         relayed = await outbox.relay(db, "contacts", [doc["_id"]], {created["_id"]})
         return swept, [e["_id"] for e in relayed], [e["_id"] for e in await outbox_events(db)], created["_id"]
-    swept, relayed, recorded, created_id = store.run(go)
+    swept, relayed, recorded, created_id = private_db.run(go)
     assert swept == 0 and relayed == recorded == [created_id]
 
 
-def test_interleaved_writers_each_relay_their_own_and_the_sweep_finishes_a_dead_ones(store):
+def test_interleaved_writers_each_relay_their_own_and_the_sweep_finishes_a_dead_ones(private_db):
     async def go(db):
         doc = new_contact()
         await db.contacts.insert_one(outbox.inserted_with(doc, []))
@@ -81,7 +70,7 @@ def test_interleaved_writers_each_relay_their_own_and_the_sweep_finishes_a_dead_
         middle = await carried(db, doc["_id"])
         swept = await outbox.relay_stranded(db)
         return mine, middle, swept, await outbox_events(db), await carried(db, doc["_id"]), first, second
-    mine, middle, swept, recorded, left, first, second = store.run(go)
+    mine, middle, swept, recorded, left, first, second = private_db.run(go)
     assert [e["_id"] for e in mine] == [first["_id"]]
     # the dead writer's event stays in the document, marked with its token, for the sweep
     assert [e["_id"] for e in middle[outbox.PENDING]] == [second["_id"]]
@@ -90,28 +79,28 @@ def test_interleaved_writers_each_relay_their_own_and_the_sweep_finishes_a_dead_
     assert left[outbox.PENDING] == [] and left[outbox.PENDING_TOKEN] == ""
 
 
-def test_two_concurrent_adds_of_a_contact_to_a_list_record_one_event_and_report_one_change(store):
+def test_two_concurrent_adds_of_a_contact_to_a_list_record_one_event_and_report_one_change(private_db):
     async def go(db):
         doc = new_contact()
         await db.contacts.insert_one(outbox.inserted_with(doc, []))
         members = {"_id": "list-1", "workspace_id": WORKSPACE, "name": "News"}
         outcomes = await asyncio.gather(*(lists.add_members(db, members, [doc["_id"]]) for _ in range(4)))
         return outcomes, await outbox_events(db, "list.member_added"), await db.contacts.find_one({"_id": doc["_id"]})
-    outcomes, recorded, contact = store.run(go)
+    outcomes, recorded, contact = private_db.run(go)
     assert contact["lists"] == ["list-1"]
     assert sum(len(o.changed) for o in outcomes) == 1
     assert len(recorded) == 1 and recorded[0]["data"]["list"] == {"id": "list-1", "name": "News"}
     assert contact[outbox.PENDING] == [] and contact[outbox.PENDING_TOKEN] == ""
 
 
-def test_a_contact_update_and_its_events_are_one_write(store):
+def test_a_contact_update_and_its_events_are_one_write(private_db):
     async def go(db):
         doc = new_contact()
         assert await contacts.insert(db, doc)
         after = await contacts.update(db, WORKSPACE, doc["_id"], fields={"first_name": "Ann", "subscribed": False},
                                       set_attributes={}, unset_attributes=[])
         return after, [(e["event"], e["data"]) for e in await outbox_events(db)], await carried(db, doc["_id"])
-    after, recorded, left = store.run(go)
+    after, recorded, left = private_db.run(go)
     assert after["first_name"] == "Ann" and after["subscribed"] is False
     by_name = dict(recorded)
     assert sorted(by_name) == ["contact.created", "contact.unsubscribed", "contact.updated"] == sorted(
@@ -122,7 +111,7 @@ def test_a_contact_update_and_its_events_are_one_write(store):
     assert left[outbox.PENDING] == []
 
 
-def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(store):
+def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(private_db):
     """Documents an earlier version wrote lack the carrier fields; on the embedded store a
     later `$addToSet` onto them would drop the event. The start-up backfill adds them."""
     async def go(db):
@@ -134,17 +123,17 @@ def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(s
         members = {"_id": "list-2", "workspace_id": WORKSPACE, "name": "Old news"}
         outcome = await lists.add_members(db, members, [doc["_id"]])
         return first, again, outcome, [e["event"] for e in await outbox_events(db)]
-    first, again, outcome, recorded = store.run(go)
+    first, again, outcome, recorded = private_db.run(go)
     assert (first, again) == (1, 0)
     assert [c["_id"] for c in outcome.changed] and sorted(recorded) == ["contact.updated", "list.member_added"]
 
 
-def test_deleting_a_contact_relays_the_events_it_still_carries(store):
+def test_deleting_a_contact_relays_the_events_it_still_carries(private_db):
     async def go(db):
         doc = new_contact("gone@example.org")
         created = outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)})
         await db.contacts.insert_one(outbox.inserted_with(doc, [created]))  # the writer died here
         assert await contacts.delete(db, WORKSPACE, doc["_id"])
         return created["_id"], [e["_id"] for e in await outbox_events(db)], await db.contacts.count_documents({})
-    created_id, recorded, left = store.run(go)
+    created_id, recorded, left = private_db.run(go)
     assert recorded == [created_id] and left == 0
