@@ -64,9 +64,29 @@ async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_
 
 
 async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
-    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
-                               "status": {"$in": list(CANCELLABLE)}},
-                          {"status": "cancelled", "cancelled_at": now_iso()})
+    """scheduled/sending → cancelled. A campaign that had started sending (and was charged
+    to the plan) is marked `refund_due`: once nothing of it is in flight, the scheduler
+    gives back what will never leave (`take_refund`)."""
+    doc = await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                              "status": {"$in": list(CANCELLABLE)}},
+                         {"status": "cancelled", "cancelled_at": now_iso()})
+    if doc is not None and doc.get("started_at") and not doc.get("sandbox"):
+        await db.campaigns.update_one({"_id": campaign_id, "status": "cancelled"}, {"$set": {"refund_due": True}})
+        doc["refund_due"] = True
+    return doc
+
+
+async def refunds_due(db: AsyncDatabase, limit: int = 50) -> list[dict]:
+    return await db.campaigns.find({"refund_due": True}, limit=limit).to_list()
+
+
+async def take_refund(db: AsyncDatabase, campaign_id: str, count: int) -> bool:
+    """Claim a cancelled campaign's refund once (guarded): True for the one caller that
+    may give `count` back to the plan."""
+    result = await db.campaigns.update_one({"_id": campaign_id, "refund_due": True},
+                                           {"$set": {"refund_due": False, "plan_refunded": count,
+                                                     "refunded_at": now_iso()}})
+    return result.modified_count == 1
 
 
 async def fail(db: AsyncDatabase, campaign_id: str, reason: str) -> dict | None:

@@ -1,6 +1,7 @@
 """Scheduler jobs for campaigns: start scheduled ones when due, finish sending ones when
-every message is final (emitting campaign.completed), keep stats snapshots fresh, and
-revive a fan-out whose broker message was lost. (Messages whose render or send job was
+every message is final (emitting campaign.completed), keep stats snapshots fresh, revive
+a fan-out whose broker message was lost, and give a cancelled campaign's unsent
+recipients back to the plan. (Messages whose render or send job was
 lost are revived for every kind of message by ops/scheduler.requeue_stalled_messages.)"""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import logging
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import campaign_audience, campaigns, outbox, workspaces
-from pipelines.clock import in_seconds
+from mongo import campaign_audience, campaigns, outbox, send_limits, workspaces
+from pipelines import throttle
+from pipelines.clock import in_seconds, parse_iso
 from pipelines.errors import PostroomError
 from pipelines.settings import Settings
 
@@ -86,4 +88,23 @@ async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
     return refreshed
 
 
-JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats]
+async def refund_cancelled_campaigns(db: AsyncDatabase, settings: Settings) -> int:
+    """A cancelled campaign was charged its whole audience when it started; once nothing of
+    it is queued or on the wire, what never left — recipients never fanned out, and
+    messages cancelled — goes back to the month it was charged to. (Recipients skipped for
+    other reasons, suppressed or failed, stay counted, as for any campaign.)"""
+    refunded = 0
+    for campaign in await campaigns.refunds_due(db):
+        if await campaigns.has_pending_messages(db, campaign["_id"]):
+            continue
+        counts = await campaigns.refresh_status_counts(db, campaign["_id"])
+        unsent = (campaign["total_recipients"] - int(campaign.get("messages_created") or 0)
+                  + counts.get("cancelled", 0))
+        if await campaigns.take_refund(db, campaign["_id"], unsent):  # flag first: never twice
+            month = throttle.month_of(parse_iso(campaign["started_at"]))
+            await send_limits.refund_plan(db, campaign["workspace_id"], month, unsent)
+            refunded += 1
+    return refunded
+
+
+JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats, refund_cancelled_campaigns]

@@ -10,6 +10,7 @@ import uuid
 import httpx
 
 from mongo import send_limits
+from pipelines.clock import utcnow
 
 from tests.support.audience import error, events, make_contact, make_list
 from tests.support.campaigns import make_campaign, make_template, send, wait_campaign, wait_until
@@ -188,6 +189,11 @@ def test_cancelling_a_sending_campaign_stops_what_has_not_left(service, tenant):
     assert final["stats"]["delivered"] == 5 and final["stats"]["cancelled"] == 15
     error(send(tenant, campaign["id"]), 409, "conflict")
     assert events(service, tenant, "campaign.completed") == []
+    # charged 20 when sending started; the 15 that never left go back to the plan, once
+    month = utcnow().strftime("%Y-%m")
+    wait_until(lambda: service.store.run(send_limits.plan_used, tenant.workspace_id, month) == 5, timeout=20)
+    time.sleep(1)  # more scheduler ticks: nothing is given back twice
+    assert service.store.run(send_limits.plan_used, tenant.workspace_id, month) == 5
 
 
 def test_a_spam_complaint_counts_once_on_the_campaign(service, tenant):
