@@ -28,7 +28,7 @@ import dramatiq
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from pipelines.outcomes import OutcomePlan, plan_outcomes
-from pipelines.render_message import owed_recipients
+from pipelines.recipients import owed_recipients
 from pipelines.settings import SEND_LEASE_MARGIN_SECONDS
 from pipelines.throttle import DomainLimit, SendThrottle
 
@@ -85,7 +85,7 @@ async def _deliver(message: dict, rendered: dict | None, start_by: float):
     if not rendered:
         return message, None
     # the claimed message says who is still owed (a retry after a partial delivery)
-    still_owed = owed_recipients(message)
+    still_owed = set(owed_recipients(message))
     owed = [r for r in rendered["recipients"] if r in still_owed]
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return message, {}

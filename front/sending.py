@@ -13,6 +13,7 @@ from mongo import messages as message_store
 from mongo import send_limits
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
+from pipelines import recipients
 from pipelines import sender as sender_rules
 from pipelines import throttle
 from pipelines.clock import iso, now_iso, parse_iso, utcnow
@@ -114,14 +115,15 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
 def without_suppressed(doc: dict, suppressed: set[str]) -> dict:
     """Suppressed recipients are dropped and listed in `suppressed_recipients`; with none
     left the message is final as `suppressed` (stored, never enqueued, `to` kept as asked)."""
-    blocked = [r for r in doc["to"] if r in suppressed]
-    doc["suppressed_recipients"] = blocked
-    if blocked and len(blocked) == len(doc["to"]):
-        detail = "all recipients are on the suppression list"
-        doc.update(status="suppressed", suppressed_at=doc["created_at"],
-                   history=[{"status": "suppressed", "at": doc["created_at"], "detail": detail}])
-    elif blocked:
-        doc["to"] = [r for r in doc["to"] if r not in suppressed]
+    doc["suppressed_recipients"] = []
+    split = recipients.without_suppressed(doc, suppressed)
+    if split is not None:
+        changes, nobody_left = split
+        doc.update(changes)
+        if nobody_left:
+            detail = "all recipients are on the suppression list"
+            doc.update(status="suppressed", suppressed_at=doc["created_at"],
+                       history=[{"status": "suppressed", "at": doc["created_at"], "detail": detail}])
     return doc
 
 

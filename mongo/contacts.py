@@ -196,9 +196,7 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
             changes["unsubscribed_at"] = None if changes["subscribed"] else now
         changes["updated_at"] = now
         after = {**current, **changes}
-        events = []
-        if "subscribed" in changes:
-            events.append(_subscription_event(workspace_id, after, "api"))
+        events = [_subscription_event(workspace_id, after, "api")] if "subscribed" in changes else []
         events.append(outbox.event_document(workspace_id, "contact.updated",
                                             {"contact": view(after), "changed": changed}))
         try:  # update_one, not find_one_and_update: the embedded store's answers None there

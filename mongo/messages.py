@@ -14,7 +14,7 @@ from __future__ import annotations
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines import delivery_status
+from pipelines import delivery_status, recipients
 from pipelines.clock import in_seconds, now_iso
 
 
@@ -187,34 +187,27 @@ async def requeue(db: AsyncDatabase, stale_ids: list[str], lapsed_ids: list[str]
 
 
 async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
-    """For the render step: recipients still owed the message (pipelines.render_message.
-    owed_recipients) who were suppressed since it was accepted (a bounce, complaint or
-    unsubscribe while a scheduled email waited, or while campaign mail sat in the queue)
-    are listed in `suppressed_recipients` and not sent to; while nobody has the message yet
-    they also leave `To`. A message left with nobody to send to and nobody who got it
-    becomes `suppressed` (and counts as such in its batch). Returns the messages still to
-    render. One suppression read per workspace, by `_id`."""
-    from pipelines.render_message import owed_recipients
-
+    """For the render step: recipients still owed the message who were suppressed since it
+    was accepted (a bounce, complaint or unsubscribe while a scheduled email waited, or
+    while campaign mail sat in the queue) are taken out as the API does at accept time
+    (pipelines.recipients.without_suppressed); a message left with nobody becomes
+    `suppressed` (and counts as such in its batch). Returns the messages still to render.
+    One suppression read per workspace, by `_id`."""
     from . import batches, suppressions
     wanted: dict[str, set[str]] = {}
     for d in docs:
-        wanted.setdefault(d["workspace_id"], set()).update(owed_recipients(d))
+        wanted.setdefault(d["workspace_id"], set()).update(recipients.owed_recipients(d))
     blocked = {ws: await suppressions.suppressed_among(db, ws, list(emails)) for ws, emails in wanted.items()}
     if not any(blocked.values()):
         return docs
     keep, finished = [], []
     for d in docs:
-        owed = owed_recipients(d)
-        gone = [r for r in owed if r in blocked[d["workspace_id"]]]
-        if not gone:
+        split = recipients.without_suppressed(d, blocked[d["workspace_id"]])
+        if split is None:
             keep.append(d)
             continue
-        changes: dict = {"suppressed_recipients": [*d.get("suppressed_recipients", []), *gone]}
-        goes_on = len(gone) < len(owed) or bool(d.get("accepted_recipients"))
-        if goes_on and not (d.get("accepted_recipients") or d.get("refused_recipients")):
-            changes["to"] = [r for r in d["to"] if r not in gone]
-        if goes_on:
+        changes, nobody_left = split
+        if not nobody_left:
             trimmed = await db.messages.update_one({"_id": d["_id"], "status": d["status"]}, {"$set": changes})
             if trimmed.modified_count:
                 keep.append({**d, **changes})

@@ -110,8 +110,8 @@ async def relay(db: AsyncDatabase, collection: str, doc_ids: list[str],
     return events
 
 
-async def relay_stranded(db: AsyncDatabase, limit: int = 500) -> int:
-    """Events a dead process left in their documents: relayed (scheduler job)."""
+async def relay_stranded(db: AsyncDatabase, settings=None, *, limit: int = 500) -> int:
+    """Scheduler job: events a dead process left in their documents, relayed."""
     cutoff = in_seconds(-STRANDED_AFTER_SECONDS)
     relayed = 0
     for collection in CARRIERS:
@@ -159,12 +159,7 @@ async def subscribed_events(db: AsyncDatabase, workspace_ids: list[str]) -> set[
             for event in sub.get("events") or []}
 
 
-async def relay_stranded_events(db: AsyncDatabase, settings) -> int:
-    """Scheduler job: see `relay_stranded`."""
-    return await relay_stranded(db)
-
-
-JOBS = [relay_stranded_events]
+JOBS = [relay_stranded]
 
 
 async def pending(db: AsyncDatabase, limit: int = 500) -> list[dict]:

@@ -11,6 +11,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from pipelines import delivery_status
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
@@ -93,9 +94,10 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     campaign_id = before.get("campaign_id")
     if campaign_id:
         await campaigns.bump(db, campaign_id, **{total_field: 1, unique_field: int(first)})
-    # Every open tries the (guarded, forward-only) status move: the first may have come
-    # while the message was still queued for another recipient's retry.
-    await messages.advance(db, [(message_id, status, None, url)], once_sent=True)
+    # Not only the first open moves the status: it may have come while the message was
+    # still queued for another recipient's retry. No write when the move cannot apply.
+    if before["status"] in delivery_status.sources_for(status, once_sent=True):
+        await messages.advance(db, [(message_id, status, None, url)], once_sent=True)
     if not first:
         return True
     at = now_iso()

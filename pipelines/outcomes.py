@@ -104,16 +104,16 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> Outc
         settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
                    "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
         accepted = settled["accepted_recipients"]
+        deferred = _line(next(iter(transient.values()))) if transient else None
         if transient and attempt + 1 < MAX_ATTEMPTS:
             plan.retry_ids.append(mid)
             retry_attempts.append(attempt)
-            plan.retry_notes[mid] = _line(next(iter(transient.values())))
+            plan.retry_notes[mid] = deferred
             if now_accepted or permanent:
                 plan.retry_notes[mid] += f" ({len(transient)} of {len(message['to'])} recipients still owed)"
                 plan.retry_progress[mid] = settled
             continue
-        gave_up = ("gave up after %d attempts: %s" % (attempt + 1, _line(next(iter(transient.values()))))
-                   if transient else None)
+        gave_up = "gave up after %d attempts: %s" % (attempt + 1, deferred) if transient else None
         if accepted:
             response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
             extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,

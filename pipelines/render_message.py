@@ -11,6 +11,7 @@ from .dkim import Signer, signer_key
 from .errors import PostroomError
 from .mime import compose, verp_return_path
 from .personalise import CompiledContent, compile_content, recipient_data, render_content, system_fields
+from .recipients import owed_recipients
 from .settings import Settings
 from . import tracking_rewrite, unsubscribe_headers
 
@@ -58,14 +59,6 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
                            email=None if shared else email,
                            message_id=message["_id"], base_url=s.base_url, secret_key=s.secret_key, now=utcnow())
     return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
-
-
-def owed_recipients(message: dict) -> list[str]:
-    """The envelope recipients still to try: those an earlier attempt settled (accepted, or
-    refused for good) or suppressed since are never sent to."""
-    settled = {*message.get("accepted_recipients", []), *message.get("refused_recipients", []),
-               *message.get("suppressed_recipients", [])}
-    return [r for r in message["to"] if r not in settled]
 
 
 def render_one(message: dict, ctx: RenderContext) -> dict:

@@ -3,14 +3,13 @@ mail from them arriving DKIM-signed so that dkimpy verifies it against the publi
 
 import json
 import re
-import subprocess
 import uuid
 
 import dkim as dkimpy
 import dns.resolver
 
 from tests.support.api import assert_error as error
-from tests.support.services import postroom_command
+from tests.support.services import run_postroom
 
 
 def new_domain():
@@ -29,9 +28,7 @@ def records(domain_view):
 
 def publish_service_zone(service, dns_server):
     """What the operator does: load `postroom dkim`'s records into the shared domain's zone."""
-    out = subprocess.run(postroom_command("dkim", "--json"), env=service.env, capture_output=True,
-                         text=True, timeout=120, check=True)
-    published = json.loads(out.stdout.strip().splitlines()[-1])
+    published = json.loads(run_postroom(service.env, "dkim", "--json").stdout.strip().splitlines()[-1])
     for record in published:
         dns_server.publish(record)
     return published
@@ -133,8 +130,7 @@ def test_the_operator_export_publishes_every_domain_key_where_its_cname_points(s
     assert published[0]["name"] == "pr1._domainkey.postroom.test"  # the shared domain's own key
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
     assert body["verified"] is True and body["failed_records"] == []
-    zone = subprocess.run(postroom_command("dkim"), env=service.env, capture_output=True, text=True,
-                          timeout=120, check=True).stdout
+    zone = run_postroom(service.env, "dkim").stdout
     [line] = [z for z in zone.splitlines() if z.startswith(recs["dkim"]["value"] + ". IN TXT ")]
     strings = re.findall(r'"([^"]*)"', line)  # as a zone loader reads it: ≤ 255 characters each, joined
     assert len(strings) > 1 and all(len(t) <= 255 for t in strings) and "".join(strings) == recs["dkim"]["txt_value"]

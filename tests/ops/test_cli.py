@@ -2,15 +2,12 @@
 running front: what the CLI creates is what the API accepts."""
 
 import json
-import subprocess
 
-from tests.support.services import postroom_command
+from tests.support.services import run_postroom
 
 
 def postroom(service, *args, expect=0):
-    result = subprocess.run(postroom_command(*args), env=service.env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == expect, (args, result.returncode, result.stdout, result.stderr[-2000:])
-    return result
+    return run_postroom(service.env, *args, expect=expect)
 
 
 def as_json(result):

@@ -1,19 +1,16 @@
 """`postroom queues` against this run's RabbitMQ vhost."""
 
 import json
-import subprocess
 
 from actors.broker import QUEUES
 from ops.embedded_store import free_port
-from tests.support.services import postroom_command
+from tests.support.services import run_postroom
 
 EVERY_QUEUE = {name + suffix for name in QUEUES for suffix in ("", ".DQ", ".XQ")}
 
 
 def queues(env, *args, expect=0):
-    result = subprocess.run(postroom_command("queues", *args), env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == expect, (result.stdout, result.stderr[-2000:])
-    return result
+    return run_postroom(env, "queues", *args, expect=expect)
 
 
 def test_queues_json_lists_every_queue_with_its_counts(service):

@@ -15,7 +15,7 @@ import pytest
 
 from ops.embedded_store import free_port
 from tests.support import services
-from tests.support.services import Process, postroom_command
+from tests.support.services import Process, run_postroom
 
 STOP_TIMEOUT_SECONDS = 30
 
@@ -63,9 +63,7 @@ def process_gone(pid: int, timeout: float = 10) -> bool:
 
 
 def cli(env, *args):
-    result = subprocess.run(postroom_command(*args), env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, (args, result.stdout, result.stderr[-2000:])
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(run_postroom(env, *args).stdout.strip().splitlines()[-1])
 
 
 def wait_for_file(folder: Path, name: str, timeout: float = 30) -> Path:

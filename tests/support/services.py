@@ -75,6 +75,13 @@ def postroom_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "ops.cli", *args]
 
 
+def run_postroom(env: dict, *args: str, expect: int = 0) -> subprocess.CompletedProcess:
+    """Run a `postroom` command to its end; its exit code must be `expect`."""
+    result = subprocess.run(postroom_command(*args), env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == expect, (args, result.returncode, result.stdout, result.stderr[-2000:])
+    return result
+
+
 @contextlib.contextmanager
 def another_front(name: str, env: dict, log_dir: Path, answers: tuple[int, ...] = (200,)):
     """A second front process on a free port with its own environment; yields its base URL."""
