@@ -90,7 +90,7 @@ def _refuse_unstorable(value: Any, loc: tuple = ()) -> None:
             path = format_path(loc) or None
             raise ValidationFailed(f"{path}: Number out of range." if path else "Number out of range.", path=path)
     elif isinstance(value, BaseModel):
-        for name, item in value.__dict__.items():
+        for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
             _refuse_unstorable(item, loc + (name,))
     elif isinstance(value, dict):
         for name, item in value.items():
