@@ -90,7 +90,8 @@ _RATE_HEADERS = {
 HEADERS = {
     **{f"X-RateLimit-{part}": {"description": f"Per key: {text}", "schema": schema}
        for part, (schema, text) in _RATE_HEADERS.items()},
-    **{f"X-EmailRateLimit-{part}": {"description": f"Per key, email sends only: {text}", "schema": schema}
+    **{f"X-EmailRateLimit-{part}": {"description": f"Per key, email sends only, counted in emails (a batch "
+                                                   f"costs its number of messages): {text}", "schema": schema}
        for part, (schema, text) in _RATE_HEADERS.items()},
     "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 0}},
     "X-Idempotency-Status": {"description": "`new` on the first request with an Idempotency-Key, "
