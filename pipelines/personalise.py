@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 
 from . import links
-from .compliance_footer import add_html_footer, add_text_footer
+from .compliance_footer import HTML_FOOTER, add_html_footer, add_text_footer
 from .merge_compile import CompiledTemplate, compile_template
 from .merge_tags import MergeTagError, parse
 from .text import clean_subject
@@ -25,7 +25,9 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 
 
 class RenderedTooLarge(ValueError):
-    """Rule 8 applies to what is sent: a body that grows past the limit once filled fails."""
+    """Rule 8 applies to the client's part of what is sent: a body that grows past the
+    limit once its merge tags are filled fails. Our own additions (the compliance footer,
+    tracking) do not count against it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +35,8 @@ class CompiledContent:
     subject: CompiledTemplate
     html: CompiledTemplate | None
     text: CompiledTemplate | None
+    # The footer we added to html, compiled alone: what it renders to is not the client's.
+    html_footer: CompiledTemplate | None = None
 
 
 def _compile(source: str, mode: str, path: str) -> CompiledTemplate:
@@ -45,17 +49,19 @@ def _compile(source: str, mode: str, path: str) -> CompiledTemplate:
 def compile_content(subject: str, html: str | None, text: str | None, *,
                     path_prefix: str = "") -> CompiledContent:
     """Raises MergeTagError naming `subject`, `html` or `text` (after `path_prefix`)."""
-    compiled_html = None
+    compiled_html = footer = None
     if html is not None:
         compiled_html = _compile(html, "html", f"{path_prefix}html")
         if not compiled_html.mentions("unsubscribe_url"):
             compiled_html = _compile(add_html_footer(html), "html", f"{path_prefix}html")
+            footer = compile_template(HTML_FOOTER, "html")
     compiled_text = None
     if text is not None:
         compiled_text = _compile(text, "text", f"{path_prefix}text")
         if not compiled_text.mentions("unsubscribe_url"):
             compiled_text = _compile(add_text_footer(text), "text", f"{path_prefix}text")
-    return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text)
+    return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text,
+                           footer)
 
 
 def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_prefix: str = "") -> None:
@@ -108,6 +114,9 @@ def render_content(compiled: CompiledContent, data: dict, *,
     subject = clean_subject(compiled.subject.render(data))
     html = compiled.html.render(data) if compiled.html is not None else None
     if html is not None and max_html_bytes is not None and len(html.encode()) > max_html_bytes:
-        raise RenderedTooLarge(f"the rendered HTML body is larger than {max_html_bytes // 1024} KB")
+        ours = len(compiled.html_footer.render(data).encode()) if compiled.html_footer is not None else 0
+        if len(html.encode()) - ours > max_html_bytes:
+            raise RenderedTooLarge(f"the rendered HTML body is larger than {max_html_bytes // 1024} KB "
+                                   "once its merge tags are filled (our footer and tracking not counted)")
     text = compiled.text.render(data) if compiled.text is not None else None
     return subject, html, text
