@@ -21,6 +21,8 @@ BLUEPRINT_MODULES = [
     "front.routes.tracking",
     "front.routes.conversions",
     "front.routes.pages",
+    "front.routes.forms",
+    "front.routes.form_pages",
 ]
 
 
