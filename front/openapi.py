@@ -56,12 +56,31 @@ class PostroomOpenAPI(OpenAPIProvider):
     def schema(self) -> dict:
         document = super().schema()
         components = document.setdefault("components", {})
-        components.setdefault("schemas", {}).update(responses.SCHEMAS)
+        schemas = components.setdefault("schemas", {})
+        answers = responses.answer_schemas()
+        clashes = {name for name in answers if name in schemas and schemas[name] != answers[name]}
+        if clashes:  # a request model and an answer model of one name would overwrite each other
+            raise RuntimeError(f"answer models named like request models: {sorted(clashes)}")
+        schemas.update(answers)
+        schemas.update(responses.SCHEMAS)
         components.setdefault("headers", {}).update(responses.HEADERS)
         return document
 
 
+def _mark_required_query_parameters(operation: dict, view) -> None:
+    """quart-schema leaves `required` off query parameters; a field the query model
+    requires (DELETE /webhooks/triggers `id`) is required in the document too."""
+    model = getattr(view, QUART_SCHEMA_QUERYSTRING_ATTRIBUTE, None)
+    if model is None:
+        return
+    required = {field.alias or name for name, field in model.model_fields.items() if field.is_required()}
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") == "query" and parameter["name"] in required:
+            parameter["required"] = True
+
+
 def _complete_api_operation(operation: dict, endpoint: str, method: str, view, *, public: bool) -> None:
+    _mark_required_query_parameters(operation, view)
     idempotency = responses.idempotency_of(view)
     if idempotency:
         operation["parameters"].append(responses.idempotency_parameter(idempotency))
