@@ -122,6 +122,10 @@ async def _submission(as_json: bool) -> dict:
 
 @bp.post("/f/<form_id>", provide_automatic_options=False)
 async def submit_form(form_id: str):
+    """A submission: `email`, the form's fields by name, `token` (the form's, from its page or
+    embed snippet) and the honeypot `website` (left empty), form-encoded or as a JSON object.
+    A browser gets a page (or a 303 to the form's redirect_url); JSON gets
+    `{data: {status: pending|confirmed, message}}` or the error envelope."""
     as_json = _wants_json()
     form = await form_store.get_public(db(), form_id)
     if form is None:

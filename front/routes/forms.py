@@ -148,7 +148,7 @@ async def _checked(data: FormContent, current: dict | None = None) -> dict:
                 merge_tags.parse(changes[name])
             except merge_tags.MergeTagError as error:
                 raise error.at(name) from None
-    if {**(current or {}), **changes}.get("double_opt_in"):
+    if changes.get("double_opt_in"):  # turned on (or created on): checked then, not on every PATCH
         try:
             await workspace_sender(caller().workspace, {})
         except PostroomError as error:
