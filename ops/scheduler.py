@@ -11,7 +11,7 @@ import logging
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import idempotency, messages, rate_windows
+from mongo import idempotency, messages, processes, rate_windows
 from pipelines.settings import Settings
 
 log = logging.getLogger("postroom.scheduler")
@@ -89,8 +89,13 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
     from mongo.client import connect
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
+        name = processes.process_name("scheduler")
         while not stop.is_set():
             await run_once(db, settings)
+            try:  # after the pass: a reader of `passes` knows every job ran since it looked
+                await processes.beat(db, "scheduler", name)
+            except Exception:  # a heartbeat is informative; the next pass tries again
+                log.warning("scheduler heartbeat not written", exc_info=True)
             try:
                 await asyncio.wait_for(stop.wait(), timeout=settings.scheduler_interval_seconds)
             except asyncio.TimeoutError:
