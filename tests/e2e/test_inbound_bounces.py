@@ -151,7 +151,7 @@ CASES = [
          "failed", "bounced", "hard_bounce", True),
     Case("exchange_text", "contoso.com", "bounce", P, "5.1.1", "RecipNotFound", "outlook",
          "failed", "bounced", "hard_bounce", True),
-    Case("yahoo_failure", "yahoo.com", "bounce", P, "5.0.0", "doesn't have a yahoo.com account", "yahoo",
+    Case("yahoo_failure", "yahoo.com", "bounce", P, "554", "doesn't have a yahoo.com account", "yahoo",
          "failed", "bounced", "hard_bounce", True),
     # transient: a `delayed` warning leaves the message alone; a transient failure bounces it
     Case("rfc3464_transient", "example.org", "bounce", T, "4.2.2", "Mailbox full", "example.org",
