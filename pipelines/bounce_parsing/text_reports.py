@@ -18,7 +18,7 @@ _ORIGINAL_FOLLOWS = re.compile(
     r"^[\s>]*-*\s*(below this line is a copy of the message|this is a copy of the message"
     r"|original message follows|original message as received|original message headers"
     r"|unsent message below|the original message follows|a copy of the original message"
-    r"|undelivered message follows|returned message follows|original message\s*-{2,}"
+    r"|undelivered message follows|returned message follows|start of returned message|original message\s*-{2,}"
     r"|-+\s*original message\s*-+)", re.I | re.M)
 _QUOTED_PARTS = ("message/rfc822", "text/rfc822-headers", "message/delivery-status", "message/feedback-report")
 MAX_DIAGNOSTIC_CHARS = 500
