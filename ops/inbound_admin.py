@@ -14,6 +14,7 @@ Exit codes: 0 done; 1 an unknown report, or a rerun that raised (the report stay
 from __future__ import annotations
 
 import email
+import email.parser
 import email.policy
 import json
 import sys
@@ -33,9 +34,14 @@ def _view(doc: dict) -> dict:
 
 def headers_summary(raw: bytes) -> tuple[dict, list[str]]:
     """The report's main headers and the content types of its parts (breadth first, at
-    most MAX_PARTS_LISTED: a report nested a thousand deep is listed, not walked)."""
-    msg = email.message_from_bytes(raw, policy=email.policy.compat32)
-    headers = {name: str(msg[name]) for name in SUMMARY_HEADERS if msg[name] is not None}
+    most MAX_PARTS_LISTED). The headers are read alone, so they show even for a message
+    the MIME parser cannot take apart (one nested a thousand deep exhausts its stack)."""
+    top = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(raw)
+    headers = {name: str(top[name]) for name in SUMMARY_HEADERS if top[name] is not None}
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    except RecursionError:
+        return headers, ["(too deeply nested to take apart)"]
     parts, queue = [], [msg]
     while queue and len(parts) < MAX_PARTS_LISTED:
         part = queue.pop(0)

@@ -21,8 +21,8 @@ import pytest
 from mongo import contacts as contact_store
 from mongo import inbound_reports
 from tests.support import reports
-from tests.support.inbound import (BOUNCE_DOMAIN, dsn, inbound_port, report_done, sent_message, submit, verp,
-                                   wait_listening)
+from tests.support.inbound import (BOUNCE_DOMAIN, deeply_nested, dsn, inbound_port, report_done, sent_message,
+                                   submit, verp, wait_listening)
 from tests.support.polling import wait_until as poll
 
 OWN_SAMPLES = Path(__file__).parent / "inbound_samples"
@@ -425,16 +425,6 @@ def test_policy_blocks_never_add_up_to_a_soft_bounce(service, tenant):
         assert report_done(service, submit(service, raw, verp(message_id)))["status"] == "parsed"
     assert len(bounces_for(tenant, recipient)) == 3
     assert suppressions(tenant) == []
-
-
-def deeply_nested(levels: int, message_id: str) -> bytes:
-    """A message nested `levels` multiparts deep: Python's email package recurses walking
-    it, and runs out of stack — a report that makes the parser raise."""
-    text = f"From: x@example.com\r\nTo: {verp(message_id)}\r\nSubject: nested\r\nMIME-Version: 1.0\r\n"
-    for i in range(levels):
-        text += f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'
-    text += "Content-Type: text/plain\r\n\r\nhi\r\n" + "".join(f"--b{i}--\r\n" for i in reversed(range(levels)))
-    return text.encode()
 
 
 def test_a_report_that_makes_the_parser_raise_ends_failed_after_its_attempts_and_is_kept(service):

@@ -7,9 +7,9 @@ Per sample with an address in flufl.bounce's own table: the report is understood
 would be recorded `parsed`), it bounces exactly those addresses of a message sent to them
 and to one more recipient (never the extra one), nothing of a message sent to somebody
 else, and each failure gets the classification below — reviewed sample by sample against
-the notice's own words (bounce_corpus.EXPECTED). A representative subset goes through the real inbound SMTP port
-in tests/e2e/test_inbound_bounce_corpus.py; all 117 through the port would add minutes
-to the suite for no path the subset does not already cover.
+the notice's own words (bounce_corpus.EXPECTED). Every sample also goes through the real
+inbound SMTP port, the store and the bounces actor in tests/e2e/test_inbound_bounce_corpus.py;
+this file is the fast check of the parsing alone, and of the counts.
 
 The counts are the README's ("Bounces" in the Delivery section)."""
 
@@ -86,5 +86,8 @@ def test_the_corpus_counts_are_the_readmes():
     assert (dict(outcomes), dict(formats)) == (COUNTS, BY_FORMAT)
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
     assert f"{COUNTS['parsed']} of {sum(COUNTS.values())} understood" in readme
+    types = collections.Counter(type_ for _, type_, _ in EXPECTED.values())
+    assert f"{types['permanent']} permanent (suppressed), {types['transient']} transient, " \
+           f"{types['undetermined']} undetermined" in readme
     for style, count in BY_FORMAT.items():
         assert re.search(rf"\b{re.escape(style)} {count}\b", readme), f"README lacks the count of {style}"

@@ -120,3 +120,13 @@ Subject: Hello
 --B0UND--
 """
     return text.replace("\n", "\r\n").encode()
+
+
+def deeply_nested(levels: int, message_id: str) -> bytes:
+    """A message nested `levels` multiparts deep: Python's email package recurses walking
+    it, and runs out of stack — a report that makes the parser raise."""
+    text = f"From: x@example.com\r\nTo: {verp(message_id)}\r\nSubject: nested\r\nMIME-Version: 1.0\r\n"
+    for i in range(levels):
+        text += f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'
+    text += "Content-Type: text/plain\r\n\r\nhi\r\n" + "".join(f"--b{i}--\r\n" for i in reversed(range(levels)))
+    return text.encode()
