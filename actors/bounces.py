@@ -9,6 +9,7 @@ both paths write the same records, suppressions and events (pipelines/bounce_eff
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import dramatiq
@@ -64,7 +65,8 @@ async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
 async def _apply_report(db: AsyncDatabase, report: dict) -> str:
     report_id = report["_id"]
     verp = next((m for m in map(message_id_from_verp, report["rcpt_tos"]) if m), None)
-    parsed = parse_report(inbound_reports.raw_bytes(report), verp_message_id=verp)
+    # parsing is CPU work (up to 10 MB of MIME): off the loop every async actor shares
+    parsed = await asyncio.to_thread(parse_report, inbound_reports.raw_bytes(report), verp_message_id=verp)
     message_id = parsed.message_id if parsed else verp
     [message] = (await messages.load(db, [message_id]) if message_id else []) or [None]
     about = {"message_id": message_id or "", "workspace_id": message["workspace_id"] if message else ""}

@@ -9,22 +9,23 @@ import httpx
 import pytest
 
 from ops.embedded_store import free_port
-from tests.ops.test_up import bare_env, cli, start_up, stop_with  # noqa: F401 - bare_env is a fixture
+from tests.ops.test_up import bare_env, cli, start_up, stop_with  # noqa: F401 - bare_env: the fixture, shared
 from tests.support.inbound import dsn, submit_to_port, verp
 from tests.support.polling import wait_until
 from tests.support.services import Process
 
 
 @pytest.mark.slow
-def test_a_report_beside_up_is_applied_without_rabbitmq(bare_env, tmp_path):
+def test_a_report_beside_up_is_applied_without_rabbitmq(request, tmp_path):
+    newcomer = request.getfixturevalue("bare_env")  # nothing configured but the data dir
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
-    up, base_url = start_up(bare_env, log_dir, "up")
-    env = {**bare_env, "POSTROOM_INBOUND_PORT": str(free_port())}
+    up, base_url = start_up(newcomer, log_dir, "up")
+    env = {**newcomer, "POSTROOM_INBOUND_PORT": str(free_port())}
     inbound = Process("inbound", ["inbound"], env, log_dir)
     try:
-        workspace = cli(bare_env, "workspace", "create", "Beside", "--from-email", "me@beside.example", "--json")
-        key = cli(bare_env, "key", "create", "--workspace", workspace["id"], "--json")["key"]
+        workspace = cli(newcomer, "workspace", "create", "Beside", "--from-email", "me@beside.example", "--json")
+        key = cli(newcomer, "key", "create", "--workspace", workspace["id"], "--json")["key"]
         recipient = f"gone-{uuid.uuid4().hex[:6]}@example.org"
         with httpx.Client(base_url=base_url + "/api/v1", headers={"Authorization": f"Bearer {key}"},
                           timeout=30) as api:
@@ -44,7 +45,7 @@ def test_a_report_beside_up_is_applied_without_rabbitmq(bare_env, tmp_path):
             wait_until(lambda: api.get(f"/email/{message_id}/status").json()["data"]["status"] == "bounced", 30)
             assert [s["email"] for s in api.get("/suppressions").json()["data"]] == [recipient]
 
-        [report] = cli(bare_env, "inbound", "reports", "--json")
+        [report] = cli(newcomer, "inbound", "reports", "--json")
         assert (report["id"], report["status"], report["attempts"], report["bounce_ids"]) == \
             (report_id, "parsed", 1, [record["id"]])
     finally:
