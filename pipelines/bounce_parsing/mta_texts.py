@@ -14,6 +14,7 @@ from __future__ import annotations
 import email
 import email.policy
 from email.message import EmailMessage
+from email.utils import parseaddr
 
 from flufl.bounce._scan import _DETECTORS  # the detector list, in flufl's own order
 
@@ -49,7 +50,7 @@ def parse_raw(raw: bytes, msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
         return None
     style, temporary, permanent = found
     notice = notice_text(msg)
-    isp = provider_of(sender_of(msg).rpartition("@")[2].strip("> ")) or ""
+    isp = provider_of(parseaddr(sender_of(msg))[1].rpartition("@")[2]) or ""  # the notice's sender's provider
     everyone = temporary + permanent
     bounces = []
     for address, action in [(a, "delayed") for a in temporary] + [(a, "failed") for a in permanent]:
