@@ -24,7 +24,7 @@ def html_body(rendered) -> str:
 
 
 def link_payload(rendered, purpose, path):
-    token = re.search(rf"https://mail\.example/{path}/([\w\-]+\.[\w\-]+)", html_body(rendered)).group(1)
+    token = re.search(rf"https://mail\.example/{path}/([\w\-]+)", html_body(rendered)).group(1)
     return links.verify(purpose, token, SETTINGS.secret_key)
 
 
