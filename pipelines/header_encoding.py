@@ -13,8 +13,14 @@ control characters), then written
   (White space *between* encoded words is dropped by decoders, which is how separate
   words written by the stdlib lost their spaces: `שלום עולם` became `שלוםעולם`.)
 
-Every line stays within the 78 characters RFC 5322 asks for (a plain word too long for a
-line is encoded instead, since encoded words can be cut anywhere)."""
+Every line of a subject stays within the 78 characters RFC 5322 asks for (a plain word too
+long for a line is encoded instead, since encoded words can be cut anywhere).
+
+A display name that needs encoding is one encoded word, however long (up to the 998
+characters a line may have): the stdlib's own address parser, unlike RFC 2047 §6.2 and
+mail clients, keeps the white space between two encoded words of a phrase as a space, so
+a name cut into several words would read back with a space inside a word there. One word
+reads back the same everywhere; RFC 2047's 75-character limit per word is the price."""
 
 from __future__ import annotations
 
@@ -31,13 +37,19 @@ _ATOM = re.compile(r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+(?: [A-Za-z0-9!#$%&'*+\-/=?
 _FOLD = "\r\n "
 
 
-def encoded_words(text: str) -> list[str]:
-    """`text` as UTF-8 base64 encoded words of at most 68 characters, never splitting a
-    character's bytes between two words (RFC 2047 §5)."""
+# A display name as one encoded word while its line stays well inside 998 characters
+# ("From: ", the word, " <address>" on the next line): 660 bytes are 880 base64 characters.
+_NAME_WORD_BYTES = 660
+
+
+def encoded_words(text: str, word_bytes: int = _WORD_BYTES) -> list[str]:
+    """`text` as UTF-8 base64 encoded words of at most `word_bytes` bytes each (68
+    characters by default), never splitting a character's bytes between two words
+    (RFC 2047 §5)."""
     data = text.encode("utf-8")
     words, start = [], 0
     while start < len(data):
-        end = min(start + _WORD_BYTES, len(data))
+        end = min(start + word_bytes, len(data))
         while end < len(data) and (data[end] & 0xC0) == 0x80:  # a UTF-8 continuation byte
             end -= 1
         words.append("=?utf-8?b?" + base64.b64encode(data[start:end]).decode("ascii") + "?=")
@@ -88,15 +100,15 @@ def unstructured(name: str, value: str) -> bytes:
 
 def display_name(name: str) -> str:
     """The phrase before `<address>`: atoms as they are, other printable ASCII as a quoted
-    string, anything else (non-ASCII, `=?`, long) as encoded words. Receivers such as
-    Python's own parser decode encoded words even inside quoted strings, so `=?` is never
-    left in a quoted string either."""
+    string, anything else (non-ASCII, `=?`, long) as one encoded word (see the module
+    docstring). Receivers such as Python's own parser decode encoded words even inside
+    quoted strings, so `=?` is never left in a quoted string either."""
     text = header_text(name)
     if _plain(text) and len(text) <= 60:
         if _ATOM.fullmatch(text):
             return text
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return _FOLD.join(encoded_words(text))
+    return _FOLD.join(encoded_words(text, _NAME_WORD_BYTES))
 
 
 def mailbox(address: str, name: str | None = None) -> str:
