@@ -144,7 +144,7 @@ def cmd_dkim(args) -> int:
     key, custom = asyncio.run(work())
     records = [{"type": "TXT", "name": f"{key['selector']}._domainkey.{settings.shared_domain}",
                 "value": txt_value(key["public_key"])}]
-    records += [r for r in (key_publication(d["records"]) for d in custom) if r is not None]
+    records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
     if args.json:
         print(json.dumps(records))
     else:
