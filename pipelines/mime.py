@@ -61,7 +61,7 @@ class MimeTemplate:
     def fill(self, *, message_id: str, id_domain: str, to: list[str], subject: str, date: str,
              plain: str, html: str | None, recipient_headers: bytes = b"") -> bytes:
         out = [b"Message-ID: <", message_id.encode("ascii"), b"@", id_domain.encode("idna"), b">\r\n",
-               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), _subject_header(subject),
+               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), unstructured("Subject", subject),
                recipient_headers, self.shared_headers]
         if html is None:
             out += [b'Content-Type: text/plain; charset="utf-8"\r\n',
@@ -102,10 +102,6 @@ def _to_header(to: tuple[str, ...]) -> bytes:
     if value.isascii() and len(value) < 900 and "\r" not in value and "\n" not in value:
         return b"To: " + value.encode("ascii") + _CRLF
     return _header_lines([("To", value)])
-
-
-def _subject_header(subject: str) -> bytes:
-    return unstructured("Subject", subject)
 
 
 def _qp(text: str) -> bytes:
