@@ -52,8 +52,8 @@ async def render_messages(message_ids: list[str]) -> None:
     real = await messages.withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
     if not real:
         return
-    signers = await signing.signers_for(db, runtime.settings(), real)
-    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers,
+    signers, return_paths = await signing.signers_for(db, runtime.settings(), real)
+    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers, return_paths=return_paths,
                                             **await personalisation_inputs(db, real)))
     await messages.fail_many(db, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])

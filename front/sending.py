@@ -13,7 +13,7 @@ from mongo import messages as message_store
 from mongo import send_limits
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines import recipients
+from pipelines import mail_streams, recipients
 from pipelines import sender as sender_rules
 from pipelines import throttle
 from pipelines.clock import iso, now_iso, parse_iso, utcnow
@@ -47,13 +47,17 @@ async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache
 
 
 async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
-                        suppressed: set[str] | None = None, domains: dict[str, bool] | None = None,
+                        suppression_reasons: dict[str, str] | None = None, domains: dict[str, bool] | None = None,
                         templates: dict | None = None) -> dict:
-    """`suppressed` / `domains` / `templates`: the suppressed addresses among the recipients,
-    the workspace's sending domains and the templates named so far when the caller already
-    looked them up in bulk (batch sends); otherwise they are looked up here."""
+    """`suppression_reasons` / `domains` / `templates`: the suppressed addresses among the
+    recipients with their reasons, the workspace's sending domains and the templates named
+    so far when the caller already looked them up in bulk (batch sends); otherwise they are
+    looked up here."""
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
         raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
+    stream = fields.get("stream") or mail_streams.TRANSACTIONAL
+    if stream == mail_streams.MARKETING and fields.get("footer") is False:
+        raise ValidationFailed("Marketing mail always carries the compliance footer.", path=f"{path_prefix}footer")
     html = fields.get("html")
     if html is not None and len(html.encode()) > settings().max_html_bytes:
         raise ValidationFailed(f"html is larger than {settings().max_html_bytes // 1024} KB.",
@@ -77,8 +81,9 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         raise
     to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
     to = list(dict.fromkeys(to))
-    if suppressed is None:
-        suppressed = await suppression_store.suppressed_among(db(), workspace["_id"], to)
+    if suppression_reasons is None:
+        suppression_reasons = await suppression_store.reasons_among(db(), workspace["_id"], to)
+    suppressed = mail_streams.blocked_addresses(stream, suppression_reasons)
     now = now_iso()
     doc = {
         "_id": new_message_id(),
@@ -86,6 +91,8 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         "key_id": who.key_id,
         "sandbox": who.sandbox,
         "kind": "transactional",
+        "stream": stream,
+        "footer": fields.get("footer", True) is not False,
         "to": to,
         "subject": clean_subject(fields["subject"]),
         "html": html,
@@ -184,9 +191,9 @@ async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]
     domains = await domain_store.verified_map(db(), workspace_id)
     everyone = list(dict.fromkeys(r for item in items
                                   for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
-    suppressed = await suppression_store.suppressed_among(db(), workspace_id, everyone)
+    reasons = await suppression_store.reasons_among(db(), workspace_id, everyone)
     templates: dict = {}
-    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", suppressed=suppressed,
+    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", suppression_reasons=reasons,
                                 domains=domains, templates=templates) for i, item in enumerate(items)]
     batch_id = new_batch_id()
     for doc in docs:

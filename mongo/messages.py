@@ -14,7 +14,7 @@ from __future__ import annotations
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines import delivery_status, recipients
+from pipelines import delivery_status, mail_streams, recipients
 from pipelines.clock import in_seconds, now_iso
 
 
@@ -190,19 +190,21 @@ async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]
     """For the render step: recipients still owed the message who were suppressed since it
     was accepted (a bounce, complaint or unsubscribe while a scheduled email waited, or
     while campaign mail sat in the queue) are taken out as the API does at accept time
-    (pipelines.recipients.without_suppressed); a message left with nobody becomes
-    `suppressed` (and counts as such in its batch). Returns the messages still to render.
-    One suppression read per workspace, by `_id`."""
+    (pipelines.recipients.without_suppressed; which reasons count depends on the message's
+    stream, pipelines.mail_streams); a message left with nobody becomes `suppressed` (and
+    counts as such in its batch). Returns the messages still to render. One suppression
+    read per workspace, by `_id`."""
     from . import batches, suppressions
     wanted: dict[str, set[str]] = {}
     for d in docs:
         wanted.setdefault(d["workspace_id"], set()).update(recipients.owed_recipients(d))
-    blocked = {ws: await suppressions.suppressed_among(db, ws, list(emails)) for ws, emails in wanted.items()}
-    if not any(blocked.values()):
+    reasons = {ws: await suppressions.reasons_among(db, ws, list(emails)) for ws, emails in wanted.items()}
+    if not any(reasons.values()):
         return docs
     keep, finished = [], []
     for d in docs:
-        split = recipients.without_suppressed(d, blocked[d["workspace_id"]])
+        blocked = mail_streams.blocked_addresses(mail_streams.stream_of(d), reasons[d["workspace_id"]])
+        split = recipients.without_suppressed(d, blocked)
         if split is None:
             keep.append(d)
             continue

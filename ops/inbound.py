@@ -1,7 +1,8 @@
 """`postroom inbound`: the SMTP receiver for bounces and complaints, and `postroom dkim`.
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
-DSNs come back), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
+DSNs come back; also `bounce+<message id>@pr-bounces.<custom domain>`, the return-path host
+of a workspace's domain, pipelines/dns_records.py), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
 `unsubscribe+<message id>@<bounce domain>` (List-Unsubscribe by mail, applied at once),
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
@@ -45,10 +46,17 @@ class InboundHandler:
         self.db, self.settings, self.enqueue = db, settings, enqueue
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        if not accepts(address, self.settings.bounce_domain):
+        if not (accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address)):
             return "550 5.1.1 no such mailbox here"
         envelope.rcpt_tos.append(address)
         return "250 OK"
+
+    async def custom_return_path(self, address: str) -> bool:
+        """A VERP address on the return-path host of some workspace's domain."""
+        from mongo import domains
+        if message_id_from_verp(address) is None:
+            return False
+        return await domains.is_return_path_host(self.db, address.rpartition("@")[2])
 
     async def handle_DATA(self, server, session, envelope):
         from mongo import inbound_reports, recipient_pages
@@ -157,7 +165,7 @@ def cmd_dkim(args) -> int:
     key, custom = asyncio.run(work())
     records = [{"type": "TXT", "name": f"{key['selector']}._domainkey.{settings.shared_domain}",
                 "value": txt_value(key["public_key"])}]
-    records += [r for r in (key_publication(d["records"]) for d in custom) if r is not None]
+    records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
     if args.json:
         print(json.dumps(records))
     else:

@@ -11,6 +11,8 @@ def normalize(address: str) -> str:
     """Return the canonical form (domain lower-cased, local part kept) or raise ValueError."""
     if len(address) > MAX_LENGTH:
         raise ValueError(f"email address longer than {MAX_LENGTH} characters")
+    if "=?" in address:  # valid atext, but mail readers decode it as an RFC 2047 encoded word
+        raise ValueError("an email address must not contain '=?'")
     try:
         result = validate_email(address, check_deliverability=False, allow_smtputf8=True)
     except EmailNotValidError as error:

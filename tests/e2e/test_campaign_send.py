@@ -74,7 +74,7 @@ def test_the_audience_is_resolved_at_send_time_and_each_address_gets_one_persona
         message_id = received.mail_from.split("+", 1)[1].split("@")[0]
         unsubscribe = received.message["List-Unsubscribe"]
         assert f"<mailto:unsubscribe+{message_id}@bounces.postroom.test>" in unsubscribe
-        assert re.search(r"<http://127\.0\.0\.1:\d+/u/[\w\-]+\.[\w\-]+>", unsubscribe)
+        assert re.search(r"<http://127\.0\.0\.1:\d+/u/[\w\-]+>", unsubscribe)
         assert received.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     for name in ("gone", "quiet", "bounced", "blocked", "outsider"):
         assert service.smtp.messages_to(email(name)) == []

@@ -33,9 +33,9 @@ def wait_listening(port, timeout=30):
     raise AssertionError(f"inbound did not listen on {port}")
 
 
-def submit_to_port(port: int, raw: bytes, rcpt: str) -> str:
-    """As a remote MTA sends a DSN: with the null return path `MAIL FROM:<>`. Returns the
-    server's answer to DATA (`2.0.0 stored as <report id>`)."""
+def session(port: int, rcpt: str, raw: bytes | None) -> tuple[int, str]:
+    """As a remote MTA sends a DSN: MAIL FROM:<> (the null return path), RCPT TO, and DATA
+    when `raw` is given and the recipient was accepted: the last answer's (code, text)."""
     wait_listening(port)
 
     async def go():
@@ -44,13 +44,28 @@ def submit_to_port(port: int, raw: bytes, rcpt: str) -> str:
         try:
             await client.ehlo()
             await client.mail("")
-            await client.rcpt(rcpt)
-            code, message = await client.data(raw)
-            assert code == 250, (code, message)
-            return message
+            try:
+                answer = await client.rcpt(rcpt)
+            except aiosmtplib.SMTPRecipientRefused as refused:
+                return refused.code, refused.message
+            if raw is not None:
+                answer = await client.data(raw)
+            return answer.code, answer.message
         finally:
             await client.quit()
     return asyncio.run(go())
+
+
+def submit_to_port(port: int, raw: bytes, rcpt: str) -> str:
+    """Deliver a report; the server's answer to DATA (`2.0.0 stored as <report id>`)."""
+    code, message = session(port, rcpt, raw)
+    assert code == 250, (code, message)
+    return message
+
+
+def rcpt_answer(service, rcpt: str) -> tuple[int, str]:
+    """What the inbound server answers to RCPT TO `rcpt` (nothing delivered)."""
+    return session(inbound_port(service), rcpt, None)
 
 
 def submit(service, raw: bytes, rcpt: str) -> str:
