@@ -14,7 +14,7 @@ log = logging.getLogger("postroom.front")
 
 # Retry-After on a 503 (a dependency away): a store or broker restart takes seconds, not minutes.
 UNAVAILABLE_RETRY_AFTER_SECONDS = 5
-STORE_UNREACHABLE = "The service cannot reach its database; nothing was done. Retry after the Retry-After wait."
+STORE_UNREACHABLE = "The service cannot reach its database. Retry after the Retry-After wait."
 
 _HTTP_CODES = {
     400: "validation_error",

@@ -43,8 +43,8 @@ ERROR_DESCRIPTIONS = {
     429: "Rate limit exceeded; wait Retry-After seconds.",
     500: "Unexpected error (internal_error); safe to retry with backoff.",
     503: "The service cannot reach its database (service_unavailable); retry after Retry-After "
-         "seconds. Nothing was done, except where the message says the outcome is unknown (a send "
-         "naming its message id): retry with the same Idempotency-Key to get that message, sent once.",
+         "seconds. A send whose message says its outcome is unknown names its message id: retry "
+         "with the same Idempotency-Key to get that message, sent once.",
 }
 WRITE_METHODS = {"post", "put", "patch", "delete"}
 
