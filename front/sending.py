@@ -257,9 +257,10 @@ async def _store(docs: list[dict], failure_code: str) -> None:
         await _give_up([d for d in docs if d["_id"] in stored], "could not be stored completely")
     except ConnectionFailure as error:
         raise ServiceUnavailable(
-            f"The service lost its database while storing {_naming(ids)}: it may or may not have "
-            "been accepted. Retry with the same Idempotency-Key to get the same message, sent once "
-            "(without one, a retry may send a second copy).",
+            f"The service lost its database while storing {_naming(ids)}; whether it was accepted "
+            "is unknown. Retry with the same Idempotency-Key to get the same message(s), sent once; "
+            "without a key, GET /email/<id> tells once the service answers (a plain retry may send "
+            "a second copy).",
             retry_after=UNAVAILABLE_RETRY_AFTER_SECONDS, outcome_unknown=True) from error
     if isinstance(failure, ConnectionFailure):
         raise ServiceUnavailable("The service cannot reach its database; nothing was stored and "
