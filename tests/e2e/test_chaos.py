@@ -102,6 +102,9 @@ def test_broker_restart_and_a_killed_worker_lose_nothing_accepted(chaos_stack):
     restarted_at = time.monotonic() - started
 
     sender.wait_answered(WORKER_KILL_AFTER)
+    deadline = time.monotonic() + 15  # kill while mail is being sent, not between two messages
+    while claimed_now(stack, tenant.workspace_id) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     os.killpg(doomed.proc.pid, signal.SIGKILL)  # the pool and its children, as a lost machine
     doomed.proc.wait()
     in_flight = claimed_now(stack, tenant.workspace_id)
