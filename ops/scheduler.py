@@ -9,9 +9,12 @@ import asyncio
 import importlib
 import logging
 
+from dramatiq.errors import ConnectionError as BrokerConnectionError
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure
 
 from mongo import idempotency, messages, processes, rate_windows
+from pipelines.errors import one_line
 from pipelines.settings import Settings
 
 log = logging.getLogger("postroom.scheduler")
@@ -80,6 +83,11 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
     for job in all_jobs():
         try:
             done[job.__name__] = await job(db, settings)
+        except ConnectionFailure as error:  # every job needs the store: try them all next tick
+            log.warning("scheduler: store unreachable (%s); jobs wait for it", type(error).__name__)
+            break
+        except BrokerConnectionError as error:  # an outage, not a bug: one line, no trace
+            log.warning("scheduler job %s: broker unreachable (%s)", job.__name__, one_line(error))
         except Exception:  # one failing job must not stop the others; it runs again next tick
             log.exception("scheduler job %s failed", job.__name__)
     return done
@@ -94,8 +102,8 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
             await run_once(db, settings)
             try:  # after the pass: a reader of `passes` knows every job ran since it looked
                 await processes.beat(db, "scheduler", name)
-            except Exception:  # a heartbeat is informative; the next pass tries again
-                log.warning("scheduler heartbeat not written", exc_info=True)
+            except Exception as error:  # a heartbeat is informative; the next pass tries again
+                log.warning("scheduler heartbeat not written: %s", one_line(error))
             try:
                 await asyncio.wait_for(stop.wait(), timeout=settings.scheduler_interval_seconds)
             except asyncio.TimeoutError:

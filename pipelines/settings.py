@@ -36,6 +36,8 @@ class Settings:
     idempotency_ttl_seconds: int = 3600
     max_html_bytes: int = 256 * 1024
     max_request_bytes: int = 32 * 1024 * 1024
+    # How long an API request waits for an unreachable store before answering 503.
+    front_store_wait_seconds: float = 0.5
     # Delivery.
     smtp_connections: int = 4
     smtp_timeout_seconds: float = 30.0
