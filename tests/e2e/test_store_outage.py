@@ -36,7 +36,8 @@ def private_store(run_dir):
 
 @pytest.fixture
 def outage_stack(service, private_store, run_dir):
-    with private_stack(service, private_store["url"], run_dir, "storekill") as stack:
+    with private_stack(service, private_store["url"], run_dir, "storekill",
+                       env={"POSTROOM_MONGODB_URL": private_store["url"]}) as stack:
         stack.smtp.slow_down(SLOW_DOMAIN, RELAY_SECONDS)
         stack.start_worker("worker")
         yield stack
@@ -88,3 +89,5 @@ def test_a_store_killed_during_smtp_flight_loses_no_outcome_and_sends_nothing_tw
         collections.Counter({m: 1 for m in ids}), "every accepted message exactly once"
     # Nothing waited out a send lease (300 s): all was recorded soon after the store returned.
     assert recovered_in < 100
+    # The outage did hit the worker after SMTP had answered: it kept those answers and wrote them later.
+    assert "recording send outcomes again" in (stack.log_dir / "worker.log").read_text(errors="replace")
