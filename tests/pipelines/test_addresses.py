@@ -61,3 +61,20 @@ def test_a_long_list_folds_between_addresses():
                    html=None, text="x", reply_to=None, id_domain="postroom.test")
     assert all(len(line) <= 998 for line in data.split(b"\r\n"))
     assert email.message_from_bytes(data, policy=email.policy.default)["To"] == ", ".join(to)
+
+
+def test_an_smtputf8_message_signs_verifiably():
+    import dkim as dkimpy
+    from cryptography.hazmat.primitives import serialization
+
+    from pipelines import dkim
+
+    pair = dkim.generate_key_pair()
+    signer = dkim.Signer("acme.example", "pr1", serialization.load_pem_private_key(pair.private_pem.encode(), None))
+    data = compose(message_id="m1", from_address="news@acme.example", from_name=None, to=["jürgen@bücher.example"],
+                   subject="Hi", html="<p>Hi</p>", text=None, reply_to=None, id_domain="acme.example")
+    signed = signer.sign(data)
+
+    def dns(name, timeout=5):
+        return pair.txt_value.encode() if name == b"pr1._domainkey.acme.example." else None
+    assert dkimpy.verify(signed, dnsfunc=dns)
