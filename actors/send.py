@@ -126,8 +126,8 @@ async def _release(throttle: SendThrottle, admission) -> None:
     (pipelines/throttle.py LEASE_SECONDS), so this must not cost the outcomes."""
     try:
         await throttle.release(admission)
-    except ConnectionFailure as error:
-        log.warning("could not give back send concurrency leases (%s); they lapse on their own", error)
+    except Exception as error:  # best effort: never at the cost of the outcomes in hand
+        log.warning("could not give back send concurrency leases (%r); they lapse on their own", error)
 
 
 async def _persist(lease_end: float, write, *args, **kwargs):
