@@ -197,7 +197,7 @@ async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: st
                                       for mid in message_ids], ordered=False)
 
 
-# The watchdog (ops/message_watchdog.py): messages whose next step was lost.
+# The watchdog (ops/scheduler.requeue_stalled_messages): messages whose next step was lost.
 
 # What the watchdog reads of a stalled message.
 _STALLED_FIELDS = {"_id": 1, "updated_at": 1, "lease_until": 1, "revivals": 1, "last_error": 1, "batch_id": 1}
@@ -245,14 +245,13 @@ async def abandon(db: AsyncDatabase, stale: dict[str, str], lapsed: dict[str, st
     """The watchdog gives up: stalled messages (id → reason) end `failed`, guarded as in
     `requeue`. Returns the ids that moved (a claim taken meanwhile stands)."""
     at = now_iso()
-    moved = []
-    for mid, why in stale.items():
-        result = await db.messages.bulk_write([_transition(mid, "failed", {"error": why}, why, current="queued")])
-        moved += [mid] if result.modified_count else []
-    for mid, why in lapsed.items():
-        result = await db.messages.bulk_write([_transition(mid, "failed", {"error": why}, why, current="sending",
-                                                           guard={"lease_until": {"$lt": at}})])
-        moved += [mid] if result.modified_count else []
+    moved = []  # one write each (rare), to know which moved
+    for mid, why in [*stale.items(), *lapsed.items()]:
+        lapsed_one = mid in lapsed
+        op = _transition(mid, "failed", {"error": why}, why, current="sending" if lapsed_one else "queued",
+                         guard={"lease_until": {"$lt": at}} if lapsed_one else None)
+        if (await db.messages.bulk_write([op])).modified_count:
+            moved.append(mid)
     return moved
 
 

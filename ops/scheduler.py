@@ -70,24 +70,25 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
     stale = await messages.stale_queued(db, settings.message_stall_seconds, room) if room > 0 else []
     if not lapsed and not stale:
         return 0
-    spent = [d for d in lapsed + stale if int(d.get("revivals") or 0) >= settings.message_max_revivals]
-    if spent:
-        lapsed_ids = {d["_id"] for d in lapsed}
-        moved = set(await messages.abandon(
-            db, {d["_id"]: _gave_up(d, settings) for d in spent if d["_id"] not in lapsed_ids},
-            {d["_id"]: _gave_up(d, settings) for d in spent if d["_id"] in lapsed_ids}))
-        await batches.record_finished(db, [(d, "failed") for d in spent if d["_id"] in moved])
-        log.error("watchdog: gave up on %d message(s) handed back %d times", len(moved),
-                  settings.message_max_revivals)
-        spent_ids = {d["_id"] for d in spent}
-        lapsed, stale = ([d for d in group if d["_id"] not in spent_ids] for group in (lapsed, stale))
-    lapsed_ids, stale_ids = [d["_id"] for d in lapsed], [d["_id"] for d in stale]
+    def spent(doc: dict) -> bool:
+        return int(doc.get("revivals") or 0) >= settings.message_max_revivals
+    if any(map(spent, lapsed + stale)):
+        await _give_up(db, settings, [d for d in stale if spent(d)], [d for d in lapsed if spent(d)])
+    lapsed_ids = [d["_id"] for d in lapsed if not spent(d)]
+    stale_ids = [d["_id"] for d in stale if not spent(d)]
     await messages.requeue(db, stale_ids, lapsed_ids)
     await _render(lapsed_ids + stale_ids)
     if lapsed_ids or stale_ids:
         log.warning("watchdog: rendering again %d queued message(s) left for %d s and %d whose send lease ran out",
                     len(stale_ids), settings.message_stall_seconds, len(lapsed_ids))
-    return len(lapsed) + len(stale) + len(spent)
+    return len(lapsed) + len(stale)
+
+
+async def _give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], lapsed: list[dict]) -> None:
+    moved = set(await messages.abandon(db, {d["_id"]: _gave_up(d, settings) for d in stale},
+                                       {d["_id"]: _gave_up(d, settings) for d in lapsed}))
+    await batches.record_finished(db, [(d, "failed") for d in stale + lapsed if d["_id"] in moved])
+    log.error("watchdog: gave up on %d message(s) handed back %d times", len(moved), settings.message_max_revivals)
 
 
 async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
