@@ -10,6 +10,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from pipelines.addresses import match_key
 from pipelines.clock import now_iso
 from pipelines.mail_streams import MARKETING, blocked_addresses
 
@@ -22,13 +23,14 @@ INDEXES: dict[str, list] = {
 
 
 def _key(workspace_id: str, email: str) -> str:
-    return f"{workspace_id}:{email.lower()}"
+    # match_key: the A-label and Unicode spellings of a domain are one suppression
+    return f"{workspace_id}:{match_key(email)}"
 
 
 def document(workspace_id: str, email: str, reason: str, *, source: str = "api",
              detail: str | None = None) -> dict:
     return {"_id": _key(workspace_id, email), "workspace_id": workspace_id, "email": email,
-            "email_key": email.lower(), "reason": reason, "source": source,
+            "email_key": match_key(email), "reason": reason, "source": source,
             "detail": detail or "", "created_at": now_iso()}
 
 

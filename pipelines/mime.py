@@ -9,14 +9,15 @@ by `binascii`, in C).
 
 Header fields holding caller text (Subject, the From display name) are written by
 `pipelines.header_encoding`, never by the stdlib, which would decode encoded words found
-in the text into header lines of their own. Only a non-ASCII address still goes through
-the stdlib.
+in the text into header lines of their own. Recipient addresses are written in their wire
+form (`_to_header`: A-label domains, never encoded words).
 """
 
 from __future__ import annotations
 
 import binascii
 import dataclasses
+import datetime as dt
 import functools
 import secrets
 from email.headerregistry import Address
@@ -24,6 +25,7 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
 
+from .addresses import wire_form
 from .clock import utcnow
 from .header_encoding import mailbox, unstructured
 from .text import html_to_text
@@ -98,10 +100,22 @@ def _address_header(name: str, address: str, display_name: str | None = None) ->
 
 
 def _to_header(to: tuple[str, ...]) -> bytes:
-    value = ", ".join(to)
-    if value.isascii() and len(value) < 900 and "\r" not in value and "\n" not in value:
-        return b"To: " + value.encode("ascii") + _CRLF
-    return _header_lines([("To", value)])
+    """The addresses as they go on the wire (pipelines.addresses.wire_form: domains in
+    A-labels), never as encoded words, which are not allowed inside an address. A
+    non-ASCII local part is written as UTF-8 (RFC 6532): such a message goes out only
+    over SMTPUTF8 (the transport checks). Long lists fold after a comma."""
+    addresses = []
+    for address in to:
+        if "\r" in address or "\n" in address:
+            raise ValueError("a recipient address contains a line break")
+        try:
+            addresses.append(wire_form(address))
+        except ValueError:  # not writable in A-labels: the transport refuses it on its own
+            addresses.append(address)
+    value = ", ".join(addresses)
+    if len(value) >= 900:
+        value = ",\r\n ".join(addresses)
+    return b"To: " + value.encode("utf-8") + _CRLF
 
 
 def _qp(text: str) -> bytes:
@@ -115,13 +129,14 @@ def _qp(text: str) -> bytes:
 def compose(*, message_id: str, from_address: str, from_name: str | None, to: list[str],
             subject: str, html: str | None, text: str | None, reply_to: str | None,
             id_domain: str, extra_headers: dict[str, str] | None = None,
-            recipient_headers: dict[str, str] | None = None) -> bytes:
+            recipient_headers: dict[str, str] | None = None, date: dt.datetime | None = None) -> bytes:
     """`extra_headers` are shared by many messages (cached in the template);
-    `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached."""
+    `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached.
+    `date`: the Date header (default now); a message made again for a retry keeps its first."""
     template = mime_template(from_address, from_name, reply_to, tuple((extra_headers or {}).items()))
     plain = text if text is not None else (html_to_text(html) if html else "")
     return template.fill(message_id=message_id, id_domain=id_domain, to=to, subject=subject,
-                         date=format_datetime(utcnow()), plain=plain, html=html,
+                         date=format_datetime(date or utcnow()), plain=plain, html=html,
                          recipient_headers=_own_header_lines(recipient_headers or {}))
 
 

@@ -5,8 +5,9 @@ Plain code: the actor gathers the documents it needs and passes them in."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
-from .clock import utcnow
+from .clock import parse_iso, utcnow
 from .dkim import Signer, signer_key
 from .errors import PostroomError
 from .mail_streams import MARKETING, shared_headers, stream_of
@@ -66,6 +67,13 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
     return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
 
 
+def origination_date(message: dict) -> dt.datetime | None:
+    """The Date header: when the message became due to send. Rendering again (a lost job,
+    a retry held in the store) keeps the same Date, as it keeps the same Message-ID."""
+    when = message.get("queued_at") or message.get("created_at")
+    return parse_iso(when) if isinstance(when, str) and when else None
+
+
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
     fields = message_data(message, ctx)
@@ -79,7 +87,8 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
         html=html, text=text, reply_to=message.get("reply_to"), id_domain=signing_domain,
         extra_headers=shared_headers(message, signing_domain),
         recipient_headers=unsubscribe_headers.headers(message, fields["unsubscribe_url"],
-                                                      bounce_domain=s.bounce_domain))
+                                                      bounce_domain=s.bounce_domain),
+        date=origination_date(message))
     signer = ctx.signers.get(signer_key(message))
     if signer is not None:
         data = signer.sign(data)
@@ -87,7 +96,7 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
         "_id": message["_id"],
         "mail_from": verp_return_path(message["_id"], ctx.return_paths.get(signer_key(message)) or s.bounce_domain),
         "recipients": owed_recipients(message),
-        "data": data.decode("ascii"),
+        "data": data.decode("utf-8"),  # ASCII, but for a non-ASCII local part in To: (SMTPUTF8)
     }
 
 
