@@ -18,3 +18,23 @@ async def publish(actor, *args, **options) -> None:
         await asyncio.to_thread(actor.send_with_options, args=args, **options)
     else:
         await asyncio.to_thread(actor.send, *args)
+
+
+def _cause(error: BaseException) -> BaseException:
+    import dramatiq.errors
+    return error.args[0] if isinstance(error, dramatiq.errors.ConnectionClosed) and error.args else error
+
+
+def refused_by_broker(error: BaseException) -> bool:
+    """The broker answered and said no (a nack — e.g. a queue at its length limit with
+    `reject-publish` — or a channel closed over the message, e.g. larger than its
+    maximum), as against the broker being unreachable."""
+    import pika.exceptions
+    return isinstance(_cause(error), (pika.exceptions.NackError, pika.exceptions.UnroutableError,
+                                      pika.exceptions.ChannelClosedByBroker))
+
+
+def describe(error: BaseException) -> str:
+    """A publish failure in a line (never the message it carried)."""
+    cause = _cause(error)
+    return f"{type(cause).__name__}: {cause}"

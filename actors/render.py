@@ -3,13 +3,17 @@ actor inside its job (not stored: see actors/send.py). Only failures are written
 
 from __future__ import annotations
 
+import logging
+
 import dramatiq
 
 from mongo import batches, campaign_audience, campaigns, contacts, messages, templates, workspaces
 from pipelines.render_message import RenderContext, render_all
 
 from . import runtime, signing
-from .publish import publish
+from .publish import describe, refused_by_broker
+
+log = logging.getLogger("postroom.render")
 
 SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
 
@@ -52,11 +56,29 @@ async def render_messages(message_ids: list[str]) -> None:
     real = await messages.withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
     if not real:
         return
-    signers = await signing.signers_for(db, runtime.settings(), real)
-    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers,
+    signers, return_paths = await signing.signers_for(db, runtime.settings(), real)
+    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers, return_paths=return_paths,
                                             **await personalisation_inputs(db, real)))
     await messages.fail_many(db, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
     if result.rendered:
-        from .send import send_messages
-        await publish(send_messages, result.rendered)
+        await _hand_to_send(db, result.rendered)
+
+
+async def _hand_to_send(db, rendered: list[dict]) -> None:
+    """Send jobs for the rendered messages (bounded by count and bytes). What the broker
+    does not take keeps the reason on the message (history and `last_error`); a refusal
+    (the broker answered no) is not retried here — the watchdog renders the message
+    again after POSTROOM_MESSAGE_STALL_SECONDS and, after POSTROOM_MESSAGE_MAX_REVIVALS
+    tries, ends it `failed` with that reason; an unreachable broker is retried by Dramatiq."""
+    from .send import HandoffFailed, publish_rendered
+    try:
+        await publish_rendered(rendered)
+    except HandoffFailed as failed:
+        refused = refused_by_broker(failed.cause)
+        why = (f"the broker refused its send job ({describe(failed.cause)})" if refused
+               else f"its send job could not be handed to the broker ({describe(failed.cause)})")
+        await messages.note_handoff_failed(db, failed.unpublished, why)
+        if not refused:
+            raise
+        log.error("render: %s (%d message(s) left for the watchdog)", why, len(failed.unpublished))

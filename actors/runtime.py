@@ -48,7 +48,5 @@ def store() -> AsyncDatabase:
 def transport():
     resources = _resources()
     if "transport" not in resources:
-        s = settings()
-        resources["transport"] = transport_for(s.smtp_url, s.data_dir, size=s.smtp_connections,
-                                               timeout=s.smtp_timeout_seconds)
+        resources["transport"] = transport_for(settings())
     return resources["transport"]

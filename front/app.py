@@ -13,6 +13,10 @@ from pipelines.settings import Settings
 from . import auth, errors, openapi
 from .runtime import FrontRuntime
 
+# A store that accepted the connection but stopped answering holds a request at most this
+# long (then 503); generous, since some reads legitimately scan (counts on the embedded store).
+STORE_ANSWER_WITHIN_SECONDS = 30.0
+
 
 def create_app(settings: Settings) -> Quart:
     if not settings.mongodb_url:
@@ -38,7 +42,10 @@ def create_app(settings: Settings) -> Quart:
     @app.before_serving
     async def _open_store():
         state: FrontRuntime = app.extensions["postroom"]
-        state.client, state.db = connect(settings.mongodb_url, settings.mongodb_database)
+        # Requests do not hang on an unreachable store: they answer 503 after a short wait.
+        state.client, state.db = connect(settings.mongodb_url, settings.mongodb_database,
+                                         wait_seconds=settings.front_store_wait_seconds,
+                                         answer_within_seconds=STORE_ANSWER_WITHIN_SECONDS)
 
     @app.after_serving
     async def _close_store():

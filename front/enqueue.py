@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from pipelines.errors import ServerError
+from pipelines.errors import ServerError, one_line
 
 log = logging.getLogger("postroom.front")
 
@@ -15,6 +15,7 @@ async def enqueue(actor, *args, failure_code: str = "internal_error", **kwargs) 
     try:
         await asyncio.to_thread(actor.send, *args, **kwargs)
     except Exception as error:
-        log.exception("enqueue to %s failed", actor.queue_name)
+        # Only the queue and the reason: the arguments may carry addresses or content.
+        log.warning("enqueue to %s failed: %s", actor.queue_name, one_line(error))
         raise ServerError("The work could not be queued; nothing was sent. Retry with backoff.",
                           code=failure_code) from error

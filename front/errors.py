@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import logging
 
+from pymongo.errors import ConnectionFailure
 from quart import Quart, jsonify
 from werkzeug.exceptions import HTTPException
 
-from pipelines.errors import PostroomError, RateLimited
+from pipelines.errors import PostroomError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("postroom.front")
+
+# Retry-After on a 503 (a dependency away): a store or broker restart takes seconds, not minutes.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+STORE_UNREACHABLE = "The service cannot reach its database. Retry after the Retry-After wait."
 
 _HTTP_CODES = {
     400: "validation_error",
@@ -45,9 +50,16 @@ def register(app: Quart) -> None:
     @app.errorhandler(PostroomError)
     async def _domain(error: PostroomError):
         headers = {}
-        if isinstance(error, RateLimited):
+        if isinstance(error, (RateLimited, ServiceUnavailable)):
             headers["Retry-After"] = str(error.retry_after)
         return error_response(error.status, error.code, error.message, error.path, headers)
+
+    @app.errorhandler(ConnectionFailure)
+    async def _store_unreachable(error: ConnectionFailure):
+        # Unreachable, or stopped answering: an operational state, not a bug; one line, no trace.
+        log.warning("store unreachable: %s", type(error).__name__)
+        return error_response(503, "service_unavailable", STORE_UNREACHABLE,
+                              headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)})
 
     @app.errorhandler(HTTPException)
     async def _http(error: HTTPException):

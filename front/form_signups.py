@@ -14,8 +14,9 @@ an existing contact: it fills in only names and attributes not set yet. Only a c
 signup (the mailbox owner clicked) subscribes an unsubscribed contact again.
 
 Every answer depends on the form and the input only, never on whether the address is
-already a contact, subscribed or suppressed (a suppressed address is simply not mailed:
-its confirmation is stored as `suppressed` by the send path)."""
+already a contact, subscribed or suppressed. The confirmation email is transactional: a
+marketing unsubscribe does not hold it back (so that person can come back), a bounce,
+complaint or manual suppression does (the send path stores it as `suppressed`)."""
 
 from __future__ import annotations
 

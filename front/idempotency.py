@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
+import time
 
-from quart import request
+from pymongo.errors import PyMongoError
+from quart import current_app, g, request
 
 from mongo import idempotency as store
 from pipelines.errors import Conflict, ValidationFailed
@@ -14,6 +17,8 @@ from pipelines.errors import Conflict, ValidationFailed
 from .runtime import caller, db, settings
 
 MAX_KEY_LENGTH = 255
+# While the store is away, a failed request's claim is released again this often.
+RELEASE_RETRY_SECONDS = 1.0
 # Set on every view wrapped by `idempotent`: "required" or "optional". The OpenAPI document
 # reads it, so the documented Idempotency-Key header follows the decorator.
 IDEMPOTENCY_ATTRIBUTE = "_postroom_idempotency_key"
@@ -27,6 +32,35 @@ def _fingerprint(raw: bytes) -> str:
     except ValueError:
         material = raw
     return hashlib.sha256(request.method.encode() + b" " + request.path.encode() + b"\n" + material).hexdigest()
+
+
+def request_seed() -> str | None:
+    """The seed of this request's Idempotency-Key claim (None without a key). What the
+    request creates is named from it (front/sending.py), so every attempt under one key
+    names it alike, and a retry after an unknown outcome finds the first attempt's
+    messages instead of creating second copies (mongo/idempotency.claim)."""
+    return g.get("idempotency_seed")
+
+
+async def _release(workspace_id: str, key: str, claim: str, *, keep_seed: bool) -> None:
+    """Free the key for a retry. The store is often why the request failed: when it does
+    not answer, keep trying in the background, so a retry need not wait out the claim's
+    lease (it gets 409 conflict, "retry shortly", meanwhile)."""
+    try:
+        await store.release(db(), workspace_id, key, claim, keep_seed=keep_seed)
+    except PyMongoError:
+        current_app.add_background_task(_release_later, workspace_id, key, claim, keep_seed)
+
+
+async def _release_later(workspace_id: str, key: str, claim: str, keep_seed: bool) -> None:
+    deadline = time.monotonic() + store.IN_PROGRESS_LEASE_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(RELEASE_RETRY_SECONDS)
+        try:
+            await store.release(db(), workspace_id, key, claim, keep_seed=keep_seed)
+            return
+        except PyMongoError:
+            continue
 
 
 def idempotent(required: bool = False):
@@ -55,19 +89,26 @@ def idempotent(required: bool = False):
                     raise Conflict("A request with this Idempotency-Key is still in progress; retry shortly.")
                 cached = record["response"]
                 return cached["body"], cached["status"], {"X-Idempotency-Status": "cached"}
+            g.idempotency_seed = record["seed"]
             try:
                 result = await view(*args, **kwargs)
             except Exception as error:
                 status = getattr(error, "status", 500)
                 if status >= 500:
-                    await store.release(db(), workspace_id, key)
+                    await _release(workspace_id, key, record["claim"],
+                                   keep_seed=getattr(error, "outcome_unknown", False))
                 else:
                     from pipelines.errors import PostroomError
                     body = error.envelope() if isinstance(error, PostroomError) else {"error": {}}
                     await store.complete(db(), workspace_id, key, {"status": status, "body": body})
                 raise
             body, status = result[0], result[1]
-            await store.complete(db(), workspace_id, key, {"status": status, "body": body})
+            try:
+                await store.complete(db(), workspace_id, key, {"status": status, "body": body})
+            except PyMongoError:
+                # The work is done; only its record is not. A retry executes again with the
+                # same seed, finds what this one created, and answers the same.
+                await _release(workspace_id, key, record["claim"], keep_seed=True)
             return body, status, {"X-Idempotency-Status": "new"}
         setattr(wrapper, IDEMPOTENCY_ATTRIBUTE, "required" if required else "optional")
         return wrapper

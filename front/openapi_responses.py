@@ -165,6 +165,9 @@ ERROR_DESCRIPTIONS = {
          "(idempotency_conflict).",
     429: "Rate limit exceeded; wait Retry-After seconds.",
     500: "Unexpected error (internal_error); safe to retry with backoff.",
+    503: "The service cannot reach its database (service_unavailable); retry after Retry-After "
+         "seconds. A send whose message says its outcome is unknown names its message id: retry "
+         "with the same Idempotency-Key to get that message, sent once.",
 }
 WRITE_METHODS = {"post", "put", "patch", "delete"}
 
@@ -261,9 +264,10 @@ def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
         status, description = DEGRADED_STATUSES[endpoint]
         responses[str(status)] = {"description": description, "content": {
             "application/json": {"schema": _data_schema(answer_model(endpoint, status) or answer_model(endpoint, 200),
-                                                        False)}}}
+                                                        False)}},
+                                  "headers": {"Retry-After": _ref("headers", "Retry-After")}}
 
-    errors = [500]
+    errors = [500] + ([] if endpoint in DEGRADED_STATUSES else [503])
     if not public:
         errors += [401, 403, 404, 429]
         if has_inputs or idempotency:
@@ -272,8 +276,9 @@ def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
             errors.append(409)
     for status in sorted(errors):
         response = {"description": ERROR_DESCRIPTIONS[status], "content": _json("Error")}
-        headers = {name: _ref("headers", name) for name in rate} if status != 401 else {}
-        if status == 429:
+        # 401 and 503 answer before (or without) counting against a window
+        headers = {name: _ref("headers", name) for name in rate} if status not in (401, 503) else {}
+        if status in (429, 503):
             headers["Retry-After"] = _ref("headers", "Retry-After")
         if headers:
             response["headers"] = headers

@@ -4,29 +4,40 @@ by single sends and batch items so both obey the same rules."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from mongo import batches as batch_store
 from mongo import domains as domain_store
+from mongo import message_intake, send_limits
 from mongo import messages as message_store
-from mongo import send_limits
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines import recipients
+from pipelines import mail_streams, recipients, throttle
 from pipelines import sender as sender_rules
-from pipelines import throttle
 from pipelines.clock import iso, now_iso, parse_iso, utcnow
-from pipelines.errors import (Forbidden, InvalidSchedule, NoContent, NotFound, PostroomError, ServerError,
-                             ValidationFailed)
-from pipelines.ids import new_batch_id, new_message_id
+from pipelines.errors import (
+    Forbidden,
+    InvalidSchedule,
+    NoContent,
+    NotFound,
+    PostroomError,
+    ServerError,
+    ServiceUnavailable,
+    ValidationFailed,
+)
+from pipelines.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
 from pipelines.personalise import check_merge_tags
 from pipelines.text import clean_subject
 
 from .enqueue import enqueue
+from .errors import UNAVAILABLE_RETRY_AFTER_SECONDS
+from .idempotency import request_seed
 from .runtime import Caller, db, settings
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
+log = logging.getLogger("postroom.front")
 
 
 async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache: dict | None) -> dict | None:
@@ -60,14 +71,19 @@ async def workspace_sender(workspace: dict, fields: dict,
         shared_domain=settings().shared_domain, domains=domains)
 
 
-async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
-                        suppressed: set[str] | None = None, domains: dict[str, bool] | None = None,
+async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", index: int = 0,
+                        suppression_reasons: dict[str, str] | None = None, domains: dict[str, bool] | None = None,
                         templates: dict | None = None) -> dict:
-    """`suppressed` / `domains` / `templates`: the suppressed addresses among the recipients,
-    the workspace's sending domains and the templates named so far when the caller already
-    looked them up in bulk (batch sends); otherwise they are looked up here."""
+    """`suppression_reasons` / `domains` / `templates`: the suppressed addresses among the
+    recipients with their reasons, the workspace's sending domains and the templates named
+    so far when the caller already looked them up in bulk (batch sends); otherwise they are
+    looked up here. `index`: the message's place in its request, which names it under an
+    Idempotency-Key."""
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
         raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
+    stream = fields.get("stream") or mail_streams.TRANSACTIONAL
+    if stream == mail_streams.MARKETING and fields.get("footer") is False:
+        raise ValidationFailed("Marketing mail always carries the compliance footer.", path=f"{path_prefix}footer")
     html = fields.get("html")
     if html is not None and len(html.encode()) > settings().max_html_bytes:
         raise ValidationFailed(f"html is larger than {settings().max_html_bytes // 1024} KB.",
@@ -84,15 +100,18 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         raise
     to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
     to = list(dict.fromkeys(to))
-    if suppressed is None:
-        suppressed = await suppression_store.suppressed_among(db(), workspace["_id"], to)
+    if suppression_reasons is None:
+        suppression_reasons = await suppression_store.reasons_among(db(), workspace["_id"], to)
+    suppressed = mail_streams.blocked_addresses(stream, suppression_reasons)
     now = now_iso()
     doc = {
-        "_id": new_message_id(),
+        "_id": _message_id(index),
         "workspace_id": workspace["_id"],
         "key_id": who.key_id,
         "sandbox": who.sandbox,
         "kind": "transactional",
+        "stream": stream,
+        "footer": fields.get("footer", True) is not False,
         "to": to,
         "subject": clean_subject(fields["subject"]),
         "html": html,
@@ -117,6 +136,13 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "",
         "history": [{"status": "queued", "at": now}],
     }
     return without_suppressed(doc, suppressed)
+
+
+def _message_id(index: int) -> str:
+    """Random; under an Idempotency-Key, the same on every attempt of the request, so a
+    retry after an unknown outcome cannot store a second copy."""
+    seed = request_seed()
+    return message_id_for(seed, index) if seed else new_message_id()
 
 
 def without_suppressed(doc: dict, suppressed: set[str]) -> dict:
@@ -173,11 +199,17 @@ async def charge_store_and_enqueue(who: Caller, docs: list[dict], batch: dict | 
     await charge_plan(who, count)
     try:
         if batch is not None:
-            await batch_store.insert(db(), batch)
+            try:
+                await batch_store.insert(db(), batch)
+            except DuplicateKeyError:  # stored by an earlier attempt under this Idempotency-Key
+                pass
         await _store_and_enqueue(docs)
     except Exception as error:
         if not who.sandbox:
-            await refund_plan(who.workspace_id, getattr(error, "unsent", count))
+            try:
+                await refund_plan(who.workspace_id, getattr(error, "unsent", count))
+            except PyMongoError:  # the store is away: the client's answer says why, not this
+                log.warning("plan refund of %d email(s) for workspace %s failed", count, who.workspace_id)
         raise
 
 
@@ -191,11 +223,12 @@ async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]
     domains = await domain_store.verified_map(db(), workspace_id)
     everyone = list(dict.fromkeys(r for item in items
                                   for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
-    suppressed = await suppression_store.suppressed_among(db(), workspace_id, everyone)
+    reasons = await suppression_store.reasons_among(db(), workspace_id, everyone)
     templates: dict = {}
-    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", suppressed=suppressed,
+    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", index=i, suppression_reasons=reasons,
                                 domains=domains, templates=templates) for i, item in enumerate(items)]
-    batch_id = new_batch_id()
+    seed = request_seed()
+    batch_id = batch_id_for(seed) if seed else new_batch_id()
     for doc in docs:
         doc["batch_id"] = batch_id
     batch = batch_store.new_batch(batch_id, workspace_id, who.key_id, [d["_id"] for d in docs],
@@ -205,24 +238,64 @@ async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]
 
 async def _store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
     """Store the messages, then hand the ones to send now to the `render` queue in chunks.
-    A store or broker failure answers 500 `failure_code`; messages whose enqueue failed
-    are marked failed, so the stale-queue sweep never sends what the client will retry,
-    and the error carries how many will not be sent (`unsent`)."""
+    What the client is told agrees with what will happen:
+    - stored and queued: success;
+    - a failed insert is followed by a look at what the store holds (a write whose answer
+      was lost may have landed): all stored → carry on as if it had answered; otherwise
+      what did land is marked failed and the answer says nothing will be sent (503 when
+      the store was unreachable, else 500 `failure_code`);
+    - the store does not answer that look: 503 with `outcome_unknown`, naming the
+      messages; a retry with the same Idempotency-Key builds the same ids, so it finds
+      them if they landed (and sends them once) or stores them if they did not;
+    - an enqueue failure: the messages not queued are marked failed (the watchdog never
+      sends what the client will retry), 500 `failure_code` with `unsent`."""
     from actors.render import render_messages
-    try:
-        await message_store.insert_many(db(), docs)
-    except PyMongoError as error:
-        raise ServerError("The email could not be stored; nothing will be sent. Retry with backoff.",
-                          code=failure_code) from error
+    await _store(docs, failure_code)
     due = [d["_id"] for d in docs if d["status"] == "queued"]
     for start in range(0, len(due), RENDER_CHUNK):
         chunk = due[start:start + RENDER_CHUNK]
         try:
             await enqueue(render_messages, chunk, failure_code=failure_code)
         except ServerError as error:
-            left = due[start:]
-            why = "could not be queued for sending"
-            await message_store.advance(db(), [(mid, "failed", {"error": why}, why) for mid in left])
-            await batch_store.record_finished(db(), [(d, "failed") for d in docs if d["_id"] in set(left)])
+            left = set(due[start:])
+            await _give_up([d for d in docs if d["_id"] in left], "could not be queued for sending")
             error.unsent = len(left)
             raise
+
+
+async def _store(docs: list[dict], failure_code: str) -> None:
+    try:
+        await message_intake.insert_new(db(), docs)
+        return
+    except PyMongoError as error:
+        failure = error
+    ids = [d["_id"] for d in docs]
+    try:
+        stored = await message_intake.stored_ids(db(), ids)
+        if len(stored) == len(ids):
+            return  # the write landed; only its answer was lost
+        await _give_up([d for d in docs if d["_id"] in stored], "could not be stored completely")
+    except ConnectionFailure as error:
+        raise ServiceUnavailable(
+            f"The service lost its database while storing {_naming(ids)}; whether it was accepted "
+            "is unknown. Retry with the same Idempotency-Key to get the same message(s), sent once; "
+            "without a key, GET /email/<id> tells once the service answers (a plain retry may send "
+            "a second copy).",
+            retry_after=UNAVAILABLE_RETRY_AFTER_SECONDS, outcome_unknown=True) from error
+    if isinstance(failure, ConnectionFailure):
+        raise ServiceUnavailable("The service cannot reach its database; nothing was stored and "
+                                 "nothing will be sent. Retry after the Retry-After wait.",
+                                 retry_after=UNAVAILABLE_RETRY_AFTER_SECONDS) from failure
+    raise ServerError("The email could not be stored; nothing will be sent. Retry with backoff.",
+                      code=failure_code) from failure
+
+
+def _naming(ids: list[str]) -> str:
+    return f"message {ids[0]}" if len(ids) == 1 else f"{len(ids)} messages ({ids[0]} … {ids[-1]})"
+
+
+async def _give_up(docs: list[dict], why: str) -> None:
+    """Messages stored but never to be sent (the client is told so): final as `failed`."""
+    live = [d for d in docs if d["status"] != "suppressed"]
+    await message_store.advance(db(), [(d["_id"], "failed", {"error": why}, why) for d in live])
+    await batch_store.record_finished(db(), [(d, "failed") for d in live])

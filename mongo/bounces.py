@@ -26,9 +26,12 @@ async def insert(db: AsyncDatabase, doc: dict) -> bool:
         return False
 
 
-async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, since: str) -> int:
+async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, categories: tuple[str, ...],
+                       since: str) -> int:
+    """Bounces of the address of this type and one of these categories since `since`."""
     return await db.bounces.count_documents({"workspace_id": workspace_id, "email_key": email.lower(),
-                                             "kind": "bounce", "type": type_, "created_at": {"$gte": since}})
+                                             "kind": "bounce", "type": type_, "category": {"$in": list(categories)},
+                                             "created_at": {"$gte": since}})
 
 
 async def get(db: AsyncDatabase, workspace_id: str, bounce_id: str) -> dict | None:

@@ -2,18 +2,23 @@
 
 A domain document: `_id` (uuid), workspace_id, domain, verified (bool), verified_at,
 records (the DNS records to publish, with their last check), dkim_selector,
-dkim_private_key (sealed), dkim_public_key, verification_token, created_at,
-last_checked_at. The unique (workspace_id, domain) index makes a second add a duplicate."""
+dkim_private_key (sealed), dkim_public_key, verification_token, return_path_host
+(`pr-bounces.<domain>`), return_path_verified (the last check's answer: bounces must reach
+us through it now, so unlike `verified` it does not stick), created_at, last_checked_at.
+The unique (workspace_id, domain) index makes a second add a duplicate."""
 
 from __future__ import annotations
 
-from pymongo import ReturnDocument
+from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import now_iso
 
-INDEXES: dict[str, list] = {}  # (workspace_id, domain) unique lives in mongo/indexes.py
+# (workspace_id, domain) unique lives in mongo/indexes.py
+INDEXES: dict[str, list] = {
+    "domains": [IndexModel([("return_path_host", ASCENDING)], name="return_path_host")],
+}
 
 
 async def verified_map(db: AsyncDatabase, workspace_id: str) -> dict[str, bool]:
@@ -49,11 +54,13 @@ async def delete(db: AsyncDatabase, workspace_id: str, domain_id: str) -> bool:
 
 
 async def save_check(db: AsyncDatabase, workspace_id: str, domain_id: str, *, records: list[dict],
-                     verified: bool) -> dict | None:
+                     verified: bool, return_path_host: str, return_path_verified: bool) -> dict | None:
     """Store a verification run. Once verified a domain stays verified: a later failed check
-    updates the records' status (so the customer sees what broke) but does not stop mail."""
+    updates the records' status (so the customer sees what broke) but does not stop mail.
+    The return path follows the last check."""
     at = now_iso()
-    changes: dict = {"records": records, "last_checked_at": at}
+    changes: dict = {"records": records, "last_checked_at": at, "return_path_host": return_path_host,
+                     "return_path_verified": return_path_verified}
     if verified:
         changes.update(verified=True)
     current = await db.domains.find_one({"_id": domain_id, "workspace_id": workspace_id},
@@ -68,16 +75,26 @@ async def save_check(db: AsyncDatabase, workspace_id: str, domain_id: str, *, re
 
 
 async def signing_keys(db: AsyncDatabase, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
-    """(workspace_id, domain) → {selector, sealed} for verified domains among `pairs`."""
+    """(workspace_id, domain) → {selector, sealed, return_path} for verified domains among
+    `pairs`; `return_path` is the return-path host when its record checked out, else None."""
     if not pairs:
         return {}
     workspaces = list({ws for ws, _ in pairs})
     docs = await db.domains.find(
         {"workspace_id": {"$in": workspaces}, "domain": {"$in": list({d for _, d in pairs})},
          "verified": True},
-        {"workspace_id": 1, "domain": 1, "dkim_selector": 1, "dkim_private_key": 1}).to_list()
-    return {(d["workspace_id"], d["domain"]): {"selector": d["dkim_selector"], "sealed": d["dkim_private_key"]}
+        {"workspace_id": 1, "domain": 1, "dkim_selector": 1, "dkim_private_key": 1, "return_path_host": 1,
+         "return_path_verified": 1}).to_list()
+    return {(d["workspace_id"], d["domain"]): {
+                "selector": d["dkim_selector"], "sealed": d["dkim_private_key"],
+                "return_path": d.get("return_path_host") if d.get("return_path_verified") else None}
             for d in docs if (d["workspace_id"], d["domain"]) in pairs}
+
+
+async def is_return_path_host(db: AsyncDatabase, host: str) -> bool:
+    """Whether `host` is some workspace's domain's return-path host (the inbound receiver
+    accepts bounces there)."""
+    return await db.domains.find_one({"return_path_host": host.lower()}, {"_id": 1}) is not None
 
 
 async def all_records(db: AsyncDatabase) -> list[dict]:

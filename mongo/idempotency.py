@@ -7,7 +7,8 @@ key must behave as new at once)."""
 
 from __future__ import annotations
 
-from pymongo import ReturnDocument
+import uuid
+
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -23,35 +24,51 @@ def _abandoned(doc: dict) -> bool:
     return doc["state"] == "in_progress" and doc["created_at"] < in_seconds(-IN_PROGRESS_LEASE_SECONDS)
 
 
+def _outcome_unknown(doc: dict) -> bool:
+    """Released by a request that could not tell whether its write landed, or abandoned by
+    a front that died mid-request."""
+    return doc["state"] == "released" or _abandoned(doc)
+
+
 def record_id(workspace_id: str, key: str) -> str:
     return f"{workspace_id}:{key}"
 
 
 async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str,
-                ttl_seconds: int) -> tuple[str, dict | None]:
-    """Returns ("new", None) when this request owns the key, otherwise ("existing", doc)."""
+                ttl_seconds: int) -> tuple[str, dict]:
+    """("new", record) when this request owns the key now, otherwise ("existing", record).
+
+    The record's `seed` names what the request creates (front/idempotency.py). A new key
+    gets a fresh seed; a request taking over a key whose earlier attempt's outcome is
+    unknown keeps that attempt's seed (same body only), so it builds the same ids and finds,
+    instead of duplicating, what the attempt stored. Each claim has its own `claim` token,
+    which guards the takeover and the release."""
     _id = record_id(workspace_id, key)
-    fresh = {"_id": _id, "fingerprint": fingerprint, "state": "in_progress",
-             "response": None, "created_at": now_iso(), "expires_at": in_seconds(ttl_seconds)}
+    fresh = {"_id": _id, "fingerprint": fingerprint, "state": "in_progress", "response": None,
+             "claim": uuid.uuid4().hex, "seed": uuid.uuid4().hex,
+             "created_at": now_iso(), "expires_at": in_seconds(ttl_seconds)}
     try:
         await db.idempotency.insert_one(fresh)
-        return "new", None
+        return "new", fresh
     except DuplicateKeyError:
         pass
     existing = await db.idempotency.find_one({"_id": _id})
-    if existing is None or existing["expires_at"] < now_iso() or _abandoned(existing):
-        # Expired or abandoned: take it over, guarded on the expiry we saw so two takers do not both win.
-        guard = {"_id": _id}
-        if existing is not None:
-            guard["expires_at"] = existing["expires_at"]
-        replaced = await db.idempotency.find_one_and_replace(
-            guard, fresh, upsert=existing is None, return_document=ReturnDocument.BEFORE)
-        if existing is None and replaced is None:
-            return "new", None
-        if existing is not None and replaced is not None:
-            return "new", None
-        return "existing", await db.idempotency.find_one({"_id": _id})
-    return "existing", existing
+    if existing is None:  # released or purged in between: claim it afresh
+        try:
+            await db.idempotency.insert_one(fresh)
+            return "new", fresh
+        except DuplicateKeyError:
+            return "existing", await db.idempotency.find_one({"_id": _id})
+    expired = existing["expires_at"] < now_iso()
+    if not expired and not _outcome_unknown(existing):
+        return "existing", existing
+    if not expired and existing["fingerprint"] == fingerprint and existing.get("seed"):
+        fresh["seed"] = existing["seed"]
+    # Take it over, guarded on the claim we saw, so of two takers one wins.
+    taken = await db.idempotency.replace_one({"_id": _id, "claim": existing.get("claim")}, fresh)
+    if taken.matched_count == 1:
+        return "new", fresh
+    return "existing", await db.idempotency.find_one({"_id": _id})
 
 
 async def complete(db: AsyncDatabase, workspace_id: str, key: str, response: dict) -> None:
@@ -60,9 +77,15 @@ async def complete(db: AsyncDatabase, workspace_id: str, key: str, response: dic
         {"$set": {"state": "done", "response": response}})
 
 
-async def release(db: AsyncDatabase, workspace_id: str, key: str) -> None:
-    """Forget a claim whose request failed unexpectedly, so a retry can execute."""
-    await db.idempotency.delete_one({"_id": record_id(workspace_id, key), "state": "in_progress"})
+async def release(db: AsyncDatabase, workspace_id: str, key: str, claim: str, *,
+                  keep_seed: bool = False) -> None:
+    """Let a retry execute after this claim's request failed. `keep_seed`: the failure left
+    its outcome unknown (a write may have landed), so the retry must build the same ids."""
+    guard = {"_id": record_id(workspace_id, key), "claim": claim, "state": "in_progress"}
+    if keep_seed:
+        await db.idempotency.update_one(guard, {"$set": {"state": "released"}})
+    else:
+        await db.idempotency.delete_one(guard)
 
 
 async def purge_expired(db: AsyncDatabase) -> int:

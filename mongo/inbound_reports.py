@@ -3,20 +3,25 @@ becomes of them, and running totals per outcome (`inbound_stats`, one document).
 
 A report: `_id` (uuid), mail_from, rcpt_tos, raw (the bytes as latin-1 text, which maps
 every byte to one character and back), size_bytes, status (received → parsed |
-unparseable | unmatched), received_at, enqueued_at, processed_at, detail."""
+unparseable | unmatched | failed), received_at, enqueued_at, processed_at, detail,
+attempts (processing attempts so far), last_error; once known: message_id,
+workspace_id, style (the report's format), bounce_ids, ignored_recipients (addresses the
+report named that the message was not sent to)."""
 
 from __future__ import annotations
 
-from pymongo import ASCENDING, IndexModel
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import in_seconds, now_iso
 
 INDEXES: dict[str, list] = {
-    "inbound_reports": [IndexModel([("status", ASCENDING), ("enqueued_at", ASCENDING)], name="status_enqueued")],
+    "inbound_reports": [IndexModel([("status", ASCENDING), ("enqueued_at", ASCENDING)], name="status_enqueued"),
+                        IndexModel([("received_at", DESCENDING)], name="received")],
 }
 STATS_ID = "totals"
-OUTCOMES = ("parsed", "unparseable", "unmatched")
+OUTCOMES = ("parsed", "unparseable", "unmatched", "failed")
+STATUSES = ("received", *OUTCOMES)
 
 
 async def store(db: AsyncDatabase, doc: dict) -> None:
@@ -32,6 +37,18 @@ def raw_bytes(report: dict) -> bytes:
     return report["raw"].encode("latin-1")
 
 
+async def claim(db: AsyncDatabase, report_id: str) -> dict | None:
+    """One processing attempt of a report still `received`, counted in `attempts` before it
+    starts (so an attempt that kills its worker counts too); None when it is not waiting."""
+    return await db.inbound_reports.find_one_and_update(
+        {"_id": report_id, "status": "received"},
+        {"$inc": {"attempts": 1}, "$set": {"attempted_at": now_iso()}}, return_document=ReturnDocument.AFTER)
+
+
+async def note_error(db: AsyncDatabase, report_id: str, error: str) -> None:
+    await db.inbound_reports.update_one({"_id": report_id, "status": "received"}, {"$set": {"last_error": error}})
+
+
 async def finish(db: AsyncDatabase, report_id: str, outcome: str, detail: str = "", **fields) -> bool:
     """received → outcome, once; the totals count it only on that first transition."""
     if outcome not in OUTCOMES:
@@ -42,6 +59,32 @@ async def finish(db: AsyncDatabase, report_id: str, outcome: str, detail: str = 
     if result.modified_count:
         await db.inbound_stats.update_one({"_id": STATS_ID}, {"$inc": {outcome: 1}}, upsert=True)
     return bool(result.modified_count)
+
+
+async def reopen(db: AsyncDatabase, report: dict) -> bool:
+    """An unparseable, unmatched or failed report back to `received` with no attempts, to be
+    processed again (by newer code); the totals move with it. False when it was not in
+    that status any more (someone else reopened it)."""
+    if report["status"] not in ("unparseable", "unmatched", "failed"):
+        raise ValueError(report["status"])
+    result = await db.inbound_reports.update_one(
+        {"_id": report["_id"], "status": report["status"]},
+        {"$set": {"status": "received", "attempts": 0, "last_error": "", "detail": "", "enqueued_at": now_iso()}})
+    if result.modified_count:
+        await db.inbound_stats.update_one({"_id": STATS_ID}, {"$inc": {report["status"]: -1}})
+    return bool(result.modified_count)
+
+
+async def list_reports(db: AsyncDatabase, *, status: str | None = None, workspace_id: str | None = None,
+                       limit: int = 50) -> list[dict]:
+    """Newest first, without the raw text."""
+    query = {**({"status": status} if status else {}), **({"workspace_id": workspace_id} if workspace_id else {})}
+    return await db.inbound_reports.find(query, {"raw": 0}, sort=[("received_at", -1), ("_id", 1)],
+                                         limit=limit).to_list()
+
+
+async def ids_with_status(db: AsyncDatabase, status: str) -> list[str]:
+    return [d["_id"] for d in await db.inbound_reports.find({"status": status}, {"_id": 1}).to_list()]
 
 
 async def stats(db: AsyncDatabase) -> dict:

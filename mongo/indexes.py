@@ -16,6 +16,8 @@ INDEXES: dict[str, list[IndexModel]] = {
                  # the watchdog's two finds (mongo.messages.stale_queued, lapsed_sending)
                  IndexModel([("status", ASCENDING), ("updated_at", ASCENDING)], name="status_updated"),
                  IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
+                 # SMTP retries waiting in the store (mongo.messages.due_retries)
+                 IndexModel([("status", ASCENDING), ("next_attempt_at", ASCENDING)], name="status_next_attempt"),
                  IndexModel([("batch_id", ASCENDING)], name="batch")],
     "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
@@ -31,7 +33,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
                  "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
-                 "send_limits", "inbound_reports", "forms"]
+                 "send_limits", "inbound_reports", "domains", "forms"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

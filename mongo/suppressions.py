@@ -10,7 +10,9 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from pipelines.addresses import match_key
 from pipelines.clock import now_iso
+from pipelines.mail_streams import MARKETING, blocked_addresses
 
 INDEXES: dict[str, list] = {
     "suppressions": [
@@ -21,13 +23,14 @@ INDEXES: dict[str, list] = {
 
 
 def _key(workspace_id: str, email: str) -> str:
-    return f"{workspace_id}:{email.lower()}"
+    # match_key: the A-label and Unicode spellings of a domain are one suppression
+    return f"{workspace_id}:{match_key(email)}"
 
 
 def document(workspace_id: str, email: str, reason: str, *, source: str = "api",
              detail: str | None = None) -> dict:
     return {"_id": _key(workspace_id, email), "workspace_id": workspace_id, "email": email,
-            "email_key": email.lower(), "reason": reason, "source": source,
+            "email_key": match_key(email), "reason": reason, "source": source,
             "detail": detail or "", "created_at": now_iso()}
 
 
@@ -73,12 +76,20 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
     return docs, total
 
 
-async def suppressed_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> set[str]:
-    """The addresses (as given) among `emails` that are on the workspace's list."""
+async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, str]:
+    """The addresses (as given) among `emails` that are on the workspace's list, each with
+    its suppression reason."""
     if not emails:
-        return set()
+        return {}
     by_key: dict[str, list[str]] = {}
     for email in emails:
         by_key.setdefault(_key(workspace_id, email), []).append(email)
-    docs = await db.suppressions.find({"_id": {"$in": list(by_key)}}, {"_id": 1}).to_list()
-    return {email for d in docs for email in by_key.get(d["_id"], [])}
+    docs = await db.suppressions.find({"_id": {"$in": list(by_key)}}, {"_id": 1, "reason": 1}).to_list()
+    return {email: d.get("reason") or "manual" for d in docs for email in by_key.get(d["_id"], [])}
+
+
+async def suppressed_among(db: AsyncDatabase, workspace_id: str, emails: list[str], *,
+                           stream: str = MARKETING) -> set[str]:
+    """The addresses (as given) among `emails` that mail of `stream` may not go to
+    (pipelines.mail_streams: a marketing unsubscribe does not hold back transactional mail)."""
+    return blocked_addresses(stream, await reasons_among(db, workspace_id, emails))

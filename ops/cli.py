@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
-import os
 import sys
 
 from pipelines import api_keys
 
-from . import config
+from . import config, logs
 
 
 def _db(settings):
@@ -73,10 +71,11 @@ def cmd_worker(args) -> int:
     if unknown:
         print(f"unknown queue(s): {', '.join(unknown)}; known: {', '.join(QUEUES)}", file=sys.stderr)
         return 2
-    command = [sys.executable, "-m", "dramatiq", "ops.worker_boot",
-               "--processes", str(args.processes), "--threads", str(args.threads), "--queues", *queues]
-    os.execve(sys.executable, command, config.child_env(settings))
-    return 0  # not reached
+    if args.processes < 1 or args.threads < 1:
+        print("-p and -t must be at least 1", file=sys.stderr)
+        return 2
+    from .worker_pool import run
+    return run(queues, args.processes, args.threads, config.child_env(settings))
 
 
 def cmd_indexes(args) -> int:
@@ -263,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure()
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

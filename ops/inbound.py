@@ -1,12 +1,18 @@
 """`postroom inbound`: the SMTP receiver for bounces and complaints, and `postroom dkim`.
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
-DSNs come back), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
+DSNs come back; also `bounce+<message id>@pr-bounces.<custom domain>`, the return-path host
+of a workspace's domain, pipelines/dns_records.py), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
 `unsubscribe+<message id>@<bounce domain>` (List-Unsubscribe by mail, applied at once),
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
 is still stored and counted, never dropped. A report whose enqueue failed is re-enqueued
-by the scheduler (`JOBS`)."""
+by the scheduler (`JOBS`).
+
+Without RabbitMQ (no `POSTROOM_AMQP_URL`, e.g. beside `postroom up`) there is no broker
+another process could consume from, so this process handles each stored report itself,
+at once (actors.bounces.handle_report, the same workflow the actor runs). The operator
+commands `postroom inbound reports|show|rerun` are in ops/inbound_admin.py."""
 
 from __future__ import annotations
 
@@ -40,10 +46,17 @@ class InboundHandler:
         self.db, self.settings, self.enqueue = db, settings, enqueue
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
-        if not accepts(address, self.settings.bounce_domain):
+        if not (accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address)):
             return "550 5.1.1 no such mailbox here"
         envelope.rcpt_tos.append(address)
         return "250 OK"
+
+    async def custom_return_path(self, address: str) -> bool:
+        """A VERP address on the return-path host of some workspace's domain."""
+        from mongo import domains
+        if message_id_from_verp(address) is None:
+            return False
+        return await domains.is_return_path_host(self.db, address.rpartition("@")[2])
 
     async def handle_DATA(self, server, session, envelope):
         from mongo import inbound_reports, recipient_pages
@@ -76,12 +89,19 @@ async def serve(settings, stop: asyncio.Event) -> None:
     from mongo.client import connect
     broker_setup.setup(settings)
     broker_setup.load_actors()
-    from actors.bounces import process_report
-
-    async def enqueue(report_id: str) -> None:
-        await asyncio.to_thread(process_report.send, report_id)
+    from actors.bounces import handle_report, process_report
 
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
+    in_flight: set[asyncio.Task] = set()
+
+    async def enqueue(report_id: str) -> None:
+        if settings.amqp_url:
+            await asyncio.to_thread(process_report.send, report_id)
+            return
+        task = asyncio.create_task(_handle_here(handle_report, db, report_id))  # after the 250 goes out
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+
     handler = InboundHandler(db, settings, enqueue)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
@@ -95,7 +115,16 @@ async def serve(settings, stop: asyncio.Event) -> None:
     finally:
         server.close()
         await server.wait_closed()
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=10)
         await client.close()
+
+
+async def _handle_here(handle_report, db, report_id: str) -> None:
+    try:
+        await handle_report(db, report_id)
+    except Exception:  # counted on the report; the scheduler's sweep hands it out again
+        log.exception("inbound report %s could not be processed", report_id)
 
 
 def cmd_inbound(args) -> int:
@@ -136,7 +165,7 @@ def cmd_dkim(args) -> int:
     key, custom = asyncio.run(work())
     records = [{"type": "TXT", "name": f"{key['selector']}._domainkey.{settings.shared_domain}",
                 "value": txt_value(key["public_key"])}]
-    records += [r for r in (key_publication(d["records"]) for d in custom) if r is not None]
+    records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
     if args.json:
         print(json.dumps(records))
     else:
@@ -146,8 +175,11 @@ def cmd_dkim(args) -> int:
 
 
 def add_commands(sub) -> None:
-    inbound = sub.add_parser("inbound", help="receive bounces and complaints over SMTP (aiosmtpd)")
+    from .inbound_admin import add_report_commands
+    inbound = sub.add_parser("inbound", help="receive bounces and complaints over SMTP (aiosmtpd); "
+                                             "`inbound reports|show|rerun` look at what was received")
     inbound.set_defaults(func=cmd_inbound)
+    add_report_commands(inbound.add_subparsers(dest="inbound_command", metavar="{reports,show,rerun}"))
     dkim = sub.add_parser("dkim", help="print the DKIM TXT records to publish in the shared domain's zone "
                                        "(its own key and every custom domain's key)")
     dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value}")

@@ -9,9 +9,12 @@ import asyncio
 import importlib
 import logging
 
+from dramatiq.errors import ConnectionError as BrokerConnectionError
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure
 
-from mongo import idempotency, messages, rate_windows
+from mongo import batches, idempotency, messages, processes, rate_windows
+from pipelines.errors import one_line
 from pipelines.settings import Settings
 
 log = logging.getLogger("postroom.scheduler")
@@ -34,35 +37,68 @@ async def promote_due_messages(db: AsyncDatabase, settings: Settings) -> int:
     return len(promoted)
 
 
+async def promote_due_retries(db: AsyncDatabase, settings: Settings) -> int:
+    """SMTP retries that waited in the store (pipelines/retry_schedule.py): rendered
+    again when due (the same Message-ID and Date; the MIME was not kept)."""
+    taken = [d["_id"] for d in await messages.due_retries(db)
+             if await messages.take_due_retry(db, d["_id"], d["attempts"])]
+    await _render(taken)
+    return len(taken)
+
+
+def _gave_up(doc: dict, settings: Settings) -> str:
+    last = f"; last error: {doc['last_error']}" if doc.get("last_error") else ""
+    return (f"gave up: handed back {doc.get('revivals') or 0} times by the watchdog and still not sent "
+            f"(POSTROOM_MESSAGE_MAX_REVIVALS={settings.message_max_revivals}){last}")
+
+
 async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int:
     """The watchdog, for every message (transactional and campaign alike): one whose next
     step was lost gets its render enqueued again.
 
-    - `queued` and untouched for `message_stall_seconds`: its render job, or the send job
-      carrying its MIME, was lost (a crash between store and broker, a purged queue). It
-      is touched (`updated_at`) so the next passes leave it alone for as long again.
+    - `queued` and untouched for `message_stall_seconds` (and not waiting in the store for
+      its next SMTP attempt): its render job, or the send job carrying its MIME, was lost
+      (a crash between store and broker, a purged queue, a job the broker refused). It is
+      touched (`updated_at`) so the next passes leave it alone for as long again.
     - `sending` past its claim's lease: its worker died mid-send and the job carrying its
       MIME is gone too. It goes back to `queued` (guarded on the lapsed lease).
 
-    Safe to repeat and to race a redelivered job: rendering writes nothing for a message
-    that renders, and the send claim is the one guard, so only one attempt sends."""
+    Each hand-back counts (`revivals`; an SMTP deferral, real progress, resets it): a
+    message handed back `message_max_revivals` times ends `failed` with the reason (its
+    last error) instead of going round for ever. Safe to repeat and to race a redelivered
+    job: rendering writes nothing for a message that renders, and the send claim is the
+    one guard, so only one attempt sends."""
     lapsed = await messages.lapsed_sending(db, WATCHDOG_PASS_LIMIT)
     room = WATCHDOG_PASS_LIMIT - len(lapsed)
     stale = await messages.stale_queued(db, settings.message_stall_seconds, room) if room > 0 else []
     if not lapsed and not stale:
         return 0
-    await messages.requeue(db, stale, lapsed)
-    await _render(lapsed + stale)
-    log.warning("watchdog: rendering again %d queued message(s) left for %d s and %d whose send lease ran out",
-                len(stale), settings.message_stall_seconds, len(lapsed))
+    def spent(doc: dict) -> bool:
+        return int(doc.get("revivals") or 0) >= settings.message_max_revivals
+    if any(map(spent, lapsed + stale)):
+        await _give_up(db, settings, [d for d in stale if spent(d)], [d for d in lapsed if spent(d)])
+    lapsed_ids = [d["_id"] for d in lapsed if not spent(d)]
+    stale_ids = [d["_id"] for d in stale if not spent(d)]
+    await messages.requeue(db, stale_ids, lapsed_ids)
+    await _render(lapsed_ids + stale_ids)
+    if lapsed_ids or stale_ids:
+        log.warning("watchdog: rendering again %d queued message(s) left for %d s and %d whose send lease ran out",
+                    len(stale_ids), settings.message_stall_seconds, len(lapsed_ids))
     return len(lapsed) + len(stale)
+
+
+async def _give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], lapsed: list[dict]) -> None:
+    moved = set(await messages.abandon(db, {d["_id"]: _gave_up(d, settings) for d in stale},
+                                       {d["_id"]: _gave_up(d, settings) for d in lapsed}))
+    await batches.record_finished(db, [(d, "failed") for d in stale + lapsed if d["_id"] in moved])
+    log.error("watchdog: gave up on %d message(s) handed back %d times", len(moved), settings.message_max_revivals)
 
 
 async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
     return await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
 
 
-JOBS = [promote_due_messages, requeue_stalled_messages, purge_expired]
+JOBS = [promote_due_messages, promote_due_retries, requeue_stalled_messages, purge_expired]
 # mongo.outbox first: events a dead front left in their documents are relayed before dispatch
 JOB_MODULES: list[str] = ["mongo.outbox", "mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs",
                           "ops.inbound", "mongo.contact_removal", "mongo.forms"]
@@ -80,6 +116,11 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
     for job in all_jobs():
         try:
             done[job.__name__] = await job(db, settings)
+        except ConnectionFailure as error:  # every job needs the store: try them all next tick
+            log.warning("scheduler: store unreachable (%s); jobs wait for it", type(error).__name__)
+            break
+        except BrokerConnectionError as error:  # an outage, not a bug: one line, no trace
+            log.warning("scheduler job %s: broker unreachable (%s)", job.__name__, one_line(error))
         except Exception:  # one failing job must not stop the others; it runs again next tick
             log.exception("scheduler job %s failed", job.__name__)
     return done
@@ -89,8 +130,13 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
     from mongo.client import connect
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
+        name = processes.process_name("scheduler")
         while not stop.is_set():
             await run_once(db, settings)
+            try:  # after the pass: a reader of `passes` knows every job ran since it looked
+                await processes.beat(db, "scheduler", name)
+            except Exception as error:  # a heartbeat is informative; the next pass tries again
+                log.warning("scheduler heartbeat not written: %s", one_line(error))
             try:
                 await asyncio.wait_for(stop.wait(), timeout=settings.scheduler_interval_seconds)
             except asyncio.TimeoutError:

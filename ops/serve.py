@@ -35,6 +35,8 @@ def _hypercorn_config(host: str, port: int) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
+    # Through the process's root handlers (ops/logs.py), not a handler of Hypercorn's own.
+    config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 5
     return config
 

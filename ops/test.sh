@@ -23,6 +23,14 @@ python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip >/dev/null
 .venv/bin/pip install -q -e '.[test]'
 
+# The bounce corpus test reads the real-world samples that ship in flufl.bounce's source
+# distribution (of the version installed), fetched from the package registry into a cache
+# dir (never into the tree; .cache/ is ignored by git).
+flufl_version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('flufl.bounce'))")
+if [ ! -f ".cache/flufl-bounce-sdist/flufl_bounce-${flufl_version}.tar.gz" ]; then
+  .venv/bin/pip download -q --no-binary :all: --no-deps "flufl.bounce==${flufl_version}" -d .cache/flufl-bounce-sdist
+fi
+
 # RabbitMQ must be up; start the installed server if it is not.
 if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
   rabbitmq-server -detached || true

@@ -1,4 +1,4 @@
-"""Module the `dramatiq` CLI imports in each worker process: the worker's composition root."""
+"""The worker's composition root, imported by each worker process (ops/worker_process.py)."""
 
 from actors import broker as _broker_setup
 from pipelines.settings import Settings

@@ -3,11 +3,15 @@
 | report                         | message status | contact bounced | suppression                | event            |
 |--------------------------------|----------------|-----------------|----------------------------|------------------|
 | permanent bounce               | bounced        | yes             | hard_bounce                | email.bounced    |
-| transient, Action: failed      | bounced        | no              | soft_bounce at the 3rd transient bounce of the address within 7 days | email.bounced |
+| transient, Action: failed      | bounced        | no              | soft_bounce at the 3rd counted transient bounce of the address within 7 days | email.bounced |
 | transient, Action: delayed     | unchanged (the remote server is still trying) | no | as above          | email.bounced    |
 | undetermined                   | bounced        | no              | none                       | email.bounced    |
 | complaint (ARF)                | unchanged      | no              | complaint                  | email.complained |
-| synchronous 5xx at send time   | set by the send step's own outcome plan | yes | hard_bounce     | email.bounced    |
+| synchronous 5xx at send time   | set by the send step's own outcome plan | if permanent | as a report of that type | email.bounced |
+
+Which failures are permanent, and which transient ones count towards the soft-bounce rule
+(`classify.SOFT_COUNTED`: not policy blocks nor refused messages, which say nothing
+against the address), is bounce_parsing/classify.py's table.
 
 Every id is derived from where the report came from, so applying the same report twice
 writes the same documents and the same events (idempotent on redelivery)."""
@@ -18,7 +22,7 @@ import dataclasses
 import uuid
 
 from .bounce_parsing import Bounce
-from .bounce_parsing.classify import status_from
+from .bounce_parsing.classify import SOFT_COUNTED, classify, status_from
 from .bounce_parsing.isp import with_isp
 from .bounce_parsing.model import PERMANENT, TRANSIENT
 
@@ -34,10 +38,12 @@ def bounce_id(origin: str, email: str) -> str:
 
 
 def from_smtp_rejection(email: str, code: int, text: str) -> Bounce:
-    """A 5xx answer to RCPT/DATA at send time, as a bounce."""
+    """A 5xx answer to RCPT/DATA at send time, as a bounce, classified like a report's."""
     diagnostic = f"{code} {text}".strip()
-    return with_isp(Bounce(email=email, type=PERMANENT, source="smtp", action="failed",
-                           smtp_status=status_from("", diagnostic), diagnostic_code=diagnostic))
+    status = status_from("", diagnostic)
+    verdict = classify(status, diagnostic, "failed")
+    return with_isp(Bounce(email=email, type=verdict.type, category=verdict.category, source="smtp",
+                           action="failed", smtp_status=status, diagnostic_code=diagnostic))
 
 
 def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_id: str | None,
@@ -50,6 +56,7 @@ def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_i
         "email_key": bounce.email.lower(),
         "kind": bounce.kind,
         "type": bounce.type,
+        "category": bounce.category,
         "smtp_status": bounce.smtp_status,
         "diagnostic_code": bounce.diagnostic_code,
         "isp_name": bounce.isp_name,
@@ -71,8 +78,13 @@ class Effects:
     counters: dict
 
 
+def counts_towards_soft_bounce(doc: dict) -> bool:
+    return doc["kind"] == "bounce" and doc["type"] == TRANSIENT and doc.get("category") in SOFT_COUNTED
+
+
 def effects_of(doc: dict, *, transient_count: int) -> Effects:
-    """`transient_count`: transient bounces of this address in the window, this one included."""
+    """`transient_count`: transient bounces of this address in the window that count
+    towards the soft-bounce rule (`counts_towards_soft_bounce`), this one included."""
     if doc["kind"] == "complaint":
         return Effects(None, False, "complaint", "email.complained", {"complaints": 1})
     # the send step already set the status and counted a synchronous rejection
@@ -80,7 +92,7 @@ def effects_of(doc: dict, *, transient_count: int) -> Effects:
     message_status = None if doc["source"] == "smtp" or doc["action"] == "delayed" else "bounced"
     if doc["type"] == PERMANENT:
         return Effects(message_status, True, "hard_bounce", "email.bounced", counters)
-    soft = doc["type"] == TRANSIENT and transient_count >= TRANSIENT_SUPPRESS_COUNT
+    soft = counts_towards_soft_bounce(doc) and transient_count >= TRANSIENT_SUPPRESS_COUNT
     return Effects(message_status, False, "soft_bounce" if soft else None, "email.bounced", counters)
 
 
@@ -90,5 +102,6 @@ def event_data(doc: dict) -> dict:
             "isp_name": doc["isp_name"] or None, "source": doc["source"]}
     if doc["kind"] == "complaint":
         return {**data, "feedback_type": doc["feedback_type"] or None}
-    return {**data, "type": doc["type"], "smtp_status": doc["smtp_status"] or None,
+    return {**data, "type": doc["type"], "category": doc.get("category") or None,
+            "smtp_status": doc["smtp_status"] or None,
             "diagnostic_code": doc["diagnostic_code"] or None}

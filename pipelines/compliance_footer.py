@@ -2,7 +2,10 @@
 
 The footer is itself merge-tag source, compiled together with the body it is added to,
 so it costs nothing extra per recipient and shows the workspace's company name and postal
-address when they are set (and nothing when they are not)."""
+address when they are set (and nothing when they are not). Marketing mail whose template
+places its own `{{unsubscribe_url}}` but not `{{company_address}}` still gets the postal
+address (`ADDRESS_HTML` / `ADDRESS_TEXT`). A multi-line address renders as lines
+(`pipelines.merge_values.Lines`: `<br>` in HTML)."""
 
 from __future__ import annotations
 
@@ -27,17 +30,41 @@ TEXT_FOOTER = (
     "Unsubscribe: {{unsubscribe_url}}\n"
     "Manage preferences: {{preferences_url}}\n")
 
+ADDRESS_HTML = (
+    '{{#if company_address}}'
+    '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" '
+    'style="border-collapse:collapse;margin:0;">'
+    '<tr><td align="center" style="padding:24px 16px;font-family:Arial,Helvetica,sans-serif;'
+    'font-size:12px;line-height:18px;color:#6b7280;">'
+    '{{#if company_name}}{{company_name}}<br>{{/if}}{{company_address}}'
+    '</td></tr></table>'
+    '{{/if}}')
+
+ADDRESS_TEXT = (
+    "{{#if company_address}}\n\n--\n"
+    "{{#if company_name}}{{company_name}}\n{{/if}}"
+    "{{company_address}}\n"
+    "{{/if}}")
+
 _BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
 
 
-def add_html_footer(html: str) -> str:
+def add_html_footer(html: str, footer: str = HTML_FOOTER) -> str:
     """The footer goes just before the last `</body>`, or at the end of a fragment."""
     ends = list(_BODY_END.finditer(html))
     if not ends:
-        return html + HTML_FOOTER
+        return html + footer
     at = ends[-1].start()
-    return html[:at] + HTML_FOOTER + html[at:]
+    return html[:at] + footer + html[at:]
 
 
-def add_text_footer(text: str) -> str:
-    return text.rstrip("\n") + TEXT_FOOTER
+def add_text_footer(text: str, footer: str = TEXT_FOOTER) -> str:
+    return text.rstrip("\n") + footer
+
+
+def add_html_address(html: str) -> str:
+    return add_html_footer(html, ADDRESS_HTML)
+
+
+def add_text_address(text: str) -> str:
+    return add_text_footer(text, ADDRESS_TEXT)

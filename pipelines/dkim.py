@@ -20,9 +20,11 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from .secret_box import open_sealed, seal
 
 KEY_BITS = 2048
-# Signed when present, in this order; a header listed here but absent is not signed.
+# Signed when present, in this order, and every one of them named once more in h= than it
+# appears ("oversigned", RFC 6376 §8.15): a verifier reads the extra name as an absent
+# field, so a From, Subject, List-Id … added to the message later breaks the signature.
 SIGNED_HEADERS = ("From", "To", "Subject", "Date", "Message-ID", "Reply-To", "MIME-Version",
-                  "Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post")
+                  "Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "Feedback-ID")
 _WSP_RUN = re.compile(rb"[ \t]+")
 _WSP_TO_FOLD = re.compile(rb"\t[ \t]*| [ \t]+")  # what differs from one space: not each lone space
 _SPACE_AT_LINE_END = re.compile(rb" (?=\n|\Z)")
@@ -105,16 +107,19 @@ class Signer:
         headers, body = split_message(data)
         body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body)).digest()).decode()
         chosen: list[tuple[bytes, bytes]] = []
+        names: list[str] = []
         remaining = list(headers)
         for wanted in SIGNED_HEADERS:
             # the bottom-most instance is signed first (§5.4.2); we compose each once
             for index in range(len(remaining) - 1, -1, -1):
                 if remaining[index][0].strip().lower() == wanted.lower().encode():
                     chosen.append(remaining.pop(index))
+                    names.append(wanted.lower())
                     break
+        names += [wanted.lower() for wanted in SIGNED_HEADERS]  # the absent instances
         tags = ["v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
                 f"s={self.selector}", f"t={timestamp if timestamp is not None else int(time.time())}",
-                "h=" + ":".join(n.strip().decode().lower() for n, _ in chosen), f"bh={body_hash}", "b="]
+                "h=" + _fold_names(names), f"bh={body_hash}", "b="]
         unsigned = ";\r\n\t".join(tags).encode()
         signed_input = b"".join(relaxed_header(n, v) + b"\r\n" for n, v in chosen)
         signed_input += relaxed_header(b"DKIM-Signature", b" " + unsigned)
@@ -122,6 +127,18 @@ class Signer:
         folded = b"\r\n\t ".join(signature[i:i + _B64_LINE_CHARS]
                                  for i in range(0, len(signature), _B64_LINE_CHARS))
         return b"DKIM-Signature: " + unsigned + folded + b"\r\n" + data
+
+
+def _fold_names(names: list[str]) -> str:
+    """The h= list, folded (FWS is allowed around its colons) so no line passes 78."""
+    lines, current = [], ""
+    for name in names:
+        piece = f"{current}:{name}" if current else name
+        if len(piece) > 64 and current:
+            lines.append(current + ":")
+            piece = name
+        current = piece
+    return "\r\n\t ".join([*lines, current])
 
 
 @functools.lru_cache(maxsize=256)

@@ -11,6 +11,12 @@ Records (each entry: {type, name, value, purpose, verified, status, txt_value?})
   signature there, and a CNAME into nothing would leave mail failing DKIM. `txt_value`
   carries the key itself for those who cannot (or would rather not) delegate: a `TXT`
   record with that value at the same name verifies too.
+- return_path (optional): `CNAME pr-bounces.<domain>` → `<bounce domain>`. Once it checks
+  out, mail from the domain leaves with `MAIL FROM:<bounce+<message id>@pr-bounces.<domain>>`,
+  so SPF (which the receiver checks on the MAIL FROM domain, following the CNAME to the
+  bounce domain's SPF record) aligns with the From domain as DKIM does, and bounces still
+  reach `postroom inbound` (the CNAME leads to the bounce domain's MX). Without it mail
+  uses the shared bounce domain, as before; the domain is verified without it.
 
 Verification reads DNS through the small `Resolver` protocol (dnspython behind it in
 production, a real loopback DNS server in tests) and reports every record's status."""
@@ -24,6 +30,8 @@ from typing import Protocol
 from .dkim import txt_value
 
 SELECTOR = "pr1"
+RETURN_PATH_LABEL = "pr-bounces"
+OPTIONAL_PURPOSES = ("return_path",)  # reported, but not needed for the domain to be verified
 VERIFICATION_PREFIX = "postroom-verification="
 LOOKUP_TIMEOUT_SECONDS = 5.0
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)(?!-)([a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$")
@@ -37,15 +45,32 @@ def dkim_target(key_id: str, shared_domain: str) -> str:
     return f"{SELECTOR}.{key_id.replace('-', '')[:16]}.dkim.{shared_domain}"
 
 
+def return_path_host(domain: str) -> str:
+    return f"{RETURN_PATH_LABEL}.{domain}"
+
+
+def return_path_record(domain: str, bounce_domain: str) -> dict:
+    return {"type": "CNAME", "name": return_path_host(domain), "value": bounce_domain,
+            "purpose": "return_path", "verified": False, "status": "pending"}
+
+
 def records_to_publish(domain: str, *, token: str, key_id: str, public_b64: str,
-                       shared_domain: str) -> list[dict]:
+                       shared_domain: str, bounce_domain: str) -> list[dict]:
     return [
         {"type": "TXT", "name": f"_postroom.{domain}", "value": VERIFICATION_PREFIX + token,
          "purpose": "verification", "verified": False, "status": "pending"},
         {"type": "CNAME", "name": f"{SELECTOR}._domainkey.{domain}",
          "value": dkim_target(key_id, shared_domain), "purpose": "dkim",
          "txt_value": txt_value(public_b64), "verified": False, "status": "pending"},
+        return_path_record(domain, bounce_domain),
     ]
+
+
+def with_return_path(records: list[dict], domain: str, bounce_domain: str) -> list[dict]:
+    """A domain added before return paths existed gets its record at its next check."""
+    if any(r["purpose"] == "return_path" for r in records):
+        return records
+    return [*records, return_path_record(domain, bounce_domain)]
 
 
 class Resolver(Protocol):
@@ -66,7 +91,11 @@ class Verification:
 
     @property
     def verified(self) -> bool:
-        return all(r["verified"] for r in self.records)
+        return all(r["verified"] for r in self.records if r["purpose"] not in OPTIONAL_PURPOSES)
+
+    @property
+    def return_path_verified(self) -> bool:
+        return any(r["verified"] for r in self.records if r["purpose"] == "return_path")
 
     @property
     def failed(self) -> list[str]:
@@ -84,6 +113,11 @@ async def _check(record: dict, resolver: Resolver) -> tuple[bool, str]:
         if record["value"] in [t.strip() for t in found]:
             return True, "verified"
         return False, "missing" if not found else "mismatch"
+    if record["purpose"] == "return_path":
+        target = await resolver.cname(name)
+        if target is None:
+            return False, "missing"
+        return (True, "verified") if target.lower().rstrip(".") == record["value"].lower() else (False, "mismatch")
     wanted = _normalise_txt(record["txt_value"])
     target = await resolver.cname(name)
     if target is not None:

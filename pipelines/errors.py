@@ -11,10 +11,24 @@
     ├── NotFound                404 not_found / template_not_found / contact_not_found / workspace_not_found
     ├── Conflict                409 duplicate / conflict / idempotency_conflict
     ├── RateLimited             429 rate_limited (carries retry_after seconds)
-    └── ServerError             500 internal_error / schedule_failed
+    ├── ServerError             500 internal_error / schedule_failed
+    └── ServiceUnavailable      503 service_unavailable (carries retry_after seconds)
 """
 
 from __future__ import annotations
+
+
+def short_text(error: BaseException, limit: int = 300) -> str:
+    """The exception's text on one line, cut at `limit` characters."""
+    text = " ".join(str(error).split())
+    return text[:limit] + " …" if len(text) > limit else text
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """`Type: text` on one line: a reason for a log line, not a dump (an outage fails
+    every request alike; a traceback each would flood the log)."""
+    text = short_text(error, limit)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class PostroomError(Exception):
@@ -81,3 +95,14 @@ class RateLimited(PostroomError):
 
 class ServerError(PostroomError):
     status, code = 500, "internal_error"
+
+
+class ServiceUnavailable(PostroomError):
+    """A dependency (the store) cannot be reached: nothing was done, or, when
+    `outcome_unknown`, a write may have been applied without its answer arriving."""
+    status, code = 503, "service_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int, outcome_unknown: bool = False):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.outcome_unknown = outcome_unknown

@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import math
 
+import markupsafe
+
 _MISSING = None
+
+
+class Lines(str):
+    """Text whose line breaks mean something (a postal address): in an HTML body each
+    line ends with `<br>`, in text it stays a line of its own."""
+
+    def __new__(cls, text: str):
+        return super().__new__(cls, "\n".join(text.splitlines()))
+
+    def __html__(self) -> str:
+        return markupsafe.Markup("<br>").join(markupsafe.escape(line) for line in str(self).split("\n"))
 
 
 def lookup(value, keys: tuple) -> object:
@@ -70,7 +83,10 @@ def mt_out(value, fallback: str, fmt: str) -> str:
     text = value if isinstance(value, str) else as_text(value)
     if not text.strip():
         text = fallback
-    return text if fmt == "text" else _FORMATS[fmt](text)
+    if fmt == "text":
+        return text
+    formatted = _FORMATS[fmt](text)
+    return Lines(formatted) if isinstance(text, Lines) else formatted
 
 
 def truthy(value) -> bool:

@@ -2,18 +2,22 @@
 
 Building an `EmailMessage` and serialising it costs about 3 ms a message; a send is
 otherwise well under 1 ms. So the parts every message of a template (and batch) shares —
-From, Reply-To, fixed headers, the multipart skeleton — are formatted once by the stdlib
-(which knows RFC 2047 and folding) into a byte template, cached, and filled per recipient
-with what differs: To, Subject (personalised subjects differ per recipient), Message-ID,
-Date and the quoted-printable bodies (encoded by `binascii`, in C). Anything unusual (a
-non-ASCII or long subject, a non-ASCII recipient address) falls back to the stdlib for that
-one header, so the output is always what `EmailMessage` would say.
+From, Reply-To, fixed headers, the multipart skeleton — are formatted once into a byte
+template, cached, and filled per recipient with what differs: To, Subject (personalised
+subjects differ per recipient), Message-ID, Date and the quoted-printable bodies (encoded
+by `binascii`, in C).
+
+Header fields holding caller text (Subject, the From display name) are written by
+`pipelines.header_encoding`, never by the stdlib, which would decode encoded words found
+in the text into header lines of their own. Recipient addresses are written in their wire
+form (`_to_header`: A-label domains, never encoded words).
 """
 
 from __future__ import annotations
 
 import binascii
 import dataclasses
+import datetime as dt
 import functools
 import secrets
 from email.headerregistry import Address
@@ -21,7 +25,9 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
 
+from .addresses import wire_form
 from .clock import utcnow
+from .header_encoding import mailbox, unstructured
 from .text import html_to_text
 
 _CRLF = b"\r\n"
@@ -34,13 +40,14 @@ class Envelope:
     recipients: tuple[str, ...]
 
 
-def format_address(address: str, name: str | None = None) -> str:
+def format_address(address: str) -> str:
     local, _, domain = address.rpartition("@")
-    return str(Address(display_name=name or "", username=local, domain=domain))
+    return str(Address(username=local, domain=domain))
 
 
 def _header_lines(pairs: list[tuple[str, str]]) -> bytes:
-    """Headers as the SMTP policy writes them (encoded words, folding, CRLF)."""
+    """Headers as the SMTP policy writes them (encoded words, folding, CRLF). For
+    addresses only: never give it caller text (see the module docstring)."""
     msg = EmailMessage(policy=SMTP)
     for name, value in pairs:
         msg[name] = value
@@ -56,7 +63,7 @@ class MimeTemplate:
     def fill(self, *, message_id: str, id_domain: str, to: list[str], subject: str, date: str,
              plain: str, html: str | None, recipient_headers: bytes = b"") -> bytes:
         out = [b"Message-ID: <", message_id.encode("ascii"), b"@", id_domain.encode("idna"), b">\r\n",
-               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), _subject_header(subject),
+               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), unstructured("Subject", subject),
                recipient_headers, self.shared_headers]
         if html is None:
             out += [b'Content-Type: text/plain; charset="utf-8"\r\n',
@@ -75,32 +82,40 @@ class MimeTemplate:
 @functools.lru_cache(maxsize=_TEMPLATE_CACHE_SIZE)
 def mime_template(from_address: str, from_name: str | None, reply_to: str | None,
                   extra_headers: tuple[tuple[str, str], ...] = ()) -> MimeTemplate:
-    pairs = [("From", format_address(from_address, from_name))]
+    lines = [_address_header("From", from_address, from_name)]
     if reply_to:
-        pairs.append(("Reply-To", reply_to))
-    pairs.extend(extra_headers)
-    pairs.append(("MIME-Version", "1.0"))
+        lines.append(_address_header("Reply-To", reply_to))
+    lines.append(_own_header_lines(dict(extra_headers)))
+    lines.append(b"MIME-Version: 1.0\r\n")
     # "=" never appears bare in quoted-printable, so this boundary cannot occur in a body.
     boundary = f"==_{secrets.token_hex(10)}==".encode("ascii")
-    return MimeTemplate(_header_lines(pairs), boundary)
+    return MimeTemplate(b"".join(lines), boundary)
+
+
+def _address_header(name: str, address: str, display_name: str | None = None) -> bytes:
+    if not address.isascii():  # a non-ASCII address: the stdlib's form, the name ours
+        address = _header_lines([(name, format_address(address))]).decode("ascii")
+        address = address.split(":", 1)[1].strip()
+    return f"{name}: {mailbox(address, display_name)}\r\n".encode("ascii")
 
 
 def _to_header(to: tuple[str, ...]) -> bytes:
-    value = ", ".join(to)
-    if value.isascii() and len(value) < 900 and "\r" not in value and "\n" not in value:
-        return b"To: " + value.encode("ascii") + _CRLF
-    return _header_lines([("To", value)])
-
-
-# Short plain-ASCII subjects need no encoding and no folding: written as they are.
-_PLAIN_SUBJECT_CHARS = 68  # "Subject: " + 68 fits the 78-character line RFC 5322 asks for
-
-
-def _subject_header(subject: str) -> bytes:
-    if (subject.isascii() and len(subject) <= _PLAIN_SUBJECT_CHARS and subject.isprintable()
-            and subject == subject.strip() and "  " not in subject and "=?" not in subject):
-        return b"Subject: " + subject.encode("ascii") + _CRLF
-    return _header_lines([("Subject", subject)])
+    """The addresses as they go on the wire (pipelines.addresses.wire_form: domains in
+    A-labels), never as encoded words, which are not allowed inside an address. A
+    non-ASCII local part is written as UTF-8 (RFC 6532): such a message goes out only
+    over SMTPUTF8 (the transport checks). Long lists fold after a comma."""
+    addresses = []
+    for address in to:
+        if "\r" in address or "\n" in address:
+            raise ValueError("a recipient address contains a line break")
+        try:
+            addresses.append(wire_form(address))
+        except ValueError:  # not writable in A-labels: the transport refuses it on its own
+            addresses.append(address)
+    value = ", ".join(addresses)
+    if len(value) >= 900:
+        value = ",\r\n ".join(addresses)
+    return b"To: " + value.encode("utf-8") + _CRLF
 
 
 def _qp(text: str) -> bytes:
@@ -114,26 +129,28 @@ def _qp(text: str) -> bytes:
 def compose(*, message_id: str, from_address: str, from_name: str | None, to: list[str],
             subject: str, html: str | None, text: str | None, reply_to: str | None,
             id_domain: str, extra_headers: dict[str, str] | None = None,
-            recipient_headers: dict[str, str] | None = None) -> bytes:
+            recipient_headers: dict[str, str] | None = None, date: dt.datetime | None = None) -> bytes:
     """`extra_headers` are shared by many messages (cached in the template);
-    `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached."""
+    `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached.
+    `date`: the Date header (default now); a message made again for a retry keeps its first."""
     template = mime_template(from_address, from_name, reply_to, tuple((extra_headers or {}).items()))
     plain = text if text is not None else (html_to_text(html) if html else "")
     return template.fill(message_id=message_id, id_domain=id_domain, to=to, subject=subject,
-                         date=format_datetime(utcnow()), plain=plain, html=html,
-                         recipient_headers=_recipient_header_lines(recipient_headers or {}))
+                         date=format_datetime(date or utcnow()), plain=plain, html=html,
+                         recipient_headers=_own_header_lines(recipient_headers or {}))
 
 
-def _recipient_header_lines(headers: dict[str, str]) -> bytes:
-    """Plain ASCII values are written directly (a list of `<URI>`s folded after each
-    comma); anything else goes through the stdlib, like the shared headers."""
+def _own_header_lines(headers: dict[str, str]) -> bytes:
+    """Headers we make (List-Unsubscribe, List-Id, Feedback-ID): printable ASCII values are
+    written directly (a list of `<URI>`s folded after each comma); anything else is
+    encoded like free text."""
     out = []
     for name, value in headers.items():
-        if value.isascii() and "\r" not in value and "\n" not in value and len(value) < 900:
+        if value.isascii() and value.isprintable() and len(value) < 900:
             folded = value.replace(", <", ",\r\n <")
             out.append(f"{name}: {folded}\r\n".encode("ascii"))
         else:
-            out.append(_header_lines([(name, value)]))
+            out.append(unstructured(name, value))
     return b"".join(out)
 
 

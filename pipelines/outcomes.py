@@ -5,16 +5,21 @@ a handful of bulk writes.
 
 Per message, over its recipients (a message to several addresses is one SMTP
 transaction, and the server answers each RCPT on its own):
-- a permanently refused recipient (5xx) → a bounce at once, never tried again
+- a permanently refused recipient (5xx) → a bounce at once, never tried again (refused
+  here, `local` — e.g. a non-ASCII local part and no SMTPUTF8 — never tried again either,
+  but no bounce: no receiver refused it)
 - a transiently refused recipient (4xx,
-  or no connection at all)              → tried again with backoff, up to MAX_ATTEMPTS; the
-                                          message stays `queued` meanwhile, and a retry goes
-                                          only to the recipients still owed
+  or no connection at all)              → tried again on the SMTP retry schedule
+                                          (pipelines/retry_schedule.py) until the retry
+                                          lifetime, counted from the first deferral, is
+                                          spent; the message stays `queued` meanwhile, and
+                                          a retry goes only to the recipients still owed
                                           (`accepted_recipients` and `refused_recipients`
                                           on the message are settled and never sent again)
-- once every recipient is settled (or the attempts run out): any recipient accepted in
-  any attempt → `delivered` (via `sent`), email.sent + email.delivered; otherwise every
-  one refused → `bounced`; otherwise (only transient refusals, attempts exhausted) → `failed`.
+- once every recipient is settled (or the lifetime is spent): any recipient accepted in
+  any attempt → `delivered` (via `sent`), email.sent + email.delivered; otherwise any
+  refused by a receiver → `bounced`; otherwise (refused here, or only transient
+  refusals to the end) → `failed`, with the reason.
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from .clock import now_iso
+import datetime as dt
+
+from . import retry_schedule
+from .clock import iso, now_iso, parse_iso, utcnow
 from .transport import Outcome
 
-MAX_ATTEMPTS = 8
-# Backoff for transient failures (4xx, connection errors); short enough to ride the
-# broker's delay queue (nothing waits there longer than a minute).
-RETRY_DELAYS_MS = (5_000, 15_000, 30_000, 60_000, 60_000, 60_000, 60_000, 60_000)
+DEFAULT_LIFETIME_SECONDS = 5 * 24 * 3600
 
 
 @dataclasses.dataclass
@@ -38,18 +43,29 @@ class OutcomePlan:
     finished: list = dataclasses.field(default_factory=list)      # (message, final outcome)
     retry_ids: list = dataclasses.field(default_factory=list)
     retry_notes: dict = dataclasses.field(default_factory=dict)
-    retry_progress: dict = dataclasses.field(default_factory=dict)  # message id → recipients settled so far
+    # message id → fields the deferral sets: recipients settled so far, `deferred_since`
+    retry_progress: dict = dataclasses.field(default_factory=dict)
+    next_attempts: dict = dataclasses.field(default_factory=dict)  # message id → retry_schedule.NextAttempt
     bounces: list = dataclasses.field(default_factory=list)       # synchronous 5xx, per recipient
     analytics: dict = dataclasses.field(default_factory=dict)     # {(workspace_id, day): Counter}
-    retry_delay_ms: int = 0
 
     @property
     def finished_ids(self) -> list[str]:
         return [m["_id"] for m, _ in self.finished]
 
+    def retries_by_broker_delay(self) -> dict[int, list[str]]:
+        """The retries that ride the broker, grouped by their delay in ms."""
+        groups: dict[int, list[str]] = {}
+        for mid in self.retry_ids:
+            following = self.next_attempts[mid]
+            if following.via_broker:
+                groups.setdefault(int(following.delay_seconds * 1000), []).append(mid)
+        return groups
 
-def retry_delay_ms(attempt: int) -> int:
-    return RETRY_DELAYS_MS[min(attempt, len(RETRY_DELAYS_MS) - 1)]
+    def retries_in_store(self, now: dt.datetime) -> dict[str, str]:
+        """The retries that wait in the store: message id → when it is due."""
+        return {mid: iso(now + dt.timedelta(seconds=following.delay_seconds))
+                for mid, following in self.next_attempts.items() if not following.via_broker}
 
 
 def _event(message: dict, event: str, data: dict) -> dict:
@@ -81,11 +97,19 @@ def _line(outcome: Outcome) -> str:
     return f"{outcome.code} {outcome.text}".strip()
 
 
-def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> OutcomePlan:
-    """`results` pairs each claimed message (its `attempts` so far) with its outcomes per
-    recipient, or None when it had no rendered MIME."""
+def _span(seconds: float) -> str:
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now: dt.datetime | None = None,
+                  lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS, scale: float = 1.0) -> OutcomePlan:
+    """`results` pairs each claimed message (its `attempts` so far, `deferred_since`) with
+    its outcomes per recipient, or None when it had no rendered MIME. `scale` multiplies
+    the retry waits (tests); `lifetime_seconds` bounds retrying from the first deferral."""
     plan = OutcomePlan()
-    retry_attempts = []
+    now = now or utcnow()
     for message, outcomes in results:
         mid = message["_id"]
         attempt = int(message.get("attempts") or 0)
@@ -99,21 +123,30 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> Outc
         transient = {r: o for r, o in outcomes.items() if not o.accepted and not o.permanent}
         per_recipient = {r: {"code": o.code, "text": o.text} for r, o in outcomes.items()}
         for recipient, outcome in permanent.items():
-            plan.bounces.append({"message": message, "email": recipient, "code": outcome.code,
-                                 "text": outcome.text})
+            if not outcome.local:
+                plan.bounces.append({"message": message, "email": recipient, "code": outcome.code,
+                                     "text": outcome.text})
         settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
                    "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
         accepted = settled["accepted_recipients"]
         deferred = _line(next(iter(transient.values()))) if transient else None
-        if transient and attempt + 1 < MAX_ATTEMPTS:
+        since = message.get("deferred_since")
+        elapsed = (now - parse_iso(since)).total_seconds() if since else 0.0
+        following = retry_schedule.SMTP.after_failure(attempt + 1, scale, elapsed_seconds=elapsed,
+                                                      lifetime_seconds=lifetime_seconds) if transient else None
+        if following is not None:
             plan.retry_ids.append(mid)
-            retry_attempts.append(attempt)
+            plan.next_attempts[mid] = following
             plan.retry_notes[mid] = deferred
+            progress = {} if since else {"deferred_since": iso(now)}
             if now_accepted or permanent:
                 plan.retry_notes[mid] += f" ({len(transient)} of {len(message['to'])} recipients still owed)"
-                plan.retry_progress[mid] = settled
+                progress.update(settled)
+            if progress:
+                plan.retry_progress[mid] = progress
             continue
-        gave_up = "gave up after %d attempts: %s" % (attempt + 1, deferred) if transient else None
+        gave_up = ("gave up after %d attempts over %s: %s" % (attempt + 1, _span(elapsed), deferred)
+                   if transient else None)
         if accepted:
             response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
             extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
@@ -123,16 +156,19 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]]) -> Outc
             plan.events.append(_event(message, "email.delivered", {"smtp_response": response}))
             plan.finished.append((message, "delivered"))
             _count(plan, message, sends=1, delivered=1, **{_send_kind(message): 1})
-        elif not gave_up:
-            detail = _line(next(iter(permanent.values())))
+        elif not gave_up and any(not o.local for o in permanent.values()):
+            detail = _line(next(o for o in permanent.values() if not o.local))
             plan.transitions.append((mid, "bounced", {"smtp_response": detail,
                                                       "recipients_result": per_recipient, **settled}, detail))
             plan.finished.append((message, "bounced"))
             _count(plan, message, sends=1, bounces=1, **{_send_kind(message): 1})
+        elif not gave_up:  # refused here, for good (e.g. SMTPUTF8 needed and not offered)
+            why = _line(next(iter(permanent.values()))) if permanent else "no recipient left to send to"
+            plan.transitions.append((mid, "failed", {"error": why, "recipients_result": per_recipient,
+                                                     **settled}, why))
+            plan.finished.append((message, "failed"))
         else:
             plan.transitions.append((mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
                                                      **settled}, gave_up))
             plan.finished.append((message, "failed"))
-    if plan.retry_ids:
-        plan.retry_delay_ms = retry_delay_ms(min(retry_attempts))
     return plan

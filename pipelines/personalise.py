@@ -15,9 +15,11 @@ import dataclasses
 import datetime as dt
 
 from . import links
-from .compliance_footer import HTML_FOOTER, add_html_footer, add_text_footer
+from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
+                               add_text_address, add_text_footer)
 from .merge_compile import CompiledTemplate, compile_template
 from .merge_tags import MergeTagError, parse
+from .merge_values import Lines
 from .text import clean_subject
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -46,22 +48,34 @@ def _compile(source: str, mode: str, path: str) -> CompiledTemplate:
         raise error.at(path) from None
 
 
-def compile_content(subject: str, html: str | None, text: str | None, *,
-                    path_prefix: str = "") -> CompiledContent:
-    """Raises MergeTagError naming `subject`, `html` or `text` (after `path_prefix`)."""
-    compiled_html = footer = None
+def _body(source: str, mode: str, path: str, *, footer: bool,
+          postal_address: bool) -> tuple[CompiledTemplate, str | None]:
+    """Rule 9's footer unless the body places `{{unsubscribe_url}}` itself (and `footer`
+    asks for one); with `postal_address` (marketing mail) the postal address in any case,
+    unless the body places `{{company_address}}` itself. Also returns the source we added
+    (None when nothing was): ours, not the client's."""
+    add_footer, add_address = (add_html_footer, add_html_address) if mode == "html" else (
+        add_text_footer, add_text_address)
+    compiled = _compile(source, mode, path)
+    if footer and not compiled.mentions("unsubscribe_url"):
+        return _compile(add_footer(source), mode, path), HTML_FOOTER  # the footer shows the address too
+    if postal_address and not compiled.mentions("company_address"):
+        return _compile(add_address(source), mode, path), ADDRESS_HTML
+    return compiled, None
+
+
+def compile_content(subject: str, html: str | None, text: str | None, *, path_prefix: str = "",
+                    footer: bool = True, postal_address: bool = False) -> CompiledContent:
+    """Raises MergeTagError naming `subject`, `html` or `text` (after `path_prefix`).
+    `footer`: rule 9's compliance footer (off only for transactional mail that asks so);
+    `postal_address`: marketing mail, which always shows the workspace's postal address."""
+    options = {"footer": footer, "postal_address": postal_address}
+    compiled_html = added = None
     if html is not None:
-        compiled_html = _compile(html, "html", f"{path_prefix}html")
-        if not compiled_html.mentions("unsubscribe_url"):
-            compiled_html = _compile(add_html_footer(html), "html", f"{path_prefix}html")
-            footer = compile_template(HTML_FOOTER, "html")
-    compiled_text = None
-    if text is not None:
-        compiled_text = _compile(text, "text", f"{path_prefix}text")
-        if not compiled_text.mentions("unsubscribe_url"):
-            compiled_text = _compile(add_text_footer(text), "text", f"{path_prefix}text")
+        compiled_html, added = _body(html, "html", f"{path_prefix}html", **options)
+    compiled_text = None if text is None else _body(text, "text", f"{path_prefix}text", **options)[0]
     return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text,
-                           footer)
+                           compile_template(added, "html") if added else None)
 
 
 def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_prefix: str = "") -> None:
@@ -96,7 +110,7 @@ def system_fields(*, workspace: dict, contact_id: str | None, email: str | None,
         "unsubscribe_url": links.unsubscribe_url(base_url, links.sign("unsubscribe", payload, secret_key)),
         "preferences_url": links.preferences_url(base_url, links.sign("preferences", payload, secret_key)),
         "company_name": settings.get("company_name") or "",
-        "company_address": settings.get("company_address") or "",
+        "company_address": Lines(settings.get("company_address") or ""),
         "current_year": str(now.year),
         "current_month": MONTHS[now.month - 1],
         "current_date": now.date().isoformat(),

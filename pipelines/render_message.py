@@ -5,10 +5,12 @@ Plain code: the actor gathers the documents it needs and passes them in."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
-from .clock import utcnow
+from .clock import parse_iso, utcnow
 from .dkim import Signer, signer_key
 from .errors import PostroomError
+from .mail_streams import MARKETING, shared_headers, stream_of
 from .mime import compose, verp_return_path
 from .personalise import CompiledContent, compile_content, recipient_data, render_content, system_fields
 from .recipients import owed_recipients
@@ -32,6 +34,9 @@ class RenderContext:
     templates: dict[tuple[str, int], dict] = dataclasses.field(default_factory=dict)
     # (workspace id, lower-cased address) → contact, for contact merge tags
     contacts: dict[tuple[str, str], dict] = dataclasses.field(default_factory=dict)
+    # signer_key(message) → the verified return-path host of its custom domain; absent:
+    # bounces come back to the shared bounce domain
+    return_paths: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -49,7 +54,8 @@ def message_content(message: dict, ctx: RenderContext) -> CompiledContent:
         if template is None:
             raise ValueError(f"template {message['template_id']} version {message.get('template_version')} is gone")
         html = template["html"]
-    return compile_content(message["subject"], html, message.get("text"))
+    return compile_content(message["subject"], html, message.get("text"), footer=message.get("footer", True),
+                           postal_address=stream_of(message) == MARKETING)
 
 
 def message_data(message: dict, ctx: RenderContext) -> dict:
@@ -78,27 +84,36 @@ def tracked_html(html: str, message: dict, s: Settings) -> str:
     return tracked
 
 
+def origination_date(message: dict) -> dt.datetime | None:
+    """The Date header: when the message became due to send. Rendering again (a lost job,
+    a retry held in the store) keeps the same Date, as it keeps the same Message-ID."""
+    when = message.get("queued_at") or message.get("created_at")
+    return parse_iso(when) if isinstance(when, str) and when else None
+
+
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
     fields = message_data(message, ctx)
     subject, html, text = render_content(message_content(message, ctx), fields, max_html_bytes=s.max_html_bytes)
     if html is not None:  # open pixel and click redirects, as the message's track_* flags ask
         html = tracked_html(html, message, s)
+    signing_domain = message.get("signing_domain") or s.shared_domain
     data = compose(
         message_id=message["_id"], from_address=message["from_address"],
         from_name=message.get("from_name"), to=message["to"], subject=subject,
-        html=html, text=text, reply_to=message.get("reply_to"),
-        id_domain=message.get("signing_domain") or s.shared_domain,
+        html=html, text=text, reply_to=message.get("reply_to"), id_domain=signing_domain,
+        extra_headers=shared_headers(message, signing_domain),
         recipient_headers=unsubscribe_headers.headers(message, fields["unsubscribe_url"],
-                                                      bounce_domain=s.bounce_domain))
+                                                      bounce_domain=s.bounce_domain),
+        date=origination_date(message))
     signer = ctx.signers.get(signer_key(message))
     if signer is not None:
         data = signer.sign(data)
     return {
         "_id": message["_id"],
-        "mail_from": verp_return_path(message["_id"], s.bounce_domain),
+        "mail_from": verp_return_path(message["_id"], ctx.return_paths.get(signer_key(message)) or s.bounce_domain),
         "recipients": owed_recipients(message),
-        "data": data.decode("ascii"),
+        "data": data.decode("utf-8"),  # ASCII, but for a non-ASCII local part in To: (SMTPUTF8)
     }
 
 

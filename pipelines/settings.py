@@ -38,9 +38,25 @@ class Settings:
     form_submissions_per_minute: int = 10
     max_html_bytes: int = 256 * 1024
     max_request_bytes: int = 32 * 1024 * 1024
+    # How long an API request waits for an unreachable store before answering 503.
+    front_store_wait_seconds: float = 0.5
     # Delivery.
     smtp_connections: int = 4
     smtp_timeout_seconds: float = 30.0
+    # The name we give in EHLO; None: the BASE_URL's host when it is a DNS name, else
+    # the machine's FQDN (pipelines/transport.py helo_name).
+    smtp_helo_name: str | None = None
+    # STARTTLS is used whenever the next hop offers it (implicit TLS for smtps://); its
+    # certificate is verified against the system CAs plus this file, unless verify is off.
+    smtp_tls_verify: bool = True
+    smtp_tls_ca_file: str | None = None
+    # Transient SMTP failures are retried on the table in pipelines/retry_schedule.py
+    # (waits multiplied by the scale; tests speed it up) for this long, seconds.
+    send_retry_scale: float = 1.0
+    send_retry_lifetime_seconds: int = 5 * 24 * 3600
+    # A send job carries rendered MIME: at most this many bytes of it (a single larger
+    # message travels alone), well under RabbitMQ's maximum message size (16 MiB in 4.x).
+    send_job_max_bytes: int = 4 * 1024 * 1024
     bounce_domain: str = "bounces.postroom.test"
     inbound_host: str = "127.0.0.1"
     inbound_port: int = 2526
@@ -55,6 +71,8 @@ class Settings:
     # the scheduler's watchdog enqueues its render again (its job was lost).
     send_lease_seconds: int = 300
     message_stall_seconds: int = 600
+    # How many times the watchdog hands one message back before it ends `failed`.
+    message_max_revivals: int = 12
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":

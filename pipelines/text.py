@@ -14,12 +14,22 @@ _LINK = re.compile(r"""(?is)<a\s[^>]*?\bhref\s*=\s*["']([^"']*)["'][^>]*>(.*?)</
 # Control characters that are not whitespace (NUL, ESC, DEL, C1 such as CSI): never
 # part of a header. (The whitespace ones, CR/LF among them, are folded by _WS.)
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def header_text(text: str) -> str:
+    """What of caller text may stand in a header: every run of white space — CR, LF, TAB,
+    VT, FF, NEL, U+2028, U+2029 and the other Unicode spaces — becomes one space (the
+    words stay apart), other control characters (NUL, ESC, DEL, C1) are dropped, a lone
+    surrogate (not encodable) becomes U+FFFD, and the ends are trimmed."""
+    text = _SURROGATE.sub("\ufffd", CONTROL.sub("", text))
+    return _WS.sub(" ", text).strip()
 
 
 def clean_subject(subject: str) -> str:
-    """Rule 7: HTML tags stripped; CR/LF folded so nothing can inject a header; other
-    control characters dropped."""
-    return _WS.sub(" ", CONTROL.sub("", html.unescape(_TAG.sub("", subject)))).strip()
+    """Rule 7: HTML tags stripped; then as any header text (`header_text`): CR/LF folded
+    so nothing can inject a header, other control characters dropped."""
+    return header_text(html.unescape(_TAG.sub("", subject)))
 
 
 def _link_as_text(match: re.Match) -> str:

@@ -1,23 +1,49 @@
 """Where composed messages go: an SMTP server, or (embedded default) a capture folder so
-nothing leaves the machine. Both report per-recipient outcomes the same way."""
+nothing leaves the machine. Both report per-recipient outcomes the same way, and neither
+ever raises: whatever goes wrong becomes an `Outcome` for each recipient it touched, so
+one message's trouble never reaches the job's other messages.
+
+SMTP, as decided (README "Email API and throttled sending"):
+- EHLO names `helo_name` (configurable; never `localhost` unless that is all we know).
+- `smtps://` is implicit TLS; on `smtp://` STARTTLS is used whenever the server offers
+  it. A certificate that does not verify (system CAs plus the configured CA file) fails
+  the transaction transiently rather than falling back to plain text — unless
+  verification is switched off for a relay with a self-signed certificate.
+- Credentials never travel in clear: with a user in the URL and no TLS on the connection
+  (a plain server that offers no STARTTLS), nothing is sent and the transaction fails
+  transiently with the reason, AUTH never having been written.
+- Addresses go out in their wire form (pipelines.addresses.wire_form: domains as IDNA
+  A-labels). A message that still is not ASCII — a recipient with a non-ASCII local part
+  (in the envelope and the To: header) — needs SMTPUTF8: it is used when the next hop
+  offers it; when it does not, every recipient of that message is refused here, for good
+  (`local`: no bounce is recorded, nobody is suppressed), with the reason.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import os
+import socket
+import ssl
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
+
+from .addresses import wire_form
 
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """What the next hop said. `code` 250 is accepted; 4xx transient; 5xx permanent."""
+    """What the next hop said. `code` 250 is accepted; 4xx (or 0: no answer) transient;
+    5xx permanent. `local`: decided here, not by a receiver (so a permanent one is a
+    failure of ours to send, not a bounce)."""
     code: int
     text: str
+    local: bool = False
 
     @property
     def accepted(self) -> bool:
@@ -32,6 +58,13 @@ class Outcome:
         return self.code >= 500
 
 
+def unexpected(recipients: list[str], error: BaseException) -> dict[str, Outcome]:
+    """An error nobody foresaw, as a transient outcome per recipient (retried on the
+    schedule; its reason lands in the message's history)."""
+    why = f"unexpected error while sending: {type(error).__name__}: {error}"
+    return {r: Outcome(0, why, local=True) for r in recipients}
+
+
 class CaptureTransport:
     """Writes each message as an .eml file under `folder` (the local capture outbox)."""
 
@@ -42,12 +75,15 @@ class CaptureTransport:
                    start_by: float | None = None) -> dict[str, Outcome] | None:
         if start_by is not None and time.monotonic() > start_by:
             return None
-        self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"{name}.eml"
-        tmp = path.with_suffix(".tmp")
-        header = f"X-Envelope-From: {mail_from}\r\nX-Envelope-To: {', '.join(recipients)}\r\n".encode()
-        await asyncio.to_thread(_write, tmp, header + data)
-        os.replace(tmp, path)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self.folder / f"{name}.eml"
+            tmp = path.with_suffix(".tmp")
+            header = f"X-Envelope-From: {mail_from}\r\nX-Envelope-To: {', '.join(recipients)}\r\n".encode()
+            await asyncio.to_thread(_write, tmp, header + data)
+            os.replace(tmp, path)
+        except OSError as error:
+            return {r: Outcome(0, f"capture failed: {error}", local=True) for r in recipients}
         return {r: Outcome(250, "captured") for r in recipients}
 
     async def close(self) -> None:
@@ -58,67 +94,145 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+class CleartextLoginRefused(Exception):
+    """Credentials are configured but the connection is not encrypted."""
+
+
+def helo_name(configured: str | None, base_url: str) -> str:
+    """The EHLO name: the configured one; else the host of BASE_URL when it is a DNS name
+    (the public name of this service); else the machine's fully qualified name."""
+    if configured:
+        return configured
+    host = urlsplit(base_url).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if "." in host and host != "localhost":
+            return host
+    return socket.getfqdn()
+
+
+def tls_context(verify: bool = True, ca_file: str | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 class SmtpTransport:
     """A small pool of reused aiosmtplib connections to one SMTP server."""
 
-    def __init__(self, url: str, *, size: int = 4, timeout: float = 30.0, local_hostname: str | None = None):
+    def __init__(self, url: str, *, size: int = 4, timeout: float = 30.0, helo: str | None = None,
+                 tls: ssl.SSLContext | None = None):
         parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps"):
+            raise ValueError(f"POSTROOM_SMTP_URL must be smtp:// or smtps://, not {parts.scheme}://")
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or (465 if parts.scheme == "smtps" else 25)
-        self.use_tls = parts.scheme == "smtps"
-        self.username = parts.username
-        self.password = parts.password
+        self.implicit_tls = parts.scheme == "smtps"
+        self.port = parts.port or (465 if self.implicit_tls else 25)
+        self.username = unquote(parts.username) if parts.username else None
+        self.password = unquote(parts.password or "")
         self.timeout = timeout
-        self.local_hostname = local_hostname
+        self.helo = helo
+        self.tls = tls or tls_context()
         self._idle: asyncio.LifoQueue[aiosmtplib.SMTP] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
 
     async def _connect(self) -> aiosmtplib.SMTP:
-        client = aiosmtplib.SMTP(hostname=self.host, port=self.port, use_tls=self.use_tls,
-                                 timeout=self.timeout, local_hostname=self.local_hostname,
-                                 start_tls=False)
+        client = aiosmtplib.SMTP(hostname=self.host, port=self.port, use_tls=self.implicit_tls,
+                                 start_tls=False if self.implicit_tls else None,  # None: when offered
+                                 tls_context=self.tls, timeout=self.timeout, local_hostname=self.helo)
         await client.connect()
         if self.username:
-            await client.login(self.username, self.password or "")
+            if client.get_transport_info("sslcontext") is None:
+                client.close()
+                raise CleartextLoginRefused(
+                    f"not sent: {self.host} offers no STARTTLS, and the credentials in POSTROOM_SMTP_URL "
+                    "are never sent in clear")
+            await client.login(self.username, self.password)
         return client
+
+    def _pooled(self) -> aiosmtplib.SMTP | None:
+        while not self._idle.empty():
+            candidate = self._idle.get_nowait()
+            if candidate.is_connected:
+                return candidate
+        return None
 
     async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str = "",
                    start_by: float | None = None) -> dict[str, Outcome] | None:
         """Each recipient's outcome; None when a connection slot came free only after
         `start_by` (time.monotonic()): the transaction was not started. The whole transaction,
         connecting included, takes at most the timeout."""
+        try:
+            return await self._send(mail_from, recipients, data, start_by)
+        except Exception as error:  # the promise: never raise; the caller sees outcomes only
+            return unexpected(recipients, error)
+
+    async def _send(self, mail_from: str, recipients: list[str], data: bytes,
+                    start_by: float | None) -> dict[str, Outcome] | None:
+        outcomes: dict[str, Outcome] = {}
+        wire: dict[str, str] = {}  # wire form → the recipient as the message names it
+        for recipient in recipients:
+            try:
+                wire[wire_form(recipient)] = recipient
+            except ValueError as error:
+                outcomes[recipient] = Outcome(553, f"5.1.3 not sent: {error}", local=True)
+        if not wire:
+            return outcomes
+        smtputf8 = not (data.isascii() and mail_from.isascii() and all(a.isascii() for a in wire))
         async with self._slots:
             if start_by is not None and time.monotonic() > start_by:
                 return None
-            client = None
-            while not self._idle.empty():
-                candidate = self._idle.get_nowait()
-                if candidate.is_connected:
-                    client = candidate
-                    break
+            client = self._pooled()
             try:
                 async with asyncio.timeout(self.timeout):
                     if client is None:
                         client = await self._connect()
-                    errors, _ = await client.sendmail(mail_from, recipients, data)
+                    if smtputf8 and not client.supports_extension("smtputf8"):
+                        self._idle.put_nowait(client)
+                        why = _needs_smtputf8(list(wire), self.host)
+                        return {**outcomes, **{r: Outcome(553, why, local=True) for r in wire.values()}}
+                    errors, _ = await client.sendmail(mail_from, list(wire), data,
+                                                      mail_options=["SMTPUTF8"] if smtputf8 else [])
             except aiosmtplib.SMTPRecipientsRefused as refused:
                 self._idle.put_nowait(client)
-                return {r.recipient: Outcome(r.code, r.message) for r in refused.recipients}
+                return {**outcomes, **{wire.get(r.recipient, r.recipient): Outcome(r.code, r.message)
+                                       for r in refused.recipients}}
             except aiosmtplib.SMTPResponseException as error:
                 _drop(client)
-                return {r: Outcome(error.code, error.message) for r in recipients}
+                return {**outcomes, **{r: Outcome(error.code, error.message) for r in wire.values()}}
+            except CleartextLoginRefused as error:
+                return {**outcomes, **{r: Outcome(0, str(error), local=True) for r in wire.values()}}
             except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError) as error:
                 _drop(client)
-                return {r: Outcome(0, f"connection failed: {error}") for r in recipients}
+                return {**outcomes, **{r: Outcome(0, f"connection failed: {error}") for r in wire.values()}}
+            except (ValueError, UnicodeError) as error:  # an address the client will not write
+                _drop(client)
+                return {**outcomes, **{r: Outcome(553, f"5.1.3 not sent: {error}", local=True)
+                                       for r in wire.values()}}
+            except BaseException:
+                _drop(client)
+                raise
             self._idle.put_nowait(client)
-            outcomes = {r: Outcome(250, "accepted") for r in recipients}
-            for recipient, (code, text) in (errors or {}).items():
-                outcomes[recipient] = Outcome(code, text)
+            outcomes.update({r: Outcome(250, "accepted") for r in wire.values()})
+            for address, (code, text) in (errors or {}).items():
+                outcomes[wire.get(address, address)] = Outcome(code, text)
             return outcomes
 
     async def close(self) -> None:
         while not self._idle.empty():
             await _quietly_close(self._idle.get_nowait())
+
+
+def _needs_smtputf8(wire_addresses: list[str], host: str) -> str:
+    non_ascii = [a for a in wire_addresses if not a.isascii()]
+    what = (f"the address {', '.join(non_ascii)} has a non-ASCII local part" if non_ascii
+            else "the message carries a non-ASCII address in its header")
+    return f"5.6.7 not sent: {what}, which needs SMTPUTF8, and the next hop ({host}) does not offer it"
 
 
 def _drop(client) -> None:
@@ -137,7 +251,11 @@ async def _quietly_close(client) -> None:
         client.close()
 
 
-def transport_for(smtp_url: str | None, data_dir: Path, *, size: int, timeout: float):
-    if smtp_url:
-        return SmtpTransport(smtp_url, size=size, timeout=timeout)
-    return CaptureTransport(data_dir / "outbox")
+def transport_for(settings):
+    """The transport `settings` (pipelines.settings.Settings) ask for."""
+    if settings.smtp_url:
+        return SmtpTransport(settings.smtp_url, size=settings.smtp_connections,
+                             timeout=settings.smtp_timeout_seconds,
+                             helo=helo_name(settings.smtp_helo_name, settings.base_url),
+                             tls=tls_context(settings.smtp_tls_verify, settings.smtp_tls_ca_file))
+    return CaptureTransport(settings.data_dir / "outbox")

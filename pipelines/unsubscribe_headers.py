@@ -11,13 +11,17 @@ are 128 bits of randomness or a hash of two UUIDs, so they are not guessable eit
 
 from __future__ import annotations
 
+from .mail_streams import MARKETING, stream_of
+
 MAILTO_PREFIX = "unsubscribe+"
 
 
 def headers(message: dict, unsubscribe_url: str, *, bounce_domain: str) -> dict[str, str]:
-    """The headers for a campaign message; none for transactional mail (a receipt or a
-    password reset is not a list one unsubscribes from — its footer still links the page)."""
-    if message.get("kind") != "campaign":
+    """The headers for marketing mail to one recipient (campaign mail always is); none for
+    transactional mail (a receipt or a password reset is not a list one unsubscribes from),
+    nor for a message to several addresses, whose one-click link could not say whom to
+    unsubscribe (its footer's page asks)."""
+    if stream_of(message) != MARKETING or len(message["to"]) != 1:
         return {}
     return {
         "List-Unsubscribe": f"<mailto:{MAILTO_PREFIX}{message['_id']}@{bounce_domain}>, <{unsubscribe_url}>",

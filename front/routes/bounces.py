@@ -42,7 +42,9 @@ Until = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=True))]
 
 class BounceQuery(PageQuery):
     type: Literal["permanent", "transient", "undetermined"] | None = Field(
-        None, description="Only bounces of this classification.")
+        None, description="Only bounces of this classification: what the failure means for the address "
+        "(permanent: it does not exist or is disabled, suppressed for good; a policy block, a full mailbox "
+        "or a refused message is transient whatever its SMTP class). Each record's `category` says why.")
     kind: Literal["bounce", "complaint"] | None = Field(
         None, description="bounce (a delivery failure) or complaint (an ARF spam report; recorded as type "
         "permanent because the address is suppressed for good).")
@@ -56,7 +58,7 @@ class BounceQuery(PageQuery):
 def view(doc: dict) -> dict:
     return {
         "id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
-        "type": doc["type"], "kind": doc["kind"], "smtp_status": doc["smtp_status"] or None,
+        "type": doc["type"], "category": doc.get("category") or None, "kind": doc["kind"], "smtp_status": doc["smtp_status"] or None,
         "diagnostic_code": doc["diagnostic_code"] or None, "isp_name": doc["isp_name"] or None,
         "source": doc["source"], "action": doc["action"] or None,
         "reporting_mta": doc["reporting_mta"] or None, "feedback_type": doc["feedback_type"] or None,

@@ -68,7 +68,9 @@ async def add_domain(data: AddDomain):
         "verified": False, "verified_at": None, "verification_token": token,
         "dkim_selector": dns_records.SELECTOR, "dkim_private_key": sealed, "dkim_public_key": public_b64,
         "records": dns_records.records_to_publish(data.domain, token=token, key_id=domain_id,
-                                                  public_b64=public_b64, shared_domain=settings().shared_domain),
+                                                  public_b64=public_b64, shared_domain=settings().shared_domain,
+                                                  bounce_domain=settings().bounce_domain),
+        "return_path_host": dns_records.return_path_host(data.domain), "return_path_verified": False,
         "created_at": now_iso(), "last_checked_at": None,
     }
     if not await domain_store.insert(db(), doc):
@@ -100,9 +102,12 @@ async def get_domain(domain_id: str):
 async def verify_domain(domain_id: str):
     doc = await _load(domain_id)
     resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
-    check = await dns_records.verify(doc["records"], resolver, checked_at=now_iso())
-    saved = await domain_store.save_check(db(), caller().workspace_id, domain_id,
-                                          records=check.records, verified=check.verified)
+    records = dns_records.with_return_path(doc["records"], doc["domain"], settings().bounce_domain)
+    check = await dns_records.verify(records, resolver, checked_at=now_iso())
+    saved = await domain_store.save_check(db(), caller().workspace_id, domain_id, records=check.records,
+                                          verified=check.verified,
+                                          return_path_host=dns_records.return_path_host(doc["domain"]),
+                                          return_path_verified=check.return_path_verified)
     if saved is None:  # removed while we were looking it up
         raise NotFound("No such domain in this workspace.")
     return one({**view(saved), "failed_records": check.failed})

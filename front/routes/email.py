@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 from quart import Blueprint
@@ -43,6 +43,14 @@ class EmailContent(Strict):
     reply_to: EmailAddress | None = Field(None, description="Reply-To address (wins over from_email).")
     track_opens: bool = Field(False, description="Add an open-tracking pixel.")
     track_clicks: bool = Field(False, description="Rewrite links for click tracking.")
+    stream: Literal["transactional", "marketing"] = Field(
+        "transactional", description="`transactional` (default: receipts, password resets): a marketing "
+                                     "unsubscribe does not hold it back. `marketing`: held back by unsubscribes, "
+                                     "sent with List-Id and one-click List-Unsubscribe, always with the postal "
+                                     "address.")
+    footer: bool = Field(True, description="Rule 9's compliance footer (unsubscribe and preferences links, "
+                                           "company name and address), appended unless the HTML places "
+                                           "`{{unsubscribe_url}}`. `false` leaves it out: transactional mail only.")
 
 
 class SendEmail(EmailContent):

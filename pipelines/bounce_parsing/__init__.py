@@ -8,13 +8,16 @@ One module per report format or provider style, all producing the same `Bounce`:
   (Gmail's multi-line `550-5.1.1` diagnostics, Outlook's RESOLVER codes) are tidied in
   `classify.clean_diagnostic`;
 - `microsoft` — Exchange-style text-only NDRs ("Remote Server returned '550 5.1.1 …'");
-- `yahoo` — Yahoo's qmail-style "Failure Notice" texts;
-- `gmail` — Gmail's older text-only "Delivery to the following recipient failed".
+- `gmail` — Gmail's older text-only "Delivery to the following recipient failed";
+- `mta_texts` — every other text-only style a mail server writes (qmail, Exim, Postfix,
+  sendmail, SMTP32, GroupWise, old Exchange, Yahoo, …), the addresses found by
+  `flufl.bounce`.
 
 `parse_report` tries them in that order; None means "not a report we understand" (the
 caller keeps the raw report and counts it, never drops it). The message the report is
 about comes from the VERP return path when the caller knows it, else from our Message-ID
-or return path quoted inside the report."""
+or return path quoted inside the report. What a report names is believed only for the
+recipients of that message (`matching.match`); `classify` says what each failure means."""
 
 from __future__ import annotations
 
@@ -24,34 +27,32 @@ import email.policy
 import re
 from email.message import EmailMessage
 
+from . import arf, gmail, microsoft, mta_texts, rfc3464
+from .matching import Matched, match, sent_to
 from .model import Bounce
-from . import arf, gmail, isp, microsoft, rfc3464, yahoo
 
-__all__ = ["Bounce", "Report", "parse_report", "find_message_id"]
+__all__ = ["Bounce", "Matched", "Report", "parse_report", "find_message_id", "match", "sent_to"]
 
 _OUR_MESSAGE_ID = re.compile(r"(?:bounce\+|<)(msg_[0-9a-f]{32})[@>]")
-PARSERS = (arf.parse, rfc3464.parse, microsoft.parse, yahoo.parse, gmail.parse)
+PARSERS = (arf.parse, rfc3464.parse, microsoft.parse, gmail.parse)
 
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    bounces: list[Bounce]
+    bounces: list[Bounce]     # as the report names them (matching.match decides whom they bounce)
     message_id: str | None
-    style: str
+    style: str                # the format: arf, rfc3464, outlook, gmail, or a flufl.bounce detector's name
 
 
 def find_message_id(text: str) -> str | None:
-    match = _OUR_MESSAGE_ID.search(text)
-    return match.group(1) if match else None
+    match_ = _OUR_MESSAGE_ID.search(text)
+    return match_.group(1) if match_ else None
 
 
 def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | None:
     msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
-    for parser in PARSERS:
-        found = parser(msg)
-        if found:
-            style, bounces = found
-            bounces = [isp.with_isp(b) for b in bounces]
-            message_id = verp_message_id or find_message_id(raw.decode("latin-1"))
-            return Report(bounces, message_id, style)
-    return None
+    found = next((f for f in (parser(msg) for parser in PARSERS) if f), None) or mta_texts.parse_raw(raw, msg)
+    if not found:
+        return None
+    style, bounces = found
+    return Report(bounces, verp_message_id or find_message_id(raw.decode("latin-1")), style)

@@ -1,7 +1,9 @@
 """RFC 5965 Abuse Reporting Format: a multipart/report; report-type=feedback-report with
 a human part, a message/feedback-report part (Feedback-Type, User-Agent, Version,
 Original-Rcpt-To, Reporting-MTA, Source-IP, …) and the original message or its headers.
-The complainant is Original-Rcpt-To, else the To of the quoted original."""
+The complainant is Original-Rcpt-To, else the To of the quoted original; feedback loops
+often redact both, which leaves the complaint without an address (matching.py then takes
+the one recipient of the message it quotes)."""
 
 from __future__ import annotations
 
@@ -48,8 +50,6 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     if not email:
         addresses = [a for _, a in getaddresses([_original_to(msg)]) if "@" in a]
         email = address_of(addresses[0]) if addresses else ""
-    if not email:
-        return None
     feedback_type = str(fields["Feedback-Type"]).strip().lower()
     reporter = str(fields.get("Reporting-MTA") or "")
     user_agent = str(fields.get("User-Agent") or "")

@@ -18,7 +18,7 @@ import re
 from email.message import EmailMessage
 
 from .classify import classify, clean_diagnostic, status_from
-from .model import PERMANENT, TRANSIENT, Bounce
+from .model import Bounce
 from .text_reports import ADDRESS, first_text
 
 _HEAD = re.compile(r"Delivery to the following recipients? (failed permanently|has been delayed|"
@@ -36,13 +36,10 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     returned = _RETURNED.search(text)
     diagnostic = clean_diagnostic(returned.group(1)) if returned else ""
     status = status_from("", diagnostic)
-    verdict = head.group(1).lower()
-    kind = classify(status, diagnostic)
-    if kind not in (PERMANENT, TRANSIENT):
-        kind = PERMANENT if "permanently" in verdict else TRANSIENT
+    action = "failed" if "permanently" in head.group(1).lower() else "delayed"
+    verdict = classify(status, diagnostic, action, notice=head.group(0))
     server = _BY_SERVER.search(text)
-    bounces = [Bounce(email=a, type=kind, source="dsn", smtp_status=status, diagnostic_code=diagnostic,
-                      action="failed" if "permanently" in verdict else "delayed",
-                      reporting_mta=server.group(1) if server else "")
+    bounces = [Bounce(email=a, type=verdict.type, category=verdict.category, source="dsn", smtp_status=status,
+                      diagnostic_code=diagnostic, action=action, reporting_mta=server.group(1) if server else "")
                for a in dict.fromkeys(ADDRESS.findall(head.group(2)))]
     return ("gmail", bounces) if bounces else None

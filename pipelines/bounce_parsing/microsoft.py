@@ -33,7 +33,8 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     diagnostic = clean_diagnostic(reply.group(1)) if reply else ""
     status = status_from("", diagnostic)
     server = _GENERATING.search(text)
-    bounces = [Bounce(email=r, type=classify(status, diagnostic), source="dsn", smtp_status=status,
+    verdict = classify(status, diagnostic)
+    bounces = [Bounce(email=r, type=verdict.type, category=verdict.category, source="dsn", smtp_status=status,
                       diagnostic_code=diagnostic, action="failed",
                       reporting_mta=server.group(1) if server else "outlook.com", isp_name="outlook")
                for r in dict.fromkeys(recipients)]

@@ -9,16 +9,18 @@ PERMANENT, TRANSIENT, UNDETERMINED = "permanent", "transient", "undetermined"
 
 @dataclasses.dataclass(frozen=True)
 class Bounce:
-    email: str                   # the recipient the report is about
-    type: str                    # permanent | transient | undetermined
+    email: str                   # the recipient the report is about ("" when a complaint redacts it)
+    type: str                    # permanent | transient | undetermined (classify.py)
     source: str                  # dsn | arf | smtp
     kind: str = "bounce"         # bounce | complaint
-    smtp_status: str = ""        # enhanced status code, e.g. 5.1.1
+    category: str = ""           # why (classify.CATEGORIES); "" for complaints
+    smtp_status: str = ""        # enhanced status code (5.1.1), else the basic reply code (553)
     diagnostic_code: str = ""    # the remote server's words
     action: str = ""             # DSN Action: failed | delayed; "" for complaints
     reporting_mta: str = ""
     isp_name: str = ""
     feedback_type: str = ""      # ARF: abuse, fraud, ...
+    original_recipient: str = ""  # DSN Original-Recipient, when it names another address
 
     def replace(self, **changes) -> "Bounce":
         return dataclasses.replace(self, **changes)

@@ -1,6 +1,9 @@
 """RFC 3464 delivery status notifications: a multipart/report whose
 message/delivery-status part has one per-message block (Reporting-MTA, …) and one block
-per recipient (Final-Recipient, Action, Status, Diagnostic-Code, Remote-MTA)."""
+per recipient (Final-Recipient, Original-Recipient, Action, Status, Diagnostic-Code,
+Remote-MTA). A Final-Recipient that is not an Internet address (`x400; …`) leaves the
+Original-Recipient; when both are addresses both are kept, and the bounce is matched to
+whichever of them the message was sent to (matching.py)."""
 
 from __future__ import annotations
 
@@ -28,11 +31,26 @@ def delivery_status_blocks(msg: EmailMessage) -> list[Message] | None:
     return None
 
 
+_ADDRESS_TYPES = ("rfc822", "utf-8")  # RFC 3464, RFC 6533
+
+
 def address_of(field: str | None) -> str:
-    """`rfc822; Bob@Example.com` → `Bob@example.com`."""
-    value = (field or "").split(";", 1)[-1].strip().strip("<>")
+    """`rfc822; Bob@Example.com` → `Bob@example.com`; "" for another address type
+    (`x400; /S=bob/…`, `LOCAL; bob`) or anything that is not an address."""
+    kind, semicolon, value = str(field or "").partition(";")
+    if not semicolon:
+        kind, value = "rfc822", kind
+    value = value.strip().strip("<>").strip()
     local, at, domain = value.rpartition("@")
-    return f"{local}@{domain.lower()}" if at else ""
+    if kind.strip().lower() not in _ADDRESS_TYPES or not at or not local or not domain or " " in value:
+        return ""
+    return f"{local}@{domain.lower()}"
+
+
+def _comment(status_field: str) -> str:
+    """`5.0.0 (recipient reached disk quota)` → the whole field; a bare code → ""."""
+    text = " ".join(status_field.split())
+    return text if " " in text else ""
 
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
@@ -45,15 +63,21 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     reporting = str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip()
     bounces = []
     for block in recipients:
-        email = address_of(block.get("Final-Recipient") or block.get("Original-Recipient"))
-        action = str(block.get("Action") or "").strip().lower()
-        if not email or action in _NOT_FAILURES:
+        final, original = address_of(block.get("Final-Recipient")), address_of(block.get("Original-Recipient"))
+        action = (str(block.get("Action") or "").split() or ["failed"])[0].lower()
+        if not (final or original) or action in _NOT_FAILURES:
             continue
         diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or ""))
-        status = status_from(str(block.get("Status") or ""), diagnostic)
+        status_field = str(block.get("Status") or "")
+        status = status_from(status_field, diagnostic)
+        action = action if action == "delayed" else "failed"  # `failure`, `error`: senders' own words
+        # X.400 gateways put the remote server's reply in a field of their own
+        verdict = classify(status, f"{status_field} {diagnostic} {block.get('X400-Supplementary-Info') or ''}",
+                           action)
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
         remote = remote.split()[0].rstrip(".") if remote else ""
-        bounces.append(Bounce(email=email, type=classify(status, diagnostic, action), source="dsn",
-                              smtp_status=status, diagnostic_code=diagnostic, action=action or "failed",
-                              reporting_mta=remote or reporting))
+        bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",
+                              type=verdict.type, category=verdict.category, source="dsn",
+                              smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
+                              action=action, reporting_mta=remote or reporting))
     return ("rfc3464", bounces) if bounces else None

@@ -4,16 +4,21 @@ List-Unsubscribe headers, tracked opens and clicks moving the stats."""
 
 import datetime as dt
 import re
-import time
 import uuid
 
 import httpx
 
 from mongo import send_limits
 from pipelines.clock import utcnow
-
 from tests.support.audience import error, events, make_contact, make_list
-from tests.support.campaigns import make_campaign, make_template, send, wait_campaign, wait_until
+from tests.support.barriers import mail_barrier, scheduler_passes
+from tests.support.campaigns import (
+    make_campaign,
+    make_template,
+    send,
+    wait_campaign,
+    wait_until,
+)
 
 TEMPLATE = ('<html><body><p>Hi {{first_name|there}}</p>'
             '<p><a href="https://shop.example/sale?x=1&amp;y=2">Sale</a> '
@@ -69,7 +74,7 @@ def test_the_audience_is_resolved_at_send_time_and_each_address_gets_one_persona
         message_id = received.mail_from.split("+", 1)[1].split("@")[0]
         unsubscribe = received.message["List-Unsubscribe"]
         assert f"<mailto:unsubscribe+{message_id}@bounces.postroom.test>" in unsubscribe
-        assert re.search(r"<http://127\.0\.0\.1:\d+/u/[\w\-]+\.[\w\-]+>", unsubscribe)
+        assert re.search(r"<http://127\.0\.0\.1:\d+/u/[\w\-]+>", unsubscribe)
         assert received.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     for name in ("gone", "quiet", "bounced", "blocked", "outsider"):
         assert service.smtp.messages_to(email(name)) == []
@@ -79,7 +84,8 @@ def test_the_audience_is_resolved_at_send_time_and_each_address_gets_one_persona
     assert len(events(service, tenant, "campaign.sent")) == 1
     completed = wait_until(lambda: events(service, tenant, "campaign.completed"))
     assert completed[0]["data"]["campaign_id"] == campaign["id"]
-    time.sleep(1)
+    scheduler_passes(service)  # a watchdog or fan-out that ran again would have sent by now
+    mail_barrier(service)
     assert len(service.smtp.messages_to(both["email"])) == 1
 
 
@@ -183,7 +189,8 @@ def test_cancelling_a_sending_campaign_stops_what_has_not_left(service, tenant):
     assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled"
     final = wait_until(lambda: (lambda c: c if c["stats"]["pending"] == 0 else None)(
         tenant.get(f"/campaigns/{campaign['id']}").json()["data"]), timeout=30)
-    time.sleep(2)
+    scheduler_passes(service)
+    mail_barrier(service)
     assert received() == 5
     assert final["status"] == "cancelled"
     assert final["stats"]["delivered"] == 5 and final["stats"]["cancelled"] == 15
@@ -192,8 +199,16 @@ def test_cancelling_a_sending_campaign_stops_what_has_not_left(service, tenant):
     # charged 20 when sending started; the 15 that never left go back to the plan, once
     month = utcnow().strftime("%Y-%m")
     wait_until(lambda: service.store.run(send_limits.plan_used, tenant.workspace_id, month) == 5, timeout=20)
-    time.sleep(1)  # more scheduler ticks: nothing is given back twice
+    scheduler_passes(service)  # more scheduler passes: nothing is given back twice
     assert service.store.run(send_limits.plan_used, tenant.workspace_id, month) == 5
+
+
+def reports_processed(service, message_id: str) -> int:
+    """Inbound reports about `message_id` that the bounces actor has finished with."""
+    async def count(db):
+        docs = await db.inbound_reports.find({"status": {"$ne": "received"}}, {"raw": 1}).to_list()
+        return sum(message_id in d["raw"] for d in docs)
+    return service.store.call(count(service.store.db))
 
 
 def test_a_spam_complaint_counts_once_on_the_campaign(service, tenant):
@@ -216,7 +231,7 @@ def test_a_spam_complaint_counts_once_on_the_campaign(service, tenant):
     wait_until(lambda: events(service, tenant, "email.complained"))
     stats = wait_until(lambda: (lambda d: d if d["stats"]["complained"] else None)(
         tenant.get(f"/campaigns/{campaign['id']}").json()["data"]))
-    time.sleep(1)
+    wait_until(lambda: reports_processed(service, message_id) == 2)  # the second one too
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]["complained"] == 1
     assert stats["rates"]["complaint_rate"] == 1.0
 

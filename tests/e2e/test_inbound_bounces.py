@@ -3,14 +3,15 @@ back as bounce records, message status, contact flag, suppressions, events and c
 
 Every sample report (tests/support/reports, plus the two in ./inbound_samples) goes
 through the port; the soft-bounce rule of the README ("suppression `soft_bounce` at the
-third transient bounce of the address within 7 days") is driven end to end."""
+third transient bounce of the address within 7 days") is driven end to end. Reports are
+believed only for the recipients of the message they came back for; classification by
+status code decides whom they suppress; a report that makes processing raise ends
+`failed` after its capped attempts, kept."""
 
 import asyncio
 import dataclasses
 import datetime as dt
-import socket
 import string
-import time
 import uuid
 from pathlib import Path
 
@@ -20,9 +21,10 @@ import pytest
 from mongo import contacts as contact_store
 from mongo import inbound_reports
 from tests.support import reports
+from tests.support.inbound import (BOUNCE_DOMAIN, deeply_nested, dsn, inbound_port, report_done, sent_message,
+                                   submit, verp, wait_listening)
 from tests.support.polling import wait_until as poll
 
-BOUNCE_DOMAIN = "bounces.postroom.test"
 OWN_SAMPLES = Path(__file__).parent / "inbound_samples"
 
 
@@ -36,49 +38,6 @@ def load(name: str, *, recipient: str, message_id: str) -> bytes:
     text = string.Template(own.read_text()).substitute(
         recipient=recipient, message_id=message_id, return_path=f"bounce+{message_id}@{BOUNCE_DOMAIN}")
     return text.replace("\r\n", "\n").replace("\n", "\r\n").encode()
-
-
-def inbound_port(service) -> int:
-    return int(service.env["POSTROOM_INBOUND_PORT"])
-
-
-def wait_listening(port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"inbound did not listen on {port}")
-
-
-def submit(service, raw: bytes, rcpt: str) -> None:
-    """As a remote MTA sends a DSN: with the null return path `MAIL FROM:<>`."""
-    port = inbound_port(service)
-    wait_listening(port)
-
-    async def go():
-        client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port, start_tls=False)
-        await client.connect()
-        try:
-            await client.ehlo()
-            await client.mail("")
-            await client.rcpt(rcpt)
-            code, _ = await client.data(raw)
-            assert code == 250
-        finally:
-            await client.quit()
-    asyncio.run(go())
-
-
-def sent_message(service, tenant, recipient):
-    response = tenant.post("/email/send", json={"to": recipient, "subject": "Hello", "text": "Hi"})
-    assert response.status_code == 202, response.text
-    message_id = response.json()["data"]["message_id"]
-    service.smtp.wait_for(recipient)
-    poll(lambda: tenant.get(f"/email/{message_id}/status").json()["data"]["status"] == "delivered")
-    return message_id
 
 
 def bounces_for(tenant, email):
@@ -151,7 +110,7 @@ CASES = [
          "failed", "bounced", "hard_bounce", True),
     Case("exchange_text", "contoso.com", "bounce", P, "5.1.1", "RecipNotFound", "outlook",
          "failed", "bounced", "hard_bounce", True),
-    Case("yahoo_failure", "yahoo.com", "bounce", P, "5.0.0", "doesn't have a yahoo.com account", "yahoo",
+    Case("yahoo_failure", "yahoo.com", "bounce", P, "554", "doesn't have a yahoo.com account", "yahoo",
          "failed", "bounced", "hard_bounce", True),
     # transient: a `delayed` warning leaves the message alone; a transient failure bounces it
     Case("rfc3464_transient", "example.org", "bounce", T, "4.2.2", "Mailbox full", "example.org",
@@ -169,6 +128,12 @@ CASES = [
     Case("outlook_arf", "hotmail.com", "complaint", P, None, "Junk Mail Reporting", "outlook",
          None, "delivered", "complaint", False, rcpt="fbl"),
 ]
+
+
+# why each sample failed (classify.py); complaints have no category
+CATEGORY = {"rfc3464_permanent": "address", "gmail_dsn": "address", "outlook_dsn": "address", "gmail_text": "address",
+            "exchange_text": "address", "yahoo_failure": "address", "rfc3464_transient": "mailbox_full",
+            "postfix_expired": "system", "no_status_dsn": "other"}
 
 
 def test_every_shared_sample_report_goes_through_the_inbound_port():
@@ -194,6 +159,7 @@ def test_a_report_through_the_inbound_port_is_recorded_and_applied(service, tena
         {"message_id": message_id, "email": recipient, "kind": case.kind, "type": case.type,
          "smtp_status": case.smtp_status, "isp_name": case.isp, "source": case.source, "action": case.action}
     assert case.diagnostic in record["diagnostic_code"]
+    assert record["category"] == CATEGORY.get(case.sample)
     assert record["feedback_type"] == ("abuse" if case.kind == "complaint" else None)
     assert tenant.get(f"/bounces/{record['id']}").json()["data"] == record
     assert [b["id"] for b in tenant.get("/bounces", params={"type": case.type, "kind": case.kind})
@@ -344,3 +310,133 @@ def test_a_synchronous_rejection_becomes_a_bounce_record(service, tenant):
         ("smtp", "permanent", "5.1.1", message_id)
     assert poll(lambda: tenant.get("/suppressions", params={"reason": "hard_bounce"}).json()["data"])
     assert tenant.get(f"/email/{message_id}/status").json()["data"]["status"] == "bounced"
+
+
+def report_of(service, report_id):
+    return service.store.run(lambda db: db.inbound_reports.find_one({"_id": report_id}))
+
+
+def test_a_report_naming_an_address_we_never_sent_to_bounces_nobody(service, tenant):
+    recipient = f"bob-{uuid.uuid4().hex[:6]}@example.net"
+    victim = f"victim-{uuid.uuid4().hex[:6]}@unrelated.example"
+    assert tenant.post("/contacts", json={"email": victim}).status_code == 201
+    message_id = sent_message(service, tenant, recipient)
+    raw = reports.load("rfc3464_permanent", recipient=victim, message_id=message_id, bounce_domain=BOUNCE_DOMAIN)
+
+    report = report_done(service, submit(service, raw, verp(message_id)))
+
+    assert (report["status"], report["ignored_recipients"], report["message_id"], report["workspace_id"]) == \
+        ("unmatched", [victim], message_id, tenant.workspace_id)
+    assert victim in report["detail"] and message_id in report["detail"]
+    assert bounces_for(tenant, victim) == [] and bounces_for(tenant, recipient) == []
+    assert suppressions(tenant) == []
+    assert tenant.get(f"/email/{message_id}/status").json()["data"]["status"] == "delivered"
+    contact = service.store.run(contact_store.find_by_email, tenant.workspace_id, victim)
+    assert not contact.get("bounced")
+    assert events(service, tenant, "email.bounced") == []
+
+
+def test_of_the_recipients_a_report_names_only_those_the_message_went_to_are_bounced(service, tenant):
+    """A forwarded address (Final-Recipient) is matched through Original-Recipient; an
+    X.400 Final-Recipient leaves the Original-Recipient; a stranger in the same report is
+    ignored."""
+    tag = uuid.uuid4().hex[:6]
+    alice, bob, carol = (f"{n}-{tag}@example.net" for n in ("alice", "bob", "carol"))
+    stranger = f"stranger-{tag}@unrelated.example"
+    message_id = sent_message(service, tenant, [alice, bob, carol])
+    raw = dsn(message_id, [
+        {"final": f"alice@forwarded-{tag}.example", "original": alice, "status": "5.1.1",
+         "diagnostic": "550 5.1.1 user unknown"},
+        {"final": "x400; /S=bob/PRMD=EXAMPLE/C=GB/", "original": bob, "status": "5.1.1"},
+        {"final": stranger, "status": "5.1.1"},
+    ])
+    report = report_done(service, submit(service, raw, verp(message_id)))
+
+    assert (report["status"], report["ignored_recipients"]) == ("parsed", [stranger])
+    recorded = {b["email"]: b for b in tenant.get("/bounces").json()["data"]}
+    assert set(recorded) == {alice, bob}
+    assert {b["type"] for b in recorded.values()} == {"permanent"}
+    assert sorted(s["email"] for s in suppressions(tenant)) == sorted([alice, bob])
+    assert bounces_for(tenant, carol) == [] and bounces_for(tenant, stranger) == []
+
+
+def test_a_complaint_with_the_recipient_redacted_is_the_complaint_of_the_messages_one_recipient(service, tenant):
+    recipient = f"alice-{uuid.uuid4().hex[:6]}@example.com"
+    message_id = sent_message(service, tenant, recipient)
+    raw = reports.load("arf_abuse", recipient="redacted@example.com", message_id=message_id,
+                       bounce_domain=BOUNCE_DOMAIN)
+    raw = raw.replace(b"Original-Rcpt-To: <redacted@example.com>\r\n", b"").replace(b"redacted@example.com",
+                                                                                      b"xxxxxxxxxxxx")
+    assert b"redacted" not in raw and message_id.encode() in raw
+    report = report_done(service, submit(service, raw, f"fbl@{BOUNCE_DOMAIN}"))  # our Message-ID says whose
+
+    assert (report["status"], report["message_id"], report["ignored_recipients"]) == ("parsed", message_id, [])
+    [record] = bounces_for(tenant, recipient)
+    assert (record["kind"], record["message_id"], record["source"]) == ("complaint", message_id, "arf")
+    assert [(s["email"], s["reason"]) for s in suppressions(tenant)] == [(recipient, "complaint")]
+
+
+def test_a_redacted_complaint_about_a_message_to_several_recipients_suppresses_nobody(service, tenant):
+    tag = uuid.uuid4().hex[:6]
+    message_id = sent_message(service, tenant, [f"a-{tag}@example.com", f"b-{tag}@example.com"])
+    raw = reports.load("arf_abuse", recipient="redacted@example.com", message_id=message_id,
+                       bounce_domain=BOUNCE_DOMAIN)
+    raw = raw.replace(b"Original-Rcpt-To: <redacted@example.com>\r\n", b"").replace(b"redacted@example.com",
+                                                                                      b"xxxxxxxxxxxx")
+    report = report_done(service, submit(service, raw, f"fbl@{BOUNCE_DOMAIN}"))
+    assert (report["status"], report["ignored_recipients"]) == ("unmatched", ["(no address)"])
+    assert suppressions(tenant) == [] and tenant.get("/bounces").json()["data"] == []
+
+
+@pytest.mark.parametrize("status, diagnostic, type_, category, suppression", [
+    ("5.7.1", "550 5.7.1 Message rejected as unsolicited mail (reputation)", "transient", "policy", None),
+    ("5.3.4", "552 5.3.4 Message size exceeds fixed limit", "transient", "message", None),
+    ("5.2.2", "552 5.2.2 Mailbox full", "transient", "mailbox_full", None),
+    ("553", "", "permanent", "address", "hard_bounce"),   # a bare basic code is a code
+    ("5.1.1", "550 5.1.1 User unknown", "permanent", "address", "hard_bounce"),
+], ids=["policy-5.7.1", "size-5.3.4", "full-5.2.2", "bare-553", "unknown-5.1.1"])
+def test_the_status_code_decides_whether_a_bounce_suppresses(service, tenant, status, diagnostic, type_, category,
+                                                              suppression):
+    recipient = f"code-{uuid.uuid4().hex[:6]}@example.org"
+    assert tenant.post("/contacts", json={"email": recipient}).status_code == 201
+    message_id = sent_message(service, tenant, recipient)
+    raw = dsn(message_id, [{"final": recipient, "status": status, "diagnostic": diagnostic}])
+    report = report_done(service, submit(service, raw, verp(message_id)))
+    assert report["status"] == "parsed"
+
+    [record] = bounces_for(tenant, recipient)
+    assert (record["type"], record["category"], record["smtp_status"]) == (type_, category, status)
+    assert tenant.get(f"/email/{message_id}/status").json()["data"]["status"] == "bounced"
+    contact = service.store.run(contact_store.find_by_email, tenant.workspace_id, recipient)
+    assert bool(contact.get("bounced")) is (suppression == "hard_bounce")
+    assert [s["reason"] for s in suppressions(tenant)] == ([suppression] if suppression else [])
+    [event] = poll(lambda: events(service, tenant, "email.bounced"))
+    assert (event["data"]["type"], event["data"]["category"]) == (type_, category)
+    assert send_after(tenant, recipient)[1] == ("suppressed" if suppression else "queued")
+
+
+def test_policy_blocks_never_add_up_to_a_soft_bounce(service, tenant):
+    """Three 5.7.1 reputation blocks in a week would be three transient bounces; they say
+    nothing against the address, so they do not count towards `soft_bounce`."""
+    recipient = f"blocked-{uuid.uuid4().hex[:6]}@example.org"
+    for _ in range(3):
+        message_id = sent_message(service, tenant, recipient)
+        raw = dsn(message_id, [{"final": recipient, "status": "5.7.1", "diagnostic": "550 5.7.1 blocked (reputation)"}])
+        assert report_done(service, submit(service, raw, verp(message_id)))["status"] == "parsed"
+    assert len(bounces_for(tenant, recipient)) == 3
+    assert suppressions(tenant) == []
+
+
+def test_a_report_that_makes_the_parser_raise_ends_failed_after_its_attempts_and_is_kept(service):
+    from actors.bounces import MAX_REPORT_ATTEMPTS
+    before = service.store.run(inbound_reports.stats)
+    message_id = "msg_" + uuid.uuid4().hex
+    raw = deeply_nested(1200, message_id)
+    report_id = submit(service, raw, verp(message_id))
+
+    report = report_done(service, report_id, timeout=60)
+    assert (report["status"], report["attempts"]) == ("failed", MAX_REPORT_ATTEMPTS)
+    assert "RecursionError" in report["last_error"] and "RecursionError" in report["detail"]
+    assert inbound_reports.raw_bytes(report) == raw
+    after = service.store.run(inbound_reports.stats)
+    assert after["failed"] == before["failed"] + 1

@@ -2,11 +2,11 @@
 sent again, exactly once. The lost jobs are simulated by writing the messages straight
 into the store (no broker message at all), with timestamps from long ago."""
 
-import time
 import uuid
 
 from pipelines.clock import in_seconds
 from pipelines.ids import new_message_id
+from tests.support.barriers import mail_barrier, scheduler_passes
 from tests.support.polling import wait_status
 
 LONG_AGO_SECONDS = 3600  # older than the default POSTROOM_MESSAGE_STALL_SECONDS (600)
@@ -55,7 +55,8 @@ def test_messages_whose_jobs_were_lost_are_delivered_exactly_once(service, tenan
     assert [h["status"] for h in stale_view["history"]] == ["queued", "sent", "delivered"]
     assert [h["status"] for h in lapsed_view["history"]] == ["queued", "deferred", "sent", "delivered"]
     assert lapsed_view["history"][1]["detail"] == "send lease expired; sending again"
-    time.sleep(1)  # five scheduler ticks: a watchdog that fired twice would have sent again
+    scheduler_passes(service, 3)  # a watchdog that fired again would have sent again
+    mail_barrier(service)
     assert len(service.smtp.messages_to(stale_to)) == 1
     assert len(service.smtp.messages_to(lapsed_to)) == 1
     assert service.smtp.messages_to(stale_to)[0].body("plain").startswith("found again")

@@ -1,14 +1,15 @@
 """Sending domains over real HTTP, verified against a real DNS server on loopback, and
 mail from them arriving DKIM-signed so that dkimpy verifies it against the published key."""
 
-import json
 import re
 import uuid
 
 import dkim as dkimpy
-import dns.resolver
 
+from tests.support import inbound, reports
 from tests.support.api import assert_error as error
+from tests.support.dkim_dns import dnsfunc_for, publish_service_zone
+from tests.support.polling import wait_status, wait_until
 from tests.support.services import run_postroom
 
 
@@ -26,24 +27,6 @@ def records(domain_view):
     return {r["purpose"]: r for r in domain_view["dns_records"]}
 
 
-def publish_service_zone(service, dns_server):
-    """What the operator does: load `postroom dkim`'s records into the shared domain's zone."""
-    published = json.loads(run_postroom(service.env, "dkim", "--json").stdout.strip().splitlines()[-1])
-    for record in published:
-        dns_server.publish(record)
-    return published
-
-
-def dnsfunc_for(dns_server):
-    resolver = dns.resolver.Resolver(configure=False)
-    resolver.nameservers, resolver.port = ["127.0.0.1"], dns_server.port
-
-    def lookup(name, timeout=5):
-        answer = resolver.resolve(name.decode(), "TXT")
-        return b"".join(answer.rrset[0].strings)
-    return lookup
-
-
 def test_adding_a_domain_returns_the_records_to_publish(tenant):
     domain = new_domain()
     view = add(tenant, domain.upper() + ".")
@@ -54,6 +37,8 @@ def test_adding_a_domain_returns_the_records_to_publish(tenant):
     assert recs["dkim"]["type"] == "CNAME" and recs["dkim"]["name"] == f"pr1._domainkey.{domain}"
     assert recs["dkim"]["value"].endswith(".dkim.postroom.test")
     assert recs["dkim"]["txt_value"].startswith("v=DKIM1; k=rsa; p=")
+    assert {k: recs["return_path"][k] for k in ("type", "name", "value")} == {
+        "type": "CNAME", "name": f"pr-bounces.{domain}", "value": "bounces.postroom.test"}
     assert all(r["verified"] is False and r["status"] == "pending" for r in recs.values())
     assert view["dkim"] == {"selector": "pr1", "algorithm": "rsa-sha256", "key_bits": 2048}
     assert "dkim_private_key" not in str(view)
@@ -104,19 +89,22 @@ def test_verify_reports_each_missing_or_wrong_record(tenant, dns_server):
     result = tenant.post(f"/domains/{view['id']}/verify")
     assert result.status_code == 200
     body = result.json()["data"]
-    assert body["verified"] is False and sorted(body["failed_records"]) == ["dkim", "verification"]
-    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {"verification": "missing", "dkim": "missing"}
+    assert body["verified"] is False and sorted(body["failed_records"]) == ["dkim", "return_path", "verification"]
+    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {
+        "verification": "missing", "dkim": "missing", "return_path": "missing"}
     dns_server.set(recs["verification"]["name"], "TXT", "postroom-verification=wrong")
     dns_server.set(recs["dkim"]["name"], "CNAME", "pr1.someone-else.example.net")
+    dns_server.set(recs["return_path"]["name"], "CNAME", "bounces.someone-else.example.net")
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
-    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {"verification": "mismatch", "dkim": "mismatch"}
+    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {
+        "verification": "mismatch", "dkim": "mismatch", "return_path": "mismatch"}
     dns_server.publish(recs["dkim"])
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
-    assert body["verified"] is False and sorted(body["failed_records"]) == ["dkim", "verification"]
+    assert body["verified"] is False and sorted(body["failed_records"]) == ["dkim", "return_path", "verification"]
     # the customer's CNAME is right, but nothing answers at its target yet: a receiver could
     # not find the key, so it does not count as verified
-    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {"verification": "mismatch",
-                                                                         "dkim": "key_not_published"}
+    assert {r["purpose"]: r["status"] for r in body["dns_records"]} == {
+        "verification": "mismatch", "dkim": "key_not_published", "return_path": "mismatch"}
 
 
 def test_the_operator_export_publishes_every_domain_key_where_its_cname_points(service, tenant, dns_server):
@@ -124,12 +112,12 @@ def test_the_operator_export_publishes_every_domain_key_where_its_cname_points(s
     recs = records(view)
     dns_server.publish(recs["verification"])
     dns_server.publish(recs["dkim"])
-    assert tenant.post(f"/domains/{view['id']}/verify").json()["data"]["failed_records"] == ["dkim"]
+    assert tenant.post(f"/domains/{view['id']}/verify").json()["data"]["failed_records"] == ["dkim", "return_path"]
     published = publish_service_zone(service, dns_server)
     assert {"type": "TXT", "name": recs["dkim"]["value"], "value": recs["dkim"]["txt_value"]} in published
     assert published[0]["name"] == "pr1._domainkey.postroom.test"  # the shared domain's own key
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
-    assert body["verified"] is True and body["failed_records"] == []
+    assert body["verified"] is True and body["failed_records"] == ["return_path"]  # optional
     zone = run_postroom(service.env, "dkim").stdout
     [line] = [z for z in zone.splitlines() if z.startswith(recs["dkim"]["value"] + ". IN TXT ")]
     strings = re.findall(r'"([^"]*)"', line)  # as a zone loader reads it: ≤ 255 characters each, joined
@@ -142,7 +130,7 @@ def test_verify_succeeds_with_the_txt_key_instead_of_the_cname(tenant, dns_serve
     dns_server.publish(recs["verification"])
     dns_server.set(recs["dkim"]["name"], "TXT", recs["dkim"]["txt_value"])
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
-    assert body["verified"] is True and body["failed_records"] == [] and body["verified_at"]
+    assert body["verified"] is True and body["failed_records"] == ["return_path"] and body["verified_at"]
     assert tenant.get(f"/domains/{view['id']}").json()["data"]["verified"] is True
 
 
@@ -180,3 +168,48 @@ def test_mail_from_the_shared_domain_is_signed_with_the_service_key(service, ten
     assert "d=postroom.test;" in received.message["DKIM-Signature"].replace(" ", "")
     publish_service_zone(service, dns_server)
     assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
+
+
+def test_a_domain_with_its_return_path_record_gets_its_bounces_there(service, tenant, dns_server):
+    """SPF alignment: MAIL FROM on `pr-bounces.<domain>` (a CNAME to the bounce domain);
+    a DSN sent to that VERP address through the real inbound port is recorded."""
+    domain = new_domain()
+    view = add(tenant, domain)
+    recs = records(view)
+    for purpose in ("verification", "dkim", "return_path"):
+        dns_server.publish(recs[purpose])
+    publish_service_zone(service, dns_server)
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["verified"] is True and body["failed_records"] == []
+    assert records(body)["return_path"]["status"] == "verified"
+
+    rcpt = f"rp-{uuid.uuid4().hex[:6]}@example.org"
+    response = tenant.post("/email/send", json={"to": rcpt, "subject": "Aligned", "text": "Hi",
+                                                "from_email": f"news@{domain}"})
+    message_id = response.json()["data"]["message_id"]
+    [received] = service.smtp.wait_for(rcpt)
+    assert received.mail_from == f"bounce+{message_id}@pr-bounces.{domain}"
+    assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
+    wait_status(tenant, message_id, "delivered")
+
+    raw = reports.load("rfc3464_permanent", recipient=rcpt, message_id=message_id, bounce_domain=f"pr-bounces.{domain}")
+    assert inbound.submit(service, raw, f"bounce+{message_id}@pr-bounces.{domain}")  # stored: 250
+    [bounce] = wait_until(lambda: tenant.get("/bounces", params={"email": rcpt}).json()["data"], what="bounce")
+    assert bounce["message_id"] == message_id and bounce["type"] == "permanent"
+    # a host nobody registered is refused at RCPT, as any other unknown address
+    assert inbound.rcpt_answer(service, f"bounce+{message_id}@pr-bounces.unknown-{uuid.uuid4().hex[:6]}.example")[0] == 550
+
+
+def test_without_its_return_path_record_a_domain_bounces_to_the_shared_bounce_domain(service, tenant, dns_server):
+    domain = new_domain()
+    view = add(tenant, domain)
+    recs = records(view)
+    dns_server.publish(recs["verification"])
+    dns_server.publish(recs["dkim"])
+    publish_service_zone(service, dns_server)
+    assert tenant.post(f"/domains/{view['id']}/verify").json()["data"]["verified"] is True
+    rcpt = f"norp-{uuid.uuid4().hex[:6]}@example.org"
+    message_id = tenant.post("/email/send", json={"to": rcpt, "subject": "Hi", "text": "Hi",
+                                                  "from_email": f"news@{domain}"}).json()["data"]["message_id"]
+    [received] = service.smtp.wait_for(rcpt)
+    assert received.mail_from == f"bounce+{message_id}@bounces.postroom.test"

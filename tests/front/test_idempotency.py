@@ -177,16 +177,47 @@ def test_a_request_still_in_progress_answers_409_conflict(service):
     assert message_count(service, tenant.workspace_id) == 1
 
 
-def test_a_claim_abandoned_mid_request_is_taken_over_by_a_retry(service):
+def test_a_claim_abandoned_mid_request_is_taken_over_by_a_retry_that_finds_its_message(service):
+    # A front that died after storing the message, before answering: the retry executes
+    # again under the same seed, so it finds that message instead of storing a second one.
     tenant = service.tenant(sandbox=True)
     key = new_key()
-    post_with_key(tenant, key, json.dumps(SEND).encode())
+    first = post_with_key(tenant, key, json.dumps(SEND).encode())
     from pipelines.clock import in_seconds
     _set_record(service, tenant, key, state="in_progress", response=None, created_at=in_seconds(-600))
 
     retry = post_with_key(tenant, key, json.dumps(SEND).encode())
     assert retry.status_code == 202
     assert retry.headers["X-Idempotency-Status"] == "new"
+    assert retry.json()["data"]["message_id"] == first.json()["data"]["message_id"]
+    assert message_count(service, tenant.workspace_id) == 1
+
+
+def test_a_retry_after_an_unknown_outcome_gets_the_same_message_once(service):
+    # A front that could not tell whether its insert landed releases the key keeping its
+    # seed; here the insert had landed: the retry answers with that message, stores no other.
+    tenant = service.tenant(sandbox=True)
+    key = new_key()
+    first = post_with_key(tenant, key, json.dumps(SEND).encode())
+    _set_record(service, tenant, key, state="released", response=None)
+
+    retry = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert retry.status_code == 202
+    assert retry.json()["data"]["message_id"] == first.json()["data"]["message_id"]
+    assert message_count(service, tenant.workspace_id) == 1
+    replay = post_with_key(tenant, key, json.dumps(SEND).encode())
+    assert replay.headers["X-Idempotency-Status"] == "cached"
+
+
+def test_a_released_key_with_another_body_executes_it_as_new(service):
+    tenant = service.tenant(sandbox=True)
+    key = new_key()
+    first = post_with_key(tenant, key, json.dumps(SEND).encode())
+    _set_record(service, tenant, key, state="released", response=None)
+
+    other = post_with_key(tenant, key, json.dumps({**SEND, "subject": "Another"}).encode())
+    assert other.status_code == 202
+    assert other.json()["data"]["message_id"] != first.json()["data"]["message_id"]
     assert message_count(service, tenant.workspace_id) == 2
 
 

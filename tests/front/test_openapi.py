@@ -95,7 +95,7 @@ IDEMPOTENT_OPERATIONS = {
     ("post", "/api/v1/campaigns"): False,
     ("post", "/api/v1/campaigns/{campaign_id}/send/api"): True,
 }
-AUTHENTICATED_ERRORS = {"401", "403", "404", "429", "500"}
+AUTHENTICATED_ERRORS = {"401", "403", "404", "429", "500", "503"}
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
@@ -269,6 +269,7 @@ def test_authenticated_operations_document_each_error_status_as_the_envelope(doc
         if path == "/api/v1/health":
             assert errors == {"500", "503"}
             assert answer_model(responses["503"]["content"]["application/json"]["schema"]) == "Health"
+            assert responses["503"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
             continue
         assert AUTHENTICATED_ERRORS <= errors, (method, path)
         assert "headers" not in responses["401"], (method, path)  # refused before any window counts
@@ -279,6 +280,7 @@ def test_authenticated_operations_document_each_error_status_as_the_envelope(doc
         for code in errors | {"default"}:
             assert responses[code]["content"]["application/json"]["schema"] == ERROR_REF, (method, path, code)
         assert responses["429"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
+        assert responses["503"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
 
 
 def test_authenticated_operations_document_the_rate_limit_headers(document):

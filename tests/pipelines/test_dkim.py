@@ -1,6 +1,8 @@
 """DKIM signatures made with our canonicalisation and `cryptography`'s RSA verify with
 dkimpy, the reference implementation, against the published TXT record."""
 
+import re
+
 import dkim as dkimpy
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -40,12 +42,26 @@ def test_the_signature_names_the_domain_selector_and_the_standard_headers():
     signed = SIGNER.sign(message())
     header = signed.split(b"\r\n\r\n")[0].decode()
     assert "d=acme.example;" in header and "s=pr1;" in header and "c=relaxed/relaxed;" in header
-    assert "h=from:to:subject:date:message-id:reply-to:mime-version:content-type:" \
-           "list-unsubscribe:list-unsubscribe-post;" in header
+    h = re.search(r"h=([^;]*);", header).group(1)
+    present = "from:to:subject:date:message-id:reply-to:mime-version:content-type:list-unsubscribe:" \
+              "list-unsubscribe-post"
+    assert re.sub(r"\s", "", h) == present + ":" + ":".join(n.lower() for n in dkim.SIGNED_HEADERS)
+    assert all(len(line) <= 78 for line in header.split("\r\n")[:12])
+
+
+def test_a_header_added_after_signing_breaks_the_signature():
+    """Every signed header is named once more than it appears (oversigned), so a second
+    From or Subject, or a List-Id added on the way, does not keep a valid signature."""
+    signed = SIGNER.sign(message())
+    assert dkimpy.verify(signed, dnsfunc=dns_for())
+    for extra in (b"From: ceo@bank.example\r\n", b"Subject: Urgent\r\n", b"List-Id: <x.example>\r\n",
+                  b"Feedback-ID: a:b:c:d\r\n"):
+        head, body = signed.split(b"\r\n\r\n", 1)
+        assert not dkimpy.verify(head + b"\r\n" + extra.rstrip(b"\r\n") + b"\r\n\r\n" + body, dnsfunc=dns_for())
 
 
 def test_a_changed_body_or_subject_fails_verification():
-    signed = SIGNER.sign(message())
+    signed = SIGNER.sign(message(subject="Hello world"))
     assert not dkimpy.verify(signed.replace(b"Hi  there", b"Hi  thera"), dnsfunc=dns_for())
     assert not dkimpy.verify(signed.replace(b"Subject: Hello", b"Subject: Hallo"), dnsfunc=dns_for())
 

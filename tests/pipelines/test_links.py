@@ -1,3 +1,6 @@
+import base64
+import re
+
 from pipelines import links, secret_box
 
 
@@ -10,11 +13,33 @@ def test_a_signed_token_verifies_only_for_its_purpose_and_secret():
 
 def test_a_tampered_token_is_refused():
     token = links.sign("click", {"u": "https://example.com/a", "m": "m1"}, "k")
-    body, mac = token.split(".")
-    forged = links.sign("click", {"u": "https://evil.example/", "m": "m1"}, "k").split(".")[0] + "." + mac
-    assert links.verify("click", forged, "k") is None
-    assert links.verify("click", body + ".AAAA", "k") is None
+    for i in (0, len(token) // 2, len(token) - 1):
+        flipped = token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1:]
+        assert links.verify("click", flipped, "k") is None
+    assert links.verify("click", token[:-4], "k") is None
     assert links.verify("click", "not-a-token", "k") is None
+    assert links.verify("click", "", "k") is None
+
+
+def test_a_token_reveals_neither_the_address_nor_the_ids_it_carries():
+    payload = links.recipient_payload("ws-7d1f", "contact-93ab", "jane.doe@example.com", "msg_0c4e")
+    token = links.sign("unsubscribe", payload, "s3cret")
+    decoded = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    for secret in ("jane", "example.com", "ws-7d1f", "contact-93ab", "msg_0c4e"):
+        assert secret.encode() not in decoded and secret not in token
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", token) and len(token) < 260
+    assert links.sign("unsubscribe", payload, "s3cret") == token  # the same link for the same recipient
+
+
+def test_tokens_of_the_earlier_signed_form_still_work_for_their_purpose_only():
+    payload = links.recipient_payload("w1", "c1", "a@b.c", "m1")
+    legacy = links.legacy_sign("unsubscribe", payload, "s3cret")
+    assert "." in legacy and links.verify("unsubscribe", legacy, "s3cret") == payload
+    assert links.verify("preferences", legacy, "s3cret") is None
+    assert links.verify("unsubscribe", legacy, "other") is None
+    body, mac = legacy.split(".")
+    forged = links.legacy_sign("unsubscribe", {**payload, "e": "x@y.z"}, "s3cret").split(".")[0] + "." + mac
+    assert links.verify("unsubscribe", forged, "s3cret") is None
 
 
 def test_sealed_secrets_open_only_with_the_same_key():

@@ -3,12 +3,15 @@ parser reads back the same headers and bodies, whatever the text."""
 
 import email
 import email.policy
+import re
 import time
+from email.header import decode_header, make_header
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.mime import compose
+from pipelines.text import header_text
 
 
 def parse(data: bytes):
@@ -78,37 +81,77 @@ def test_any_body_text_survives_the_round_trip_in_lines_smtp_accepts(text, html)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=150)
-       .filter(lambda s: s.strip() and s == s.strip()))
-def test_any_subject_reads_back_as_given_in_lines_smtp_accepts(subject):
-    """Short plain subjects are written directly, the rest through the stdlib: a reader
-    cannot tell which. (Subjects arrive stripped: pipelines.text.clean_subject.)"""
+@given(st.text(min_size=1, max_size=300))
+def test_any_subject_reads_back_normalised_in_lines_smtp_accepts(subject):
+    """Plain subjects are written directly, the rest as encoded words: a reader cannot
+    tell which, and reads the text with only white space folded and controls dropped."""
     data = build(subject=subject)
-    assert data.isascii() and all(len(line) <= 78 for line in data.split(b"\r\n")[:12])
-    assert parse(data)["Subject"] == subject
+    head = data.split(b"\r\n\r\n", 1)[0]
+    assert data.isascii() and all(len(line) <= 78 for line in head.split(b"\r\n"))
+    msg = email.message_from_bytes(data, policy=email.policy.strict)
+    assert msg["Subject"] == header_text(subject)
+    assert sorted(msg.keys()) == sorted(HEADERS)
 
 
-def test_a_header_value_with_a_line_break_is_refused():
-    import pytest
-    with pytest.raises(ValueError):
-        build(subject="Hi\r\nBcc: evil@example.org")
+HEADERS = ["Message-ID", "Date", "To", "Subject", "From", "Reply-To", "MIME-Version", "Content-Type"]
+INJECTION = "=?utf-8?q?Invoice=0D=0AX-Injected:_yes=0D=0AFrom:_ceo@bank.example?= 42"
 
 
-def test_composing_from_a_shared_template_is_far_cheaper_than_a_fresh_email_message():
-    """Not a timing assertion on the machine's speed: both are measured here, side by side."""
-    from email.message import EmailMessage
-    from email.policy import SMTP
-    html = "<p>Hello {}</p>" + "<p>" + "lorem ipsum dolor sit amet " * 700 + "</p>"
-    start = time.perf_counter()
-    for i in range(50):
-        build(message_id=f"m{i}", to=[f"u{i}@example.org"], html=html.format(i), text="x")
-    ours = time.perf_counter() - start
-    start = time.perf_counter()
-    for i in range(50):
-        msg = EmailMessage(policy=SMTP)
-        msg["From"], msg["To"], msg["Subject"] = "a@example.org", f"u{i}@example.org", "Hello"
-        msg.set_content("x", subtype="plain", charset="utf-8", cte="quoted-printable")
-        msg.add_alternative(html.format(i), subtype="html", charset="utf-8", cte="quoted-printable")
-        msg.as_bytes()
-    stdlib = time.perf_counter() - start
-    assert ours < stdlib / 3
+def test_a_line_break_in_a_header_value_is_folded_not_a_new_header():
+    msg = parse(build(subject="Hi\r\nBcc: evil@example.org", from_name="A\nB\u2028C\x00D"))
+    assert msg["Subject"] == "Hi Bcc: evil@example.org" and msg["Bcc"] is None
+    assert msg["From"].addresses[0].display_name == "A B CD"
+
+
+def display_name(data: bytes) -> str:
+    """The From display name as an RFC 2047 reader decodes it. (The stdlib's headerregistry
+    keeps the folding white space between two encoded words of a phrase as a space, which
+    RFC 2047 §6.2 says to drop; its `decode_header` follows the RFC, as mail clients do.)"""
+    raw = email.message_from_bytes(data, policy=email.policy.compat32)["From"]
+    if "<" not in raw:
+        return ""
+    phrase = raw.rsplit("<", 1)[0].strip()
+    decoded = str(make_header(decode_header(phrase)))
+    if decoded.startswith('"') and decoded.endswith('"'):  # a quoted string
+        decoded = re.sub(r'\\(.)', r"\1", decoded[1:-1])
+    return decoded
+
+
+def test_encoded_words_written_by_a_caller_arrive_as_the_literal_text():
+    data = build(subject=INJECTION, from_name=INJECTION)
+    msg = email.message_from_bytes(data, policy=email.policy.strict)
+    assert msg["Subject"] == INJECTION
+    assert display_name(data) == msg["From"].addresses[0].display_name == INJECTION
+    assert msg["X-Injected"] is None and len(msg.get_all("From")) == 1
+    assert sorted(msg.keys()) == sorted(HEADERS)
+
+
+def test_non_ascii_words_keep_the_spaces_between_them():
+    for subject in ("שלום עולם", "Grüße  aus\tKöln", "日本語 の 件名 " * 8):
+        assert parse(build(subject=subject))["Subject"] == header_text(subject)
+    long_name = header_text("שלום עולם " * 10)
+    assert display_name(build(from_name=long_name)) == long_name
+    assert parse(build(from_name=long_name))["From"].addresses[0].display_name == long_name
+
+
+def test_a_short_plain_subject_is_written_as_it_is():
+    assert b"\r\nSubject: Your invoice 42\r\n" in build(subject="Your invoice 42")
+    long = " ".join(["word"] * 30)
+    data = build(subject=long)
+    assert b"=?" not in data.split(b"\r\n\r\n")[0] and parse(data)["Subject"] == long
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_display_name_reads_back_normalised(name):
+    """One encoded word for a name that needs encoding: read back alike by mail clients
+    (RFC 2047) and by the stdlib's address parser, which keeps the space between two
+    words of a phrase. Its line may pass 78 characters, never 998."""
+    data = build(from_name=name)
+    head = data.split(b"\r\n\r\n", 1)[0]
+    assert data.isascii() and all(len(line) <= 998 for line in head.split(b"\r\n"))
+    msg = email.message_from_bytes(data, policy=email.policy.strict)
+    [address] = msg["From"].addresses
+    assert address.addr_spec == "acme-1@postroom.test"
+    assert display_name(data) == address.display_name == header_text(name)
+    assert sorted(msg.keys()) == sorted(HEADERS)

@@ -1,7 +1,14 @@
 """What the send step does with each recipient's SMTP answer."""
 
-from pipelines.outcomes import MAX_ATTEMPTS, RETRY_DELAYS_MS, plan_outcomes
+import datetime as dt
+
+from pipelines.clock import iso, utcnow
+from pipelines.outcomes import plan_outcomes
+from pipelines.retry_schedule import SMTP
 from pipelines.transport import Outcome
+
+DAY = 24 * 3600
+LIFETIME = 5 * DAY
 
 
 def message(i=1, to=("a@example.org",), attempts=0, batch_id="batch_1", kind="transactional"):
@@ -31,7 +38,42 @@ def test_a_permanent_refusal_bounces_at_once_and_records_the_bounce():
 def test_a_transient_refusal_is_retried_with_backoff():
     plan = plan_outcomes([(message(attempts=2), {"a@example.org": Outcome(451, "later")})])
     assert plan.retry_ids == ["m1"] and plan.transitions == [] and plan.finished == []
-    assert plan.retry_delay_ms == RETRY_DELAYS_MS[2] and plan.retry_notes["m1"] == "451 later"
+    assert plan.next_attempts["m1"].delay_seconds == SMTP.delays_seconds[2] == 30
+    assert plan.retry_notes["m1"] == "451 later"
+
+
+def test_the_first_deferral_starts_the_lifetime_clock_and_short_waits_ride_the_broker():
+    now = utcnow()
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(451, "later")})], now=now)
+    assert plan.retry_progress["m1"] == {"deferred_since": iso(now)}
+    assert plan.retries_by_broker_delay() == {5000: ["m1"]} and plan.retries_in_store(now) == {}
+
+
+def test_longer_waits_are_held_in_the_store_and_back_off_to_hours():
+    now = utcnow()
+    since = iso(now - dt.timedelta(hours=3))
+    late = {**message(attempts=12), "deferred_since": since}
+    plan = plan_outcomes([(late, {"a@example.org": Outcome(0, "connection failed")})], now=now)
+    assert plan.retries_by_broker_delay() == {}
+    assert plan.retries_in_store(now) == {"m1": iso(now + dt.timedelta(hours=4))}
+    assert "deferred_since" not in plan.retry_progress.get("m1", {})  # the clock keeps its start
+
+
+def test_the_scale_shortens_waits_but_keeps_their_path():
+    now = utcnow()
+    plan = plan_outcomes([(message(attempts=5), {"a@example.org": Outcome(451, "later")})], now=now, scale=0.01)
+    assert plan.retries_in_store(now) == {"m1": iso(now + dt.timedelta(seconds=6))}  # 10 min × 0.01
+
+
+def test_the_last_attempt_falls_on_the_end_of_the_lifetime_and_then_it_gives_up():
+    now = utcnow()
+    nearly = {**message(attempts=30), "deferred_since": iso(now - dt.timedelta(seconds=LIFETIME - 600))}
+    plan = plan_outcomes([(nearly, {"a@example.org": Outcome(451, "later")})], now=now, lifetime_seconds=LIFETIME)
+    assert plan.next_attempts["m1"].delay_seconds == 600
+    spent = {**message(attempts=31), "deferred_since": iso(now - dt.timedelta(seconds=LIFETIME))}
+    plan = plan_outcomes([(spent, {"a@example.org": Outcome(451, "later")})], now=now, lifetime_seconds=LIFETIME)
+    [(_, status, extra, detail)] = plan.transitions
+    assert status == "failed" and detail == "gave up after 32 attempts over 120.0 h: 451 later"
 
 
 def test_a_lost_connection_is_transient():
@@ -39,9 +81,23 @@ def test_a_lost_connection_is_transient():
     assert plan.retry_ids == ["m1"]
 
 
-def test_transient_failures_give_up_after_the_last_attempt():
-    plan = plan_outcomes([(message(attempts=MAX_ATTEMPTS - 1), {"a@example.org": Outcome(451, "later")})])
+def spent(msg: dict) -> dict:
+    """A message deferred for longer than the retry lifetime."""
+    return {**msg, "deferred_since": iso(utcnow() - dt.timedelta(seconds=LIFETIME + 1))}
+
+
+def test_transient_failures_give_up_once_the_lifetime_is_spent():
+    plan = plan_outcomes([(spent(message(attempts=30)), {"a@example.org": Outcome(451, "later")})],
+                         lifetime_seconds=LIFETIME)
     assert plan.transitions[0][1] == "failed" and plan.finished[0][1] == "failed"
+
+
+def test_a_recipient_refused_here_fails_the_message_without_a_bounce():
+    why = Outcome(553, "5.6.7 not sent: needs SMTPUTF8", local=True)
+    plan = plan_outcomes([(message(to=("jürgen@example.org",)), {"jürgen@example.org": why})])
+    [(_, status, extra, detail)] = plan.transitions
+    assert status == "failed" and detail == "553 5.6.7 not sent: needs SMTPUTF8" and extra["error"] == detail
+    assert plan.bounces == [] and plan.retry_ids == [] and plan.analytics == {}
 
 
 def test_a_partly_accepted_message_is_delivered_and_bounces_the_refused_recipient():
@@ -68,10 +124,11 @@ TRIO = ("a@example.org", "b@example.org", "c@example.org")
 def test_a_recipient_deferred_beside_accepted_ones_is_retried_alone_and_the_message_waits():
     outcomes = {"a@example.org": Outcome(250, "ok"), "b@example.org": Outcome(451, "greylisted"),
                 "c@example.org": Outcome(550, "no such user")}
-    plan = plan_outcomes([(message(to=TRIO), outcomes)])
+    now = utcnow()
+    plan = plan_outcomes([(message(to=TRIO), outcomes)], now=now)
     assert plan.retry_ids == ["m1"] and plan.transitions == [] and plan.events == [] and plan.finished == []
     assert plan.retry_progress["m1"] == {"accepted_recipients": ["a@example.org"],
-                                         "refused_recipients": ["c@example.org"]}
+                                         "refused_recipients": ["c@example.org"], "deferred_since": iso(now)}
     assert plan.retry_notes["m1"] == "451 greylisted (1 of 3 recipients still owed)"
     assert [b["email"] for b in plan.bounces] == ["c@example.org"]  # the 5xx bounces now, once
 
@@ -88,16 +145,16 @@ def test_the_retry_that_settles_the_last_recipient_delivers_the_message():
 
 
 def test_a_message_whose_only_accepted_recipient_came_earlier_is_still_delivered_when_the_rest_give_up():
-    earlier = {**message(to=TRIO[:2], attempts=MAX_ATTEMPTS - 1), "accepted_recipients": ["a@example.org"]}
-    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})])
+    earlier = spent({**message(to=TRIO[:2], attempts=30), "accepted_recipients": ["a@example.org"]})
+    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})], lifetime_seconds=LIFETIME)
     [(_, status, extra, detail, _)] = plan.transitions
     assert status == "delivered" and extra["undelivered_recipients"] == ["b@example.org"]
     assert detail.startswith("gave up after") and extra["smtp_response"] == "250 accepted in an earlier attempt"
 
 
 def test_nobody_accepted_and_the_rest_deferred_to_the_end_is_failed_with_the_bounces_kept():
-    earlier = {**message(to=TRIO[1:], attempts=MAX_ATTEMPTS - 1), "refused_recipients": ["c@example.org"]}
-    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})])
+    earlier = spent({**message(to=TRIO[1:], attempts=30), "refused_recipients": ["c@example.org"]})
+    plan = plan_outcomes([(earlier, {"b@example.org": Outcome(451, "later")})], lifetime_seconds=LIFETIME)
     assert plan.transitions[0][1] == "failed" and plan.transitions[0][2]["refused_recipients"] == ["c@example.org"]
 
 

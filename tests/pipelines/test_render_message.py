@@ -24,7 +24,7 @@ def html_body(rendered) -> str:
 
 
 def link_payload(rendered, purpose, path):
-    token = re.search(rf"https://mail\.example/{path}/([\w\-]+\.[\w\-]+)", html_body(rendered)).group(1)
+    token = re.search(rf"https://mail\.example/{path}/([\w\-]+)", html_body(rendered)).group(1)
     return links.verify(purpose, token, SETTINGS.secret_key)
 
 
@@ -46,6 +46,81 @@ def test_a_message_to_two_addresses_carries_links_that_name_neither_recipient():
         assert payload == {"w": "w1", "c": None, "e": None, "m": "msg_1"}
         assert links.names_message_only(payload)
     assert "ann@x.test" not in html_body(rendered)
+
+
+def render_doc(overrides, settings=None, **ctx_fields):
+    ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W", "settings": settings or {}}},
+                        contacts={("w1", "ann@x.test"): ANN}, **ctx_fields)
+    rendered = render_one({**message(["ann@x.test"]), **overrides}, ctx)
+    return rendered, email.message_from_bytes(rendered["data"].encode(), policy=email.policy.default)
+
+
+def test_campaign_mail_carries_feedback_id_list_id_and_one_click_unsubscribe():
+    _, msg = render_doc({"kind": "campaign", "campaign_id": "camp-1", "contact_id": "c-ann",
+                         "signing_domain": "news.acme.example"})
+    assert msg["Feedback-ID"] == "camp-1:w1:marketing:postroom"
+    assert msg["List-Id"] == "<w1.news.acme.example>"
+    assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+
+
+def test_transactional_mail_carries_a_feedback_id_and_no_list_headers():
+    _, msg = render_doc({})
+    assert msg["Feedback-ID"] == "api:w1:transactional:postroom"
+    assert msg["List-Id"] is None and msg["List-Unsubscribe"] is None
+
+
+def test_marketing_mail_through_the_api_is_a_list_message_too_when_it_has_one_recipient():
+    _, msg = render_doc({"stream": "marketing"})
+    assert msg["Feedback-ID"] == "api:w1:marketing:postroom" and msg["List-Id"] == "<w1.postroom.test>"
+    assert msg["List-Unsubscribe"]
+    rendered = render_one({**message(["ann@x.test", "bob@x.test"]), "stream": "marketing"},
+                          RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}}))
+    shared = email.message_from_bytes(rendered["data"].encode(), policy=email.policy.default)
+    assert shared["List-Id"] and shared["List-Unsubscribe"] is None  # one-click could not say whom
+
+
+def test_transactional_mail_asked_without_a_footer_has_no_unsubscribe_link():
+    _, msg = render_doc({"footer": False})
+    assert "/u/" not in msg.get_body(("html",)).get_content()
+    assert "/u/" not in msg.get_body(("plain",)).get_content()
+    _, msg = render_doc({})  # rule 9: the footer by default
+    assert "https://mail.example/u/" in msg.get_body(("html",)).get_content()
+
+
+ADDRESS = {"company_name": "Acme & Co", "company_address": "1 Main St\nSuite <5>\r\nSpringfield"}
+
+
+def test_marketing_mail_that_places_its_own_unsubscribe_link_still_shows_the_postal_address():
+    own_link = '<html><body><p>Hi</p><a href="{{unsubscribe_url}}">Leave</a></body></html>'
+    _, msg = render_doc({"kind": "campaign", "contact_id": "c-ann", "html": own_link,
+                         "text": "Hi\nLeave: {{unsubscribe_url}}"}, settings=ADDRESS)
+    html, text = msg.get_body(("html",)).get_content(), msg.get_body(("plain",)).get_content()
+    assert "Acme &amp; Co<br>1 Main St<br>Suite &lt;5&gt;<br>Springfield</td>" in html
+    assert html.count("/u/") == 1  # no second footer
+    assert "Acme & Co\n1 Main St\nSuite <5>\nSpringfield\n" in text.replace("\r\n", "\n")
+    _, msg = render_doc({"html": own_link}, settings=ADDRESS)  # transactional: the template decides
+    assert "Springfield" not in msg.get_body(("html",)).get_content()
+
+
+def test_the_default_footer_renders_a_multi_line_address_as_lines():
+    _, msg = render_doc({"text": "Hello"}, settings=ADDRESS)
+    assert "1 Main St<br>Suite &lt;5&gt;<br>Springfield<br>" in msg.get_body(("html",)).get_content()
+    assert "\n1 Main St\nSuite <5>\nSpringfield\n" in msg.get_body(("plain",)).get_content().replace("\r\n", "\n")
+
+
+def test_a_template_placing_the_address_itself_gets_it_as_lines_and_not_twice():
+    own = '<p>{{company_address}}</p><a href="{{unsubscribe_url}}">Leave</a>'
+    _, msg = render_doc({"kind": "campaign", "contact_id": "c-ann", "html": own}, settings=ADDRESS)
+    html = msg.get_body(("html",)).get_content()
+    assert "<p>1 Main St<br>Suite &lt;5&gt;<br>Springfield</p>" in html and html.count("Springfield") == 1
+
+
+def test_mail_from_a_domain_with_a_verified_return_path_bounces_there():
+    custom = {"custom_domain": True, "signing_domain": "acme.example", "from_address": "news@acme.example"}
+    rendered, _ = render_doc(custom, return_paths={"w1:acme.example": "pr-bounces.acme.example"})
+    assert rendered["mail_from"] == "bounce+msg_1@pr-bounces.acme.example"
+    rendered, _ = render_doc(custom)  # not (yet) verified: the shared bounce domain
+    assert rendered["mail_from"] == "bounce+msg_1@bounces.postroom.test"
 
 
 LIMIT = 256 * 1024

@@ -45,3 +45,10 @@ def test_links_keep_their_address_in_the_plain_part():
 
 def test_subjects_lose_tags_line_breaks_and_control_characters():
     assert clean_subject("<b>Hi</b>\r\nBcc: x@example.org\x1b[31m  there") == "Hi Bcc: x@example.org[31m there"
+
+
+def test_header_text_folds_every_line_break_and_space_and_drops_controls():
+    from pipelines.text import header_text
+    assert header_text(" a\r\nb\rc\nd\te\x0bf\x0cg\x85h\u2028i\u2029j\u00a0k\u3000l ") == "a b c d e f g h i j k l"
+    assert header_text("N\x00U\x1bL\x7fL\x9b") == "NULL"
+    assert header_text("x\ud800y") == "x\ufffdy"

@@ -41,11 +41,12 @@ class ControlledClock:
 
 @contextlib.contextmanager
 def private_stack(service, store_url, run_dir, name: str, env: dict | None = None,
-                  scheduler_env: dict | None = None):
-    """Yields a harness `Service` with `start_worker(name)`; `env` adds settings for every
-    process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock)."""
+                  scheduler_env: dict | None = None, sink_options: dict | None = None):
+    """Yields a harness `Service` with `start_worker(name)` and `vhost`; `env` adds settings
+    for every process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock),
+    `sink_options` configure its SMTP sink (SMTPUTF8, TLS, …)."""
     vhost, amqp = services.create_vhost()
-    sink = SmtpSink().start()
+    sink = SmtpSink(**(sink_options or {})).start()
     port = embedded_store.free_port()
     database = f"postroom_{name}_{uuid.uuid4().hex[:8]}"
     stack_env = {**service.env, "POSTROOM_AMQP_URL": amqp, "POSTROOM_SMTP_URL": sink.url,
@@ -65,6 +66,7 @@ def private_stack(service, store_url, run_dir, name: str, env: dict | None = Non
         return worker
     stack.start_worker = start_worker
     stack.scheduler = scheduler
+    stack.vhost = vhost
     try:
         services.wait_healthy(stack.base_url, front)
         yield stack

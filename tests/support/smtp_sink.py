@@ -1,5 +1,7 @@
 """A real SMTP receiver (aiosmtpd) that tests read messages back from. Behaviour per
-recipient can be scripted: defer (4xx) the first N attempts, or reject (5xx)."""
+recipient can be scripted: defer (4xx) the first N attempts, or reject (5xx); the whole
+relay can defer everything for a while (an outage), answer slowly, offer SMTPUTF8 or not,
+STARTTLS or implicit TLS with a test certificate (tests/support/tls.py), and AUTH."""
 
 from __future__ import annotations
 
@@ -14,11 +16,16 @@ from aiosmtpd.controller import Controller
 
 
 class Received:
-    def __init__(self, mail_from: str, rcpt_tos: list[str], data: bytes):
+    def __init__(self, mail_from: str, rcpt_tos: list[str], data: bytes, *, helo: str | None = None,
+                 tls: bool = False, mail_options: list[str] | None = None, login: str | None = None):
         self.mail_from = mail_from
         self.rcpt_tos = rcpt_tos
         self.data = data
         self.message = email.message_from_bytes(data, policy=email.policy.default)
+        self.helo = helo  # the name the client gave in EHLO
+        self.tls = tls  # whether the session was encrypted (STARTTLS or implicit TLS)
+        self.mail_options = mail_options or []  # e.g. SMTPUTF8
+        self.login = login  # the user the client authenticated as
 
     def body(self, subtype: str = "html") -> str | None:
         part = self.message.get_body(preferencelist=(subtype,))
@@ -36,11 +43,15 @@ class SinkHandler:
         self.slow: dict[str, float] = {}
         self.in_flight = collections.Counter()
         self.max_in_flight = collections.Counter()
+        self.defer_everyone = False  # an outage: every RCPT answered 451
+        self.logins: list[tuple[str, bool]] = []  # (user, over TLS) per AUTH attempt
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         key = address.lower()
         with self.lock:
             self.attempts[key] += 1
+            if self.defer_everyone:
+                return "451 4.3.2 system not accepting mail right now"
             if key in self.rejects:
                 code, text = self.rejects[key]
                 return f"{code} {text}"
@@ -59,21 +70,42 @@ class SinkHandler:
         delay = max((self.slow.get(d, 0.0) for d in domains), default=0.0)
         if delay:
             await asyncio.sleep(delay)
+        tls = server.transport is not None and server.transport.get_extra_info("ssl_object") is not None
+        login = session.auth_data.login.decode() if session.authenticated and session.auth_data else None
         with self.lock:
             for d in domains:
                 self.in_flight[d] -= 1
-            self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content))
+            self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content,
+                                          helo=session.host_name, tls=tls, mail_options=list(envelope.mail_options),
+                                          login=login))
         return "250 2.0.0 queued"
+
+    def authenticate(self, server, session, envelope, mechanism, auth_data):
+        from aiosmtpd.smtp import AuthResult
+        tls = server.transport is not None and server.transport.get_extra_info("ssl_object") is not None
+        with self.lock:
+            self.logins.append((auth_data.login.decode(), tls))
+        return AuthResult(success=True, auth_data=auth_data)
 
 
 class SmtpSink:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    """`smtputf8`: offer SMTPUTF8. `tls`: a tests.support.tls.RelayCertificate, offered by
+    STARTTLS (or, with `implicit_tls`, from the first byte: `smtps://`). `auth`: offer AUTH
+    (any credentials pass), also before TLS when `auth_in_clear` (a careless server)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, smtputf8: bool = False, tls=None,
+                 implicit_tls: bool = False, auth: bool = False, auth_in_clear: bool = False):
         from ops.embedded_store import free_port
         self.handler = SinkHandler()
         self.port = port or free_port()
+        options: dict = {"data_size_limit": 64 * 1024 * 1024, "enable_SMTPUTF8": smtputf8}
+        if tls is not None and not implicit_tls:
+            options["tls_context"] = tls.server_context()
+        if auth:
+            options.update(authenticator=self.handler.authenticate, auth_require_tls=not auth_in_clear)
         self.controller = Controller(self.handler, hostname=host, port=self.port,
-                                     data_size_limit=64 * 1024 * 1024)
-        self.url = f"smtp://{host}:{self.port}"
+                                     ssl_context=tls.server_context() if implicit_tls else None, **options)
+        self.url = f"{'smtps' if implicit_tls else 'smtp'}://{host}:{self.port}"
 
     def start(self):
         self.controller.start()
@@ -112,3 +144,13 @@ class SmtpSink:
     def reject(self, address: str, code: int = 550, text: str = "5.1.1 user unknown") -> None:
         with self.handler.lock:
             self.handler.rejects[address.lower()] = (code, text)
+
+    def defer_everyone(self, on: bool = True) -> None:
+        """An outage of the relay: every recipient answered 451 until switched off."""
+        with self.handler.lock:
+            self.handler.defer_everyone = on
+
+    def message_ids(self) -> collections.Counter:
+        """How many copies of each Message-ID arrived."""
+        with self.handler.lock:
+            return collections.Counter(m.message["Message-ID"] for m in self.handler.received)

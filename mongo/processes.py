@@ -1,0 +1,36 @@
+"""Process heartbeats: each long-running process (scheduler, worker, front, inbound) writes
+one small document, `_id` = its name, every pass or so. An operator's `postroom status`
+reads them ("what was seen recently"), and a test can wait for "two more scheduler passes"
+instead of sleeping for a guessed time."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import now_iso
+
+
+def process_name(kind: str) -> str:
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}"
+
+
+async def beat(db: AsyncDatabase, kind: str, name: str | None = None, **details) -> None:
+    """One more pass of `kind` (counted in `passes`), seen now."""
+    await db.processes.update_one(
+        {"_id": name or process_name(kind)},
+        {"$set": {"kind": kind, "seen_at": now_iso(), **details}, "$inc": {"passes": 1}},
+        upsert=True)
+
+
+async def passes(db: AsyncDatabase, kind: str) -> int:
+    """How many passes every process of `kind` has made together (a monotonic counter)."""
+    docs = await db.processes.find({"kind": kind}, {"passes": 1}).to_list()
+    return sum(d.get("passes", 0) for d in docs)
+
+
+async def seen_since(db: AsyncDatabase, since_iso: str) -> list[dict]:
+    docs = await db.processes.find({}).to_list()
+    return sorted((d for d in docs if d.get("seen_at", "") >= since_iso), key=lambda d: d["_id"])

@@ -1,0 +1,34 @@
+"""How rendered messages are cut into `send` jobs: each job bounded by count and by bytes.
+
+The rendered MIME rides the broker inside the job (actors/send.py), so a job of 100
+messages of a 200 KB template would be a 30 MB AMQP message; RabbitMQ 4 refuses anything
+over 16 MiB by default. Jobs are cut in order, closing one before the message that would
+take it past `max_bytes` (its JSON size, as the broker will carry it). A single message
+larger than the bound travels alone: the largest a send can make (the 256 KB HTML limit,
+quoted-printable, with its text alternative) is about 2 MB, far under the broker's limit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+MAX_MESSAGES = 100
+
+
+def job_bytes(rendered: dict) -> int:
+    """What one rendered message adds to a job's body (Dramatiq encodes jobs as JSON)."""
+    return len(json.dumps(rendered)) + 2
+
+
+def chunks(rendered: list[dict], *, max_bytes: int, max_messages: int = MAX_MESSAGES) -> Iterator[list[dict]]:
+    chunk: list[dict] = []
+    size = 0
+    for item in rendered:
+        item_size = job_bytes(item)
+        if chunk and (size + item_size > max_bytes or len(chunk) >= max_messages):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += item_size
+    if chunk:
+        yield chunk

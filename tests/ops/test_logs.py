@@ -1,0 +1,84 @@
+"""The log guard (ops/logs.py) on the records that carried mail: Dramatiq naming a failed
+job by its arguments, and a store error quoting the document it refused."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from dramatiq.broker import MessageProxy
+from dramatiq.message import Message
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from ops.logs import LOG_FORMAT, NoMailInLogs
+
+BODY = "<p>Dear Ada, your code is 918273</p>"
+TOKEN = "eyJ3IjoiYWNtZSJ9.c2lnbmVk"
+
+
+def logged(emit) -> str:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(NoMailInLogs())
+    logger = logging.getLogger(f"test.logs.{id(stream)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    emit(logger)
+    return stream.getvalue()
+
+
+def send_job() -> Message:
+    mime = f"To: ada@example.org\r\nList-Unsubscribe: <https://x.example/u/{TOKEN}>\r\n\r\n{BODY}"
+    return Message(queue_name="send", actor_name="send_messages",
+                   args=([{"_id": "msg_1", "recipients": ["ada@example.org"], "data": mime}],),
+                   kwargs={}, options={})
+
+
+def test_a_failed_job_is_named_by_actor_and_id_without_its_arguments():
+    job = send_job()
+
+    def emit(logger):
+        try:
+            raise RuntimeError("store away")
+        except RuntimeError:
+            # what dramatiq's worker logs when an actor raises
+            logger.error("Failed to process message %s with unhandled exception.", MessageProxy(job),
+                         exc_info=True)
+    text = logged(emit)
+
+    assert f"send_messages(job {job.message_id})" in text
+    assert "RuntimeError: store away" in text  # the reason stays
+    assert BODY not in text and TOKEN not in text and "ada@example.org" not in text
+
+
+def test_a_store_error_keeps_its_codes_and_loses_its_documents():
+    refused = BulkWriteError({"writeErrors": [{"index": 0, "code": 11000, "errmsg": f"dup key {TOKEN}",
+                                               "op": {"_id": "msg_1", "html": BODY}}]})
+    duplicate = DuplicateKeyError(f"E11000 dup key: {{ email: \"ada@example.org\" }} {BODY}", 11000)
+
+    def emit(logger):
+        try:
+            try:
+                raise duplicate
+            except DuplicateKeyError as cause:
+                raise refused from cause
+        except BulkWriteError:
+            logger.exception("insert failed")
+    text = logged(emit)
+
+    assert "codes 11000" in text and "code 11000" in text
+    assert "The above exception led to the following one" in text
+    assert BODY not in text and TOKEN not in text and "ada@example.org" not in text
+
+
+def test_other_exception_texts_are_cut_to_one_short_line():
+    def emit(logger):
+        try:
+            raise ValueError("first line\n" + "x" * 5000)
+        except ValueError:
+            logger.exception("failed")
+    text = logged(emit)
+
+    [reason] = [line for line in text.splitlines() if line.startswith("ValueError:")]
+    assert reason.startswith("ValueError: first line xxx") and len(reason) < 400
