@@ -106,8 +106,8 @@ async def _accept(docs: list[dict], batch: dict | None = None) -> None:
     await count_emails(caller(), len(docs))
     try:
         await charge_store_and_enqueue(caller(), docs, batch)
-    except Exception:
-        await give_back_emails(len(docs))
+    except Exception as error:
+        await give_back_emails(getattr(error, "unsent", len(docs)))
         raise
 
 
