@@ -20,8 +20,8 @@ FIELDS = [{"name": "first_name", "required": True}, {"name": "last_name"},
 def stored_messages(service, tenant, to: str) -> list[dict]:
     """The messages the workspace stored for `to` (what was accepted for sending, or not)."""
     async def read(db):
-        return await db.messages.find({"workspace_id": tenant.workspace_id, "to": [to]}).to_list()
-    return service.store.run(read)
+        return await db.messages.find({"workspace_id": tenant.workspace_id}, {"to": 1, "status": 1}).to_list()
+    return [m for m in service.store.run(read) if m["to"] == [to]]
 
 
 def members(tenant, list_id) -> list[str]:
