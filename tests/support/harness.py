@@ -96,7 +96,10 @@ class Service:
             return
         if self._conformance is None:
             from tests.support.openapi_check import Conformance
-            self._conformance = Conformance.fetch(self.base_url)
+            try:
+                self._conformance = Conformance.fetch(self.base_url)
+            except httpx.HTTPError:  # the front is down (a fault test): check the next answer instead
+                return
         response.read()
         problems = self._conformance.problems(response.request.method, response.request.url.path,
                                               response.status_code, response.json())
