@@ -20,6 +20,7 @@ QUEUES = {
     "bounces": "parses and applies DSN / ARF reports",
     "webhooks": "delivers outbox events to webhook subscriptions, signed",
     "automations": "advances automation runs step by step",
+    "imports": "runs contact imports sent through the API",
 }
 
 _broker: dramatiq.Broker | None = None
