@@ -37,6 +37,8 @@ def setup(settings: Settings) -> dramatiq.Broker:
         broker = StubBroker()
         broker.emit_after("process_boot")
     broker.add_middleware(AsyncIO())
+    from .heartbeat import Heartbeat
+    broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
     dramatiq.set_broker(broker)
     runtime.configure(settings)
     _broker = broker

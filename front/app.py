@@ -7,6 +7,7 @@ import logging
 from quart import Quart
 
 from actors import broker as broker_setup
+from mongo import processes
 from mongo.client import connect
 from pipelines.settings import Settings
 
@@ -39,6 +40,8 @@ def create_app(settings: Settings) -> Quart:
     async def _open_store():
         state: FrontRuntime = app.extensions["postroom"]
         state.client, state.db = connect(settings.mongodb_url, settings.mongodb_database)
+        # Quart sets shutdown_event before it waits for background tasks, then closes the store
+        app.add_background_task(processes.beat_until, state.db, "front", app.shutdown_event)
 
     @app.after_serving
     async def _close_store():

@@ -83,7 +83,7 @@ async def upsert_batch(db: AsyncDatabase, workspace_id: str, rows: list[ContactR
 
 
 async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outcome) -> list[ContactRow]:
-    docs, event_ids = [], set()
+    docs = []
     for row in rows:
         doc = contacts.new_document(
             workspace_id, email=row.email, first_name=row.fields.get("first_name"),
@@ -95,7 +95,6 @@ async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outc
         events = [outbox.event_document(workspace_id, "contact.created", {"contact": contacts.view(doc)})]
         if list_doc:
             events.append(member_event(list_doc, "list.member_added", doc))
-        event_ids.update(e["_id"] for e in events)
         docs.append(outbox.inserted_with(doc, events))
     if not docs:
         return []
@@ -107,11 +106,10 @@ async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outc
             if problem.get("code") != 11000:
                 raise
             failed.add(problem["index"])
-    inserted = [d["_id"] for i, d in enumerate(docs) if i not in failed]
+    inserted = [d for i, d in enumerate(docs) if i not in failed]
     outcome.created += len(inserted)
-    outcome.created_ids.extend(inserted)
-    if inserted:
-        await outbox.relay(db, "contacts", inserted, event_ids)
+    outcome.created_ids.extend(d["_id"] for d in inserted)
+    await outbox.relay_inserted(db, "contacts", inserted)
     return [rows[i] for i in sorted(failed)]
 
 
