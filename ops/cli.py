@@ -190,7 +190,7 @@ def cmd_queues(args) -> int:
     return 0
 
 
-EXTRA_COMMANDS: list[str] = ["ops.inbound", "ops.settings_cli", "ops.contacts_cli"]  # modules exposing add_commands(subparsers) (e.g. inbound)
+EXTRA_COMMANDS: list[str] = ["ops.inbound", "ops.settings_cli", "ops.contacts_cli", "ops.status_cli"]  # modules exposing add_commands(subparsers) (e.g. inbound)
 
 
 def build_parser() -> argparse.ArgumentParser:
