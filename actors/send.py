@@ -33,7 +33,7 @@ from pipelines.settings import SEND_LEASE_MARGIN_SECONDS
 from pipelines.throttle import DomainLimit, SendThrottle
 
 from . import bounces as bounce_actor
-from . import runtime
+from . import metrics, runtime
 from .publish import publish
 
 
@@ -59,7 +59,10 @@ async def send_messages(rendered: list[dict], attempt: int = 0) -> None:
         await throttle.release(admission)
     late = [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED]
     await _requeue(db, late, mime, token, 0)
-    await _apply(db, plan_outcomes([r for r in results if r[1] is not NOT_STARTED]), mime, token)
+    plan = plan_outcomes([r for r in results if r[1] is not NOT_STARTED])
+    await _apply(db, plan, mime, token)
+    metrics.count_send_outcomes(plan.finished, [m for m in claimed if m["_id"] in set(plan.retry_ids)],
+                                len(admission.held))
 
 
 async def _limits(db, claimed: list[dict]):
@@ -89,8 +92,9 @@ async def _deliver(message: dict, rendered: dict | None, start_by: float):
     owed = [r for r in rendered["recipients"] if r in still_owed]
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return message, {}
-    outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("ascii"),
-                                              message["_id"], start_by=start_by)
+    with metrics.SMTP_SECONDS.time():
+        outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("ascii"),
+                                                  message["_id"], start_by=start_by)
     return message, NOT_STARTED if outcomes is None else outcomes
 
 

@@ -11,7 +11,7 @@ from mongo import processes
 from mongo.client import connect
 from pipelines.settings import Settings
 
-from . import auth, errors, openapi
+from . import auth, errors, metrics, openapi
 from .runtime import FrontRuntime
 
 
@@ -30,6 +30,7 @@ def create_app(settings: Settings) -> Quart:
     app.config["BODY_TIMEOUT"] = 60
     app.extensions["postroom"] = FrontRuntime(settings=settings)
     openapi.install(app)
+    metrics.install(app)  # first: its before_request runs before auth can answer
     errors.register(app)
     auth.register(app)
 

@@ -75,8 +75,23 @@ def cmd_worker(args) -> int:
         return 2
     command = [sys.executable, "-m", "dramatiq", "ops.worker_boot",
                "--processes", str(args.processes), "--threads", str(args.threads), "--queues", *queues]
-    os.execve(sys.executable, command, config.child_env(settings))
+    os.execve(sys.executable, command, {**config.child_env(settings), **_worker_metrics_env(settings)})
     return 0  # not reached
+
+
+def _worker_metrics_env(settings) -> dict[str, str]:
+    """With POSTROOM_WORKER_METRICS_PORT: Dramatiq's Prometheus exposition server on that
+    port, and prometheus_client in multiprocess mode from the first import in every
+    worker process, over a directory of this pool's own (emptied at start)."""
+    if not settings.worker_metrics_port:
+        return {}
+    import shutil
+    directory = settings.data_dir / "metrics" / f"worker-{settings.worker_metrics_port}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return {"dramatiq_prom_port": str(settings.worker_metrics_port),
+            "dramatiq_prom_host": settings.metrics_host,
+            "dramatiq_prom_db": str(directory), "PROMETHEUS_MULTIPROC_DIR": str(directory)}
 
 
 def cmd_indexes(args) -> int:

@@ -53,6 +53,12 @@ class Settings:
     # the scheduler's watchdog enqueues its render again (its job was lost).
     send_lease_seconds: int = 300
     message_stall_seconds: int = 600
+    # Prometheus scrape ports (0 = off): the front's, the scheduler's (both their own
+    # process), and a worker pool's (Dramatiq's exposition server for all its processes).
+    front_metrics_port: int = 0
+    scheduler_metrics_port: int = 0
+    worker_metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
