@@ -8,7 +8,7 @@ import io
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
-from quart import Blueprint, Response, request
+from quart import Blueprint, request
 
 from mongo import activity as activity_store
 from mongo import contact_removal
@@ -20,7 +20,7 @@ from pipelines.errors import ConfirmationRequired, Conflict, NotFound, Validatio
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, list_or_404
 from ..pagination import PageQuery, page
-from ..responses import one
+from ..responses import one, streamed
 from ..runtime import caller, db
 from ..types import EmailAddress, Id, Name100, Strict
 from ..validation import body, query
@@ -329,8 +329,7 @@ async def download_export(job_id: str):
                 buffer.seek(0)
                 buffer.truncate()
         yield buffer.getvalue().encode()
-    return Response(lines(), status=200, content_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="contacts-{job_id}.csv"'})
+    return streamed(lines(), "text/csv; charset=utf-8", f"contacts-{job_id}.csv", 200)
 
 
 def contact_import_view(job: dict) -> dict:
