@@ -1,7 +1,12 @@
-"""Worker heartbeats: a Dramatiq middleware that, once the worker has booted, writes the
-process's heartbeat (mongo.processes) every HEARTBEAT_SECONDS from the AsyncIO
-middleware's event loop (the loop that owns the worker's store client), so `postroom
-status` lists the worker processes alive and the queues they consume."""
+"""Worker lifecycle middlewares around Dramatiq's AsyncIO one:
+
+- `Heartbeat` (after AsyncIO): once the worker has booted, writes the process's heartbeat
+  (mongo.processes) every HEARTBEAT_SECONDS from the AsyncIO event loop (the loop that
+  owns the worker's store client), so `postroom status` lists the worker processes alive
+  and the queues they consume;
+- `CloseResources` (before AsyncIO, whose shutdown stops the loop): at worker shutdown,
+  stops the heartbeat and closes the loop's store client and mail transport on that loop
+  (actors.runtime.close), so nothing is left to be closed after the loop is gone."""
 
 from __future__ import annotations
 
@@ -16,10 +21,6 @@ from . import runtime
 
 
 class Heartbeat(dramatiq.Middleware):
-    def __init__(self) -> None:
-        self._stop: asyncio.Event | None = None
-        self._task: asyncio.Task | None = None
-
     def after_worker_boot(self, broker, worker) -> None:
         loop_thread = get_event_loop_thread()
         if loop_thread is None:
@@ -27,12 +28,19 @@ class Heartbeat(dramatiq.Middleware):
         queues = sorted(getattr(worker, "queues", None) or broker.get_declared_queues())
 
         async def start() -> None:
-            self._stop = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(
-                processes.beat_until(runtime.store(), "worker", self._stop, queues=queues))
+            stop = asyncio.Event()
+            task = asyncio.get_running_loop().create_task(
+                processes.beat_until(runtime.store(), "worker", stop, queues=queues))
+
+            async def finish() -> None:
+                stop.set()
+                await task
+            runtime.on_close(finish)
         loop_thread.run_coroutine(start())
 
+
+class CloseResources(dramatiq.Middleware):
     def before_worker_shutdown(self, broker, worker) -> None:
         loop_thread = get_event_loop_thread()
-        if loop_thread is not None and self._stop is not None:
-            loop_thread.loop.call_soon_threadsafe(self._stop.set)
+        if loop_thread is not None and loop_thread.loop.is_running():
+            loop_thread.run_coroutine(runtime.close())
