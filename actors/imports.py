@@ -7,6 +7,7 @@ batch, so a client polling it sees progress."""
 from __future__ import annotations
 
 import io
+import logging
 
 import dramatiq
 
@@ -15,6 +16,8 @@ from pipelines.clock import now_iso
 from pipelines.contact_csv import HeaderError, read_rows
 
 from . import runtime
+
+log = logging.getLogger("postroom.imports")
 
 
 @dramatiq.actor(queue_name="imports", max_retries=3, min_backoff=1000, max_backoff=30_000)
@@ -37,3 +40,5 @@ async def import_contacts(job_id: str) -> None:
         outcome = {"status": "failed", "failure": f"{type(error).__name__}: {error}"}
     await contact_import.update_job(db, job_id, {**outcome, "finished_at": now_iso()})
     await contact_import.drop_file(db, job_id, job["file_chunks"])
+    log.info("contact import %s: %s rows, %s errors", outcome["status"], outcome.get("rows", 0),
+             outcome.get("error_count", 0), extra={"job_id": job_id, "workspace_id": job["workspace_id"]})

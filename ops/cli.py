@@ -75,6 +75,8 @@ def cmd_worker(args) -> int:
         return 2
     command = [sys.executable, "-m", "dramatiq", "ops.worker_boot",
                "--processes", str(args.processes), "--threads", str(args.threads), "--queues", *queues]
+    if settings.log_format == "json":  # the parent's own records as JSON too (ops/dramatiq_main.py)
+        command[2:3] = ["ops.dramatiq_main", "--skip-logging"]
     os.execve(sys.executable, command, {**config.child_env(settings), **_worker_metrics_env(settings)})
     return 0  # not reached
 
@@ -279,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from pipelines.settings import Settings
+
+    from .log_format import configure
+    configure(Settings.from_env().log_format)
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

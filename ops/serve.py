@@ -37,6 +37,7 @@ def _hypercorn_config(host: str, port: int) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handlers (and JSON format)
     config.graceful_timeout = 5
     return config
 

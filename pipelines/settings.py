@@ -59,6 +59,8 @@ class Settings:
     scheduler_metrics_port: int = 0
     worker_metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
+    # "text" (default) or "json": one JSON object per log record (ops/log_format.py).
+    log_format: str = "text"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
