@@ -210,18 +210,13 @@ EXPORT_BATCH = 1000
 
 
 async def export_contacts(db: AsyncDatabase, workspace_id: str, condition: dict | None) -> AsyncIterator[dict]:
-    """The selected live contacts in `_id` order, read in pages of EXPORT_BATCH from the
-    last `_id` seen (no long-lived cursor, never the whole audience in memory)."""
-    after = None
-    while True:
-        conditions = [c for c in (condition, {"_id": {"$gt": after}} if after is not None else None) if c]
-        page = await db.contacts.find(contacts.live(workspace_id, *conditions), sort=[("_id", ASCENDING)],
-                                      limit=EXPORT_BATCH).to_list()
-        for doc in page:
-            yield doc
-        if len(page) < EXPORT_BATCH:
-            return
-        after = page[-1]["_id"]
+    """The selected live contacts in `_id` order through one cursor fetching EXPORT_BATCH
+    documents at a time (never the whole audience in memory). One cursor, not pages from
+    the last `_id` seen: the embedded store answers each `_id > x` page with a scan, so
+    pages cost O(n²) where the cursor's batches cost O(n)."""
+    query = contacts.live(workspace_id, condition) if condition else contacts.live(workspace_id)
+    async for doc in db.contacts.find(query, sort=[("_id", ASCENDING)], batch_size=EXPORT_BATCH):
+        yield doc
 
 
 # -- jobs -------------------------------------------------------------------------------
