@@ -12,7 +12,7 @@ from mongo import webhooks as webhook_store
 from pipelines.secret_box import open_sealed
 from pipelines.webhook_delivery import LEASE_SECONDS, outcome_of, send_signed
 
-from . import runtime
+from . import metrics, runtime
 
 
 # Dramatiq's own retries cover only store or broker errors around an attempt; the HTTP
@@ -33,6 +33,7 @@ async def deliver_webhook(delivery_id: str) -> None:
         webhook_id=subscription["_id"], allow_private=settings.allow_private_targets)
     outcome = outcome_of(delivery, result, settings.webhook_retry_scale)
     await webhook_store.record_attempt(db, outcome.attempt)
+    metrics.count_webhook_attempt(outcome.changes.get("status", "pending"))
     if await webhook_store.finish_attempt(db, delivery_id, token, outcome.changes) and outcome.broker_delay_ms is not None:
         await asyncio.to_thread(deliver_webhook.send_with_options, args=(delivery_id,),
                                 delay=outcome.broker_delay_ms)

@@ -18,6 +18,8 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "campaigns.create": (201,),
     "campaigns.send": (202,),
     "contacts.create_contact": (201,),
+    "contacts.start_import": (202,),
+    "contacts.start_export": (201,),
     "tags.create_tag": (201,),
     "lists.create_list": (201,),
     "segments.create_segment": (201,),

@@ -152,6 +152,6 @@ async def attempts_for(db: AsyncDatabase, delivery_ids: list[str]) -> dict[str, 
     found: dict[str, list[dict]] = {d: [] for d in delivery_ids}
     if delivery_ids:
         for attempt in await db.webhook_attempts.find(
-                {"delivery_id": {"$in": list(delivery_ids)}}, sort=[("attempt", ASCENDING)]).to_list():
+                {"delivery_id": {"$in": list(delivery_ids)}}, sort=[("at", ASCENDING), ("attempt", ASCENDING)]).to_list():
             found.setdefault(attempt["delivery_id"], []).append(attempt)
     return found

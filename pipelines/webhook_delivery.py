@@ -34,7 +34,9 @@ class AttemptOutcome:
 def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -> AttemptOutcome:
     number = delivery["attempt_count"] + 1
     now = now_iso()
-    attempt = {"_id": f"{delivery['_id']}#{number}", "delivery_id": delivery["_id"],
+    replay = int(delivery.get("replays") or 0)  # an operator's replay starts the attempts again
+    attempt_id = f"{delivery['_id']}#{number}" if not replay else f"{delivery['_id']}#r{replay}.{number}"
+    attempt = {"_id": attempt_id, "delivery_id": delivery["_id"], "replay": replay,
                "webhook_id": delivery["webhook_id"], "workspace_id": delivery["workspace_id"],
                "attempt": number, "at": now, "status_code": result.status_code,
                "duration_ms": result.duration_ms, "error": result.error,

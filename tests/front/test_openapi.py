@@ -64,8 +64,9 @@ def statuses(func, seen):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
         name = node.func.id
-        if name == "one":
-            status = node.args[1] if len(node.args) > 1 else ast.Constant(200)
+        if name in ("one", "streamed"):
+            at = 1 if name == "one" else 3  # one(body, status); streamed(chunks, type, filename, status)
+            status = node.args[at] if len(node.args) > at else ast.Constant(200)
             # `one(body, 200 if suppressed else 202)`: both branches are answers
             choices = [status.body, status.orelse] if isinstance(status, ast.IfExp) else [status]
             for choice in choices:
