@@ -13,6 +13,8 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import in_seconds, now_iso
 
+from . import versions
+
 
 # A claim still `in_progress` after this long belongs to a front that died mid-request
 # (no request runs this long: bodies time out after 60 s); a retry may take it over.
@@ -32,7 +34,7 @@ async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str
     """Returns ("new", None) when this request owns the key, otherwise ("existing", doc)."""
     _id = record_id(workspace_id, key)
     fresh = {"_id": _id, "fingerprint": fingerprint, "state": "in_progress",
-             "response": None, "created_at": now_iso(), "expires_at": in_seconds(ttl_seconds)}
+             "response": None, "created_at": now_iso(), "expires_at": in_seconds(ttl_seconds), versions.FIELD: 0}
     try:
         await db.idempotency.insert_one(fresh)
         return "new", None
@@ -40,10 +42,12 @@ async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str
         pass
     existing = await db.idempotency.find_one({"_id": _id})
     if existing is None or existing["expires_at"] < now_iso() or _abandoned(existing):
-        # Expired or abandoned: take it over, guarded on the expiry we saw so two takers do not both win.
+        # Expired or abandoned: take it over, guarded on the version we saw so two takers do
+        # not both win (and a claim completed meanwhile is not taken).
         guard = {"_id": _id}
         if existing is not None:
-            guard["expires_at"] = existing["expires_at"]
+            guard.update(versions.guard(existing))
+            fresh[versions.FIELD] = existing.get(versions.FIELD, 0) + 1
         replaced = await db.idempotency.find_one_and_replace(
             guard, fresh, upsert=existing is None, return_document=ReturnDocument.BEFORE)
         if existing is None and replaced is None:
@@ -57,7 +61,7 @@ async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str
 async def complete(db: AsyncDatabase, workspace_id: str, key: str, response: dict) -> None:
     await db.idempotency.update_one(
         {"_id": record_id(workspace_id, key)},
-        {"$set": {"state": "done", "response": response}})
+        versions.bump({"$set": {"state": "done", "response": response}}))
 
 
 async def release(db: AsyncDatabase, workspace_id: str, key: str) -> None:
