@@ -1,6 +1,6 @@
 """One delivery attempt: sign the stored body, POST it through the outbound guard, and
 decide what follows (delivered, try again later — on the broker or from the store — or
-give up). Used by the `webhooks` actor and, for the test operation, by the front."""
+give up: after the last attempt of the schedule, or at once on a permanent failure). Used by the `webhooks` actor and, for the test operation, by the front."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -
     if result.ok:
         changes.update(status="delivered", delivered_at=now)
         return AttemptOutcome(attempt, changes, None)
-    following = retry_schedule.after_failure(number, scale)
+    # a permanent failure (a URL the sender cannot read, a refused target) is not retried
+    following = None if result.permanent else retry_schedule.after_failure(number, scale)
     if following is None:
         changes.update(status="failed", failed_at=now)
         return AttemptOutcome(attempt, changes, None)

@@ -13,7 +13,7 @@ from pipelines import webhook_signing
 from pipelines.errors import NotFound, ValidationFailed
 from pipelines.ids import new_uuid
 from pipelines.clock import now_iso
-from pipelines.outbound_http import MAX_URL_LENGTH, literal_target_problem, url_problem
+from pipelines.outbound_http import MAX_URL_LENGTH, target_problem
 from pipelines.secret_box import open_sealed, seal
 from pipelines.webhook_delivery import send_signed
 from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
@@ -28,7 +28,9 @@ bp = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 
 EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6.")]
 TargetUrl = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL_LENGTH), Field(
-    description="http(s) URL receiving signed POST deliveries; at most 2048 characters.")]
+    description="http(s) URL receiving signed POST deliveries; at most 2048 characters. Read by the "
+                "parser that sends: an unreadable URL, credentials, IPv4 not written as four decimal "
+                "numbers, or a host that is not public (unless the operator allows it) is refused.")]
 
 
 class CreateTrigger(Strict):
@@ -64,7 +66,7 @@ def subscription_view(doc: dict, event: str | None = None) -> dict:
 
 
 def check_target(url: str, path: str) -> None:
-    problem = url_problem(url) or literal_target_problem(url, settings().allow_private_targets)
+    problem = target_problem(url, settings().allow_private_targets)
     if problem:
         raise ValidationFailed(f"{path} {problem}.", path=path)
 

@@ -57,3 +57,10 @@ def test_a_later_failure_waits_in_the_store_for_the_scheduler():
 def test_the_last_failure_gives_up():
     outcome = outcome_of(delivery(11), HttpResult(502, 5, "HTTP 502"), scale=1.0)
     assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+
+
+def test_a_permanent_failure_gives_up_at_once_and_is_recorded():
+    refused = HttpResult(0, 1, "refused: the URL is not a valid URL", permanent=True)
+    outcome = outcome_of(delivery(0), refused, scale=1.0)
+    assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+    assert outcome.changes["attempt_count"] == 1 and outcome.attempt["error"] == refused.error
