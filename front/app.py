@@ -10,7 +10,7 @@ from actors import broker as broker_setup
 from mongo.client import connect
 from pipelines.settings import Settings
 
-from . import auth, errors, openapi
+from . import auth, errors, openapi, path_ids
 from .runtime import FrontRuntime
 
 
@@ -25,6 +25,7 @@ def create_app(settings: Settings) -> Quart:
     # are simply other paths, and unknown ones get 404 not_found.
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
+    path_ids.install(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.config["BODY_TIMEOUT"] = 60
     app.extensions["postroom"] = FrontRuntime(settings=settings)

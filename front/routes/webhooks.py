@@ -125,19 +125,19 @@ async def create_webhook(data: CreateWebhook):
     return await subscribe(data.events, data.url, "webhooks")
 
 
-@bp.get("/webhooks/<webhook_id>")
+@bp.get("/webhooks/<uuid:webhook_id>")
 async def get_webhook(webhook_id: str):
     """One active subscription."""
     return one(subscription_view(await owned(webhook_id)))
 
 
-@bp.delete("/webhooks/<webhook_id>")
+@bp.delete("/webhooks/<uuid:webhook_id>")
 async def delete_webhook(webhook_id: str):
     """Delete a subscription; its waiting deliveries are cancelled."""
     return await unsubscribe(webhook_id)
 
 
-@bp.post("/webhooks/<webhook_id>/rotate-secret")
+@bp.post("/webhooks/<uuid:webhook_id>/rotate-secret")
 async def rotate_secret(webhook_id: str):
     """Replace the signing secret at once; the new one is returned only here."""
     secret = webhook_signing.new_secret()
@@ -148,7 +148,7 @@ async def rotate_secret(webhook_id: str):
     return one({"id": doc["_id"], "secret": secret, "rotatedAt": doc["secret_rotated_at"]})
 
 
-@bp.post("/webhooks/<webhook_id>/test")
+@bp.post("/webhooks/<uuid:webhook_id>/test")
 async def test_webhook(webhook_id: str):
     """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
     doc = await owned(webhook_id)
@@ -171,7 +171,7 @@ def delivery_view(doc: dict, attempts: list[dict]) -> dict:
                           "duration_ms": a["duration_ms"], "error": a.get("error")} for a in attempts]}
 
 
-@bp.get("/webhooks/<webhook_id>/deliveries")
+@bp.get("/webhooks/<uuid:webhook_id>/deliveries")
 @query(DeliveryList)
 async def list_deliveries(webhook_id: str, params: DeliveryList):
     """The subscription's deliveries, newest first, each with every attempt."""

@@ -287,10 +287,11 @@ def test_duplicates_are_contacts_in_two_or_more_lists_with_their_lists(tenant, p
     assert limited["pagination"]["total"] == 3 and len(limited["data"]) == 1
 
 
-def test_duplicates_with_an_unknown_or_foreign_list_is_not_found(service, tenant):
+def test_duplicates_with_an_unknown_or_foreign_list_is_not_found_and_a_malformed_one_is_refused(service, tenant):
     foreign = make_list(service.tenant(), "Theirs")
     error(tenant.get("/contacts/duplicates", params={"list_id": foreign["id"]}), 404, "not_found")
-    error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 404, "not_found")
+    error(tenant.get("/contacts/duplicates", params={"list_id": str(uuid.uuid4())}), 404, "not_found")
+    error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 400, "validation_error", "list_id")
 
 
 def test_read_only_key_can_list_but_not_create_contacts(service, tenant):
