@@ -9,14 +9,21 @@ import time
 
 from . import outbound_http, retry_schedule, webhook_signing
 from .clock import in_seconds, now_iso
+from .secret_box import open_sealed
 from .webhook_events import HANDOFF_GRACE_SECONDS, NEVER
 
 # A worker holds a delivery this long at most (an attempt lasts ≤ the HTTP timeout).
 LEASE_SECONDS = 60
 
 
-async def send_signed(*, url: str, secret: str, body: str, event: str, delivery_id: str,
-                      webhook_id: str, allow_private: bool) -> outbound_http.HttpResult:
+async def send_signed(*, url: str, sealed_secret: str, secret_key: str, body: str, event: str,
+                      delivery_id: str, webhook_id: str, allow_private: bool) -> outbound_http.HttpResult:
+    """One signed POST; never raises, so every attempt ends with a result to record."""
+    try:
+        secret = open_sealed(sealed_secret, secret_key)
+    except ValueError:  # POSTROOM_SECRET_KEY changed since the secret was sealed: not sent unsigned
+        return outbound_http.HttpResult(0, 0, "not sent: the signing secret does not open with "
+                                              "POSTROOM_SECRET_KEY (was it changed?)")
     raw = body.encode()
     headers = webhook_signing.delivery_headers(secret=secret, body=raw, timestamp=int(time.time()),
                                                event=event, delivery_id=delivery_id,

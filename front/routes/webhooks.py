@@ -14,7 +14,7 @@ from pipelines.errors import NotFound, ValidationFailed
 from pipelines.ids import new_uuid
 from pipelines.clock import now_iso
 from pipelines.outbound_http import MAX_URL_LENGTH, target_problem
-from pipelines.secret_box import open_sealed, seal
+from pipelines.secret_box import seal
 from pipelines.webhook_delivery import send_signed
 from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
 
@@ -153,7 +153,7 @@ async def test_webhook(webhook_id: str):
     """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
     doc = await owned(webhook_id)
     result = await send_signed(
-        url=doc["target_url"], secret=open_sealed(doc["secret_sealed"], settings().secret_key),
+        url=doc["target_url"], sealed_secret=doc["secret_sealed"], secret_key=settings().secret_key,
         body=webhook_signing.encode_payload(TEST_EVENT, now_iso(), {"webhook_id": doc["_id"], "test": True}),
         event=TEST_EVENT, delivery_id=f"test_{new_uuid()}", webhook_id=doc["_id"],
         allow_private=settings().allow_private_targets)
