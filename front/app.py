@@ -11,7 +11,7 @@ from mongo import processes
 from mongo.client import connect
 from pipelines.settings import Settings
 
-from . import auth, errors, metrics, openapi
+from . import auth, errors, metrics, openapi, path_ids
 from .runtime import FrontRuntime
 
 # A store that accepted the connection but stopped answering holds a request at most this
@@ -30,6 +30,7 @@ def create_app(settings: Settings) -> Quart:
     # are simply other paths, and unknown ones get 404 not_found.
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
+    path_ids.install(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.config["BODY_TIMEOUT"] = 60
     app.extensions["postroom"] = FrontRuntime(settings=settings)

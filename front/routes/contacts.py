@@ -22,7 +22,7 @@ from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, lis
 from ..pagination import PageQuery, page
 from ..responses import one, streamed
 from ..runtime import caller, db
-from ..types import EmailAddress, Id, Name100, Strict
+from ..types import EmailAddress, Id, Name100, Strict, Uuid
 from ..validation import body, query
 
 bp = Blueprint("contacts", __name__, url_prefix="/api/v1")
@@ -38,7 +38,8 @@ class CreateContact(Strict):
     attributes: dict[str, Any] = Field(default_factory=dict, description=(
         "Custom values (up to 100; names of letters, digits, _ and -). Null values are dropped."))
     subscribed: bool = Field(True, description="Default true.")
-    list_id: Id | None = Field(None, description="Adds the new contact to this static list.")
+    list_id: Uuid | None = Field(None, description="Adds the new contact to this static list (a UUID; "
+                                                   "anything else is 400, an unknown list 404).")
 
 
 class UpdateContact(Strict):
@@ -73,7 +74,7 @@ class Restore(Strict):
 
 
 class DuplicatesQuery(PageQuery):
-    list_id: Id | None = Field(None, description="Only contacts that are also members of this list.")
+    list_id: Uuid | None = Field(None, description="Only contacts that are also members of this list (a UUID).")
 
 
 class ActivityQuery(PageQuery):
@@ -118,12 +119,12 @@ async def create_contact(data: CreateContact):
     return one(await contact_with_lists(doc), 201)
 
 
-@bp.get("/contacts/<contact_id>")
+@bp.get("/contacts/<uuid:contact_id>")
 async def get_contact(contact_id: str):
     return one(await contact_with_lists(await _contact_or_404(contact_id)))
 
 
-@bp.patch("/contacts/<contact_id>")
+@bp.patch("/contacts/<uuid:contact_id>")
 @body(UpdateContact)
 async def update_contact(contact_id: str, data: UpdateContact):
     current = await _contact_or_404(contact_id)
@@ -141,7 +142,7 @@ async def update_contact(contact_id: str, data: UpdateContact):
     return one(await contact_with_lists(doc))
 
 
-@bp.delete("/contacts/<contact_id>")
+@bp.delete("/contacts/<uuid:contact_id>")
 async def delete_contact(contact_id: str):
     if not await contact_store.delete(db(), caller().workspace_id, contact_id):
         raise NotFound("No such contact in this workspace.")
