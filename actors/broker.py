@@ -20,6 +20,7 @@ QUEUES = {
     "bounces": "parses and applies DSN / ARF reports",
     "webhooks": "delivers outbox events to webhook subscriptions, signed",
     "automations": "advances automation runs step by step",
+    "imports": "runs contact imports sent through the API",
 }
 
 _broker: dramatiq.Broker | None = None
@@ -36,6 +37,9 @@ def setup(settings: Settings) -> dramatiq.Broker:
         broker = StubBroker()
         broker.emit_after("process_boot")
     broker.add_middleware(AsyncIO())
+    from .heartbeat import CloseResources, Heartbeat
+    broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
+    broker.add_middleware(CloseResources(), before=AsyncIO)  # before AsyncIO stops the loop
     dramatiq.set_broker(broker)
     runtime.configure(settings)
     _broker = broker

@@ -50,3 +50,22 @@ def transport():
     if "transport" not in resources:
         resources["transport"] = transport_for(settings())
     return resources["transport"]
+
+
+def on_close(closer) -> None:
+    """Run `closer` (an async callable) when this loop's resources are closed."""
+    _resources().setdefault("closers", []).append(closer)
+
+
+async def close() -> None:
+    """Close this loop's resources (a worker shutting down, before its loop stops): what
+    asked to be told first (the heartbeat), then the mail transport and the store client.
+    An async store client left to the garbage collector after its loop closed prints
+    "Event loop is closed" tracebacks at exit."""
+    resources = _per_loop.pop(id(asyncio.get_running_loop()), None) or {}
+    for closer in resources.get("closers", []):
+        await closer()
+    if "transport" in resources:
+        await resources["transport"].close()
+    if "client" in resources:
+        await resources["client"].close()

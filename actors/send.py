@@ -45,7 +45,7 @@ from pipelines.throttle import DomainLimit, SendThrottle
 from pipelines.transport import unexpected
 
 from . import bounces as bounce_actor
-from . import runtime
+from . import metrics, runtime
 from .publish import describe, publish
 
 log = logging.getLogger("postroom.send")
@@ -83,6 +83,8 @@ async def send_messages(rendered: list[dict], claim_token: str = "") -> None:
                          lifetime_seconds=s.send_retry_lifetime_seconds, scale=s.send_retry_scale)
     await _apply(db, plan, mime, token, lease_end)
     await _requeue(db, [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED], mime, token, 0, lease_end)
+    metrics.count_send_outcomes(plan.finished, [m for m in claimed if m["_id"] in set(plan.retry_ids)],
+                                len(admission.held))
 
 
 class HandoffFailed(Exception):
@@ -166,8 +168,9 @@ async def _deliver(message: dict, rendered: dict | None, start_by: float):
     owed = [r for r in rendered["recipients"] if r in still_owed]
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return {}
-    outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("utf-8"),
-                                              message["_id"], start_by=start_by)
+    with metrics.SMTP_SECONDS.time():
+        outcomes = await runtime.transport().send(rendered["mail_from"], owed, rendered["data"].encode("utf-8"),
+                                                  message["_id"], start_by=start_by)
     return NOT_STARTED if outcomes is None else outcomes
 
 

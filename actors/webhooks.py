@@ -9,10 +9,9 @@ import uuid
 import dramatiq
 
 from mongo import webhooks as webhook_store
-from pipelines.secret_box import open_sealed
 from pipelines.webhook_delivery import LEASE_SECONDS, outcome_of, send_signed
 
-from . import runtime
+from . import metrics, runtime
 
 
 # Dramatiq's own retries cover only store or broker errors around an attempt; the HTTP
@@ -28,11 +27,12 @@ async def deliver_webhook(delivery_id: str) -> None:
         await webhook_store.cancel(db, delivery_id, token)
         return
     result = await send_signed(
-        url=subscription["target_url"], secret=open_sealed(subscription["secret_sealed"], settings.secret_key),
+        url=subscription["target_url"], sealed_secret=subscription["secret_sealed"], secret_key=settings.secret_key,
         body=delivery["body"], event=delivery["event"], delivery_id=delivery_id,
         webhook_id=subscription["_id"], allow_private=settings.allow_private_targets)
     outcome = outcome_of(delivery, result, settings.webhook_retry_scale)
     await webhook_store.record_attempt(db, outcome.attempt)
+    metrics.count_webhook_attempt(outcome.changes.get("status", "pending"))
     if await webhook_store.finish_attempt(db, delivery_id, token, outcome.changes) and outcome.broker_delay_ms is not None:
         await asyncio.to_thread(deliver_webhook.send_with_options, args=(delivery_id,),
                                 delay=outcome.broker_delay_ms)

@@ -7,10 +7,11 @@ import logging
 from quart import Quart
 
 from actors import broker as broker_setup
+from mongo import processes
 from mongo.client import connect
 from pipelines.settings import Settings
 
-from . import auth, errors, openapi
+from . import auth, errors, metrics, openapi, path_ids
 from .runtime import FrontRuntime
 
 # A store that accepted the connection but stopped answering holds a request at most this
@@ -29,10 +30,12 @@ def create_app(settings: Settings) -> Quart:
     # are simply other paths, and unknown ones get 404 not_found.
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
+    path_ids.install(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.config["BODY_TIMEOUT"] = 60
     app.extensions["postroom"] = FrontRuntime(settings=settings)
     openapi.install(app)
+    metrics.install(app)  # first: its before_request runs before auth can answer
     errors.register(app)
     auth.register(app)
 
@@ -46,6 +49,8 @@ def create_app(settings: Settings) -> Quart:
         state.client, state.db = connect(settings.mongodb_url, settings.mongodb_database,
                                          wait_seconds=settings.front_store_wait_seconds,
                                          answer_within_seconds=STORE_ANSWER_WITHIN_SECONDS)
+        # Quart sets shutdown_event before it waits for background tasks, then closes the store
+        app.add_background_task(processes.beat_until, state.db, "front", app.shutdown_event)
 
     @app.after_serving
     async def _close_store():

@@ -14,19 +14,27 @@ from pipelines import segment_rules
 from pipelines.errors import NotFound, ValidationFailed
 
 from .runtime import caller, db
+from .types import json_bytes
 
 MAX_ATTRIBUTES = 100
+# One attribute's value, serialised as JSON: a contact's attributes stay within ~1 MB
+# (and its events, which carry the contact, far below the store's 16 MB per document).
+MAX_ATTRIBUTE_VALUE_BYTES = 10 * 1024
 
 
 def check_attributes(attributes: dict[str, Any], path: str = "attributes") -> None:
-    """Attribute names are what the rule language can address (letters, digits, _ and -)."""
+    """Attribute names are what the rule language can address (letters, digits, _ and -);
+    each value is at most 10 KB once serialised."""
     if len(attributes) > MAX_ATTRIBUTES:
         raise ValidationFailed(f"{path}: at most {MAX_ATTRIBUTES} attributes.", path=path)
-    for name in attributes:
+    for name, value in attributes.items():
+        where = f"{path}.{name}"
         if not segment_rules.ATTRIBUTE_NAME.match(name):
-            where = f"{path}.{name}"
             raise ValidationFailed(f"{where}: attribute names are 1-64 letters, digits, _ or -, "
                                    "starting with a letter, digit or _.", path=where)
+        if json_bytes(value) > MAX_ATTRIBUTE_VALUE_BYTES:
+            raise ValidationFailed(f"{where}: a value is at most {MAX_ATTRIBUTE_VALUE_BYTES // 1024} KB "
+                                   "once serialised as JSON.", path=where)
 
 
 async def checked_filter(conditions: dict, path: str = "conditions") -> dict:

@@ -3,27 +3,38 @@ product links, free-form metadata."""
 
 from __future__ import annotations
 
-import json
+import re
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+from .types import JsonObject
 
 from pipelines.errors import ValidationFailed
 from pipelines.segment_rules import ATTRIBUTE_NAME
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_URL_CHARS = 2048
+# An amount given as a string: ASCII digits, optionally a point and more digits. Python's
+# Decimal also reads "1_000", "١" (Arabic-Indic one), "１２" (full width), " 1.5" and "1e3".
+_AMOUNT_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
 # Free-form product fields beside the known ones: how many, how deeply nested, how large.
 MAX_PRODUCT_FIELDS = 50
 MAX_PRODUCT_FIELD_DEPTH = 3
 MAX_PRODUCT_DATA_BYTES = 16 * 1024
 
 
-def _small_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    if len(json.dumps(value, separators=(",", ":")).encode()) > MAX_METADATA_BYTES:
-        raise ValueError(f"metadata is larger than {MAX_METADATA_BYTES // 1024} KB once serialised")
-    return value
+def _amount(value: Any) -> Decimal:
+    """A JSON number as written (49.9 is 49.9, not the float's binary neighbour), or a
+    numeric string of ASCII digits. The range and precision checks follow (`Amount`)."""
+    if isinstance(value, str):
+        if not _AMOUNT_TEXT.fullmatch(value):
+            raise ValueError("a numeric string is ASCII digits with an optional decimal point (\"19.99\")")
+        return Decimal(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    raise ValueError("must be a number, or a numeric string (\"19.99\")")
 
 
 def _web_url(value: str) -> str:
@@ -37,14 +48,14 @@ def amount_text(value: Decimal) -> str:
     return format(value, "f")
 
 
-Amount = Annotated[Decimal, Field(
+Amount = Annotated[Decimal, BeforeValidator(_amount), Field(
     ge=0, max_digits=16, decimal_places=4,
     description="A decimal amount ≥ 0 with at most 4 decimal places, as a JSON number or a "
                 "numeric string (\"19.99\"); returned as a string so no precision is lost.")]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$"), Field(
     description="ISO 4217 code, three upper-case letters (USD, EUR, JPY).")]
 WebUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_web_url)]
-Metadata = Annotated[dict[str, Any], AfterValidator(_small_metadata), Field(
+Metadata = Annotated[JsonObject(MAX_METADATA_BYTES), Field(
     description="Any JSON object, at most 16 KB serialised.")]
 
 

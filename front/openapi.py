@@ -14,6 +14,7 @@ from quart_schema.openapi import Info, OpenAPIProvider
 from quart_schema.validation import QUART_SCHEMA_QUERYSTRING_ATTRIBUTE
 
 from . import openapi_responses as responses
+from .validation import BODY_OPTIONAL_ATTRIBUTE
 
 DESCRIPTION = """Postroom: workspace-scoped HTTP JSON API for email marketing and transactional
 email. Authenticate with `Authorization: Bearer <API key>`. Errors use the envelope
@@ -44,6 +45,8 @@ class PostroomOpenAPI(OpenAPIProvider):
         for method, operation in operations.items():
             operation = copy.deepcopy(operation)  # quart-schema shares one dict between methods
             operation["operationId"] = f"{method}_{rule.endpoint.replace('.', '_')}"
+            if "requestBody" in operation:
+                operation["requestBody"]["required"] = not getattr(view, BODY_OPTIONAL_ATTRIBUTE, False)
             if path.startswith(API_PREFIX):
                 _complete_api_operation(operation, rule.endpoint, method, view,
                                         public=path in PUBLIC_API_PATHS)
@@ -52,6 +55,22 @@ class PostroomOpenAPI(OpenAPIProvider):
                 operation["security"] = []
             completed[method] = operation
         return {path: completed}, components
+
+    def build_path_parameter(self, name, converter) -> dict:
+        parameter = super().build_path_parameter(name, converter)
+        if hasattr(converter, "openapi_schema"):  # front/path_ids.py: ids matched by their shape
+            parameter["schema"] = dict(converter.openapi_schema)
+        return parameter
+
+    def build_querystring_parameters(self, model) -> tuple[list[dict], dict]:
+        # quart-schema leaves `required` in the model schema's list, not on each parameter
+        parameters, components = super().build_querystring_parameters(model)
+        for parameter in parameters:
+            field = model.model_fields.get(parameter["name"])
+            if field is not None and field.is_required():
+                parameter["required"] = True
+            parameter["schema"] = _without_null(parameter["schema"])
+        return parameters, components
 
     def schema(self) -> dict:
         document = super().schema()
@@ -64,23 +83,73 @@ class PostroomOpenAPI(OpenAPIProvider):
         schemas.update(answers)
         schemas.update(responses.SCHEMAS)
         components.setdefault("headers", {}).update(responses.HEADERS)
+        add_links(document["paths"])
         return document
 
 
-def _mark_required_query_parameters(operation: dict, view) -> None:
-    """quart-schema leaves `required` off query parameters; a field the query model
-    requires (DELETE /webhooks/triggers `id`) is required in the document too."""
-    model = getattr(view, QUART_SCHEMA_QUERYSTRING_ATTRIBUTE, None)
-    if model is None:
-        return
-    required = {field.alias or name for name, field in model.model_fields.items() if field.is_required()}
-    for parameter in operation.get("parameters", []):
-        if parameter.get("in") == "query" and parameter["name"] in required:
-            parameter["required"] = True
+def _without_null(schema: dict) -> dict:
+    """A query parameter is absent or a string, never null: the model's `X | None = None`
+    says "optional", which `required` already says."""
+    variants = [v for v in schema.get("anyOf", []) if v != {"type": "null"}]
+    if not variants:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "anyOf" and not (k == "default" and v is None)}
+    return {**rest, **variants[0]} if len(variants) == 1 else {**rest, "anyOf": variants}
+
+
+# OpenAPI links, so a client (and the stateful contract test) can follow a created
+# resource to the operations on it: creating operation → (path of the operations it feeds,
+# the field of its answer's `data` holding the id).
+CREATES = {
+    "/api/v1/contacts": ("/api/v1/contacts/{contact_id}", "id"),
+    "/api/v1/tags": ("/api/v1/tags/{tag_id}", "id"),
+    "/api/v1/lists": ("/api/v1/lists/{list_id}", "id"),
+    "/api/v1/segments": ("/api/v1/segments/{segment_id}", "id"),
+    "/api/v1/templates": ("/api/v1/templates/{template_id}", "id"),
+    "/api/v1/campaigns": ("/api/v1/campaigns/{campaign_id}", "id"),
+    "/api/v1/domains": ("/api/v1/domains/{domain_id}", "id"),
+    "/api/v1/webhooks": ("/api/v1/webhooks/{webhook_id}", "id"),
+    "/api/v1/webhooks/triggers": ("/api/v1/webhooks/{webhook_id}", "id"),
+    "/api/v1/email/send": ("/api/v1/email/{message_id}", "message_id"),
+    "/api/v1/email/batch": ("/api/v1/email/batch/{batch_id}", "batch_id"),
+    "/api/v1/suppressions": ("/api/v1/suppressions/{email}", "email"),
+}
+# Other parameters a created resource's answer fills: its field of the same name, or a query parameter.
+LINKED_FIELDS = {"version": "version"}
+LINKED_QUERIES = {("/api/v1/webhooks/triggers", "delete"): ("id", "id")}
+
+
+def _linked_operations(paths: dict, creator: str, prefix: str, field: str) -> dict:
+    links = {}
+    for path, operations in paths.items():
+        if path != prefix and not path.startswith(prefix + "/"):
+            continue
+        id_name = prefix.rsplit("{", 1)[1].rstrip("}")
+        for method, operation in operations.items():
+            parameters = {f"path.{id_name}": f"$response.body#/data/{field}"}
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] in LINKED_FIELDS:
+                    parameters[f"path.{parameter['name']}"] = f"$response.body#/data/{LINKED_FIELDS[parameter['name']]}"
+            links[operation["operationId"]] = {"operationId": operation["operationId"], "parameters": parameters}
+    for (path, method), (name, source) in LINKED_QUERIES.items():
+        if creator in ("/api/v1/webhooks", "/api/v1/webhooks/triggers") and path in paths:
+            operation_id = paths[path][method]["operationId"]
+            links[operation_id] = {"operationId": operation_id, "parameters": {f"query.{name}": f"$response.body#/data/{source}"}}
+    return links
+
+
+def add_links(paths: dict) -> None:
+    for creator, (prefix, field) in CREATES.items():
+        create = paths.get(creator, {}).get("post")
+        if create is None:
+            continue
+        links = _linked_operations(paths, creator, prefix, field)
+        for status, response in create["responses"].items():
+            if status.startswith("2") and links:
+                response["links"] = links
 
 
 def _complete_api_operation(operation: dict, endpoint: str, method: str, view, *, public: bool) -> None:
-    _mark_required_query_parameters(operation, view)
     idempotency = responses.idempotency_of(view)
     if idempotency:
         operation["parameters"].append(responses.idempotency_parameter(idempotency))

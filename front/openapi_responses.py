@@ -23,6 +23,8 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "campaigns.create": (201,),
     "campaigns.send": (202,),
     "contacts.create_contact": (201,),
+    "contacts.start_import": (202,),
+    "contacts.start_export": (201,),
     "tags.create_tag": (201,),
     "lists.create_list": (201,),
     "segments.create_segment": (201,),
@@ -56,6 +58,10 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "contacts.restore": m.Restored,
     "contacts.activity_log": m.Activity,
     "contacts.duplicates": m.ContactWithLists,
+    "contacts.start_import": m.ContactJob,
+    "contacts.get_import": m.ContactJob,
+    "contacts.start_export": m.ContactJob,
+    "contacts.get_export": m.ContactJob,
     "tags.list_tags": m.Tag,
     "tags.create_tag": m.Tag,
     "tags.get_tag": m.Tag,
@@ -123,6 +129,10 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "forms.update_form": m.Form,
     "forms.delete_form": m.Deleted,
 }
+
+
+# Operations whose success is a file, not JSON.
+CSV_ANSWERS = {"contacts.download_export": "The contacts as CSV (UTF-8, a header row), streamed."}
 
 
 def answer_model(endpoint: str, status: int) -> type[BaseModel] | None:
@@ -255,8 +265,11 @@ def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
 
     responses: dict = {}
     for status in SUCCESS_STATUSES.get(endpoint, (200,)):
-        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status], "content": {
-            "application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}}
+        if endpoint in CSV_ANSWERS:
+            content = {"text/csv": {"schema": {"type": "string", "description": CSV_ANSWERS[endpoint]}}}
+        else:
+            content = {"application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}
+        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status], "content": content}
         if success_headers:
             responses[str(status)]["headers"] = dict(success_headers)
 

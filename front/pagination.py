@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
 # The store takes a 64-bit skip; a larger offset was a 500. No list comes near this.
 MAX_OFFSET = 2**31 - 1
+_DIGITS = re.compile(r"[0-9]{1,10}", re.ASCII)
+
+
+def _digits_only(value: Any) -> Any:
+    """A query-string integer is ASCII digits and nothing else: pydantic (like int()) also
+    reads " 5", "+5", "1.0", "1_000" and other scripts' digits."""
+    if isinstance(value, str) and not _DIGITS.fullmatch(value):
+        raise ValueError("must be a whole number written with the digits 0-9")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_digits_only)]
 
 
 class PageQuery(BaseModel):
     """Base for every list endpoint's query model."""
     model_config = ConfigDict(extra="ignore")
-    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT,
+    limit: QueryInt = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT,
                        description="Page size, 1 to 1000 (default 100).")
-    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip (default 0, at most 2147483647).")
+    offset: QueryInt = Field(0, ge=0, le=MAX_OFFSET, description="Items to skip (default 0, at most 2147483647).")
 
 
 def page(items: list, *, total: int, limit: int, offset: int) -> dict:

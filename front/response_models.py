@@ -181,6 +181,37 @@ class Activity(Answer):
     at: Timestamp
 
 
+class ImportRowError(Answer):
+    line: int
+    message: str
+    email: str | None = None
+
+
+class ContactJob(Answer):
+    """A contact import or export job; counters appear as an import runs."""
+    id: str
+    kind: str = Field(description="import or export.")
+    status: str = Field(description="queued, running, completed or failed (imports); ready (exports).")
+    created_at: Timestamp
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
+    list_id: str | None = None
+    tag_id: str | None = None
+    segment_id: str | None = None
+    file_bytes: int | None = None
+    rows: int | None = None
+    created: int | None = None
+    updated: int | None = None
+    unchanged: int | None = None
+    duplicates: int | None = None
+    suppressed: int | None = None
+    error_count: int | None = None
+    errors: list[ImportRowError] | None = None
+    failure: str | None = None
+    expires_at: Timestamp | None = None
+    download_url: str | None = Field(None, description="Exports: where the CSV is downloaded.")
+
+
 class Tag(Answer):
     id: str
     name: str

@@ -17,3 +17,10 @@ def public(doc: dict, drop: tuple[str, ...] = ("workspace_id",)) -> dict:
         if key != "_id" and key not in drop and key not in outbox.CARRIER_FIELDS:
             out[key] = value
     return out
+
+
+def streamed(chunks, content_type: str, filename: str, status: int = 200):
+    """A body sent as it is produced (an async iterator of bytes), as a download."""
+    from quart import Response
+    return Response(chunks, status=status, content_type=content_type,
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})

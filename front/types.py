@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from pipelines.addresses import normalize
 
+# An RFC 2047 encoded word (`=?utf-8?q?…?=`): header parsers decode it, so in a display
+# name or an address it would say something else than what was checked (and the message
+# failed at render). Refused wherever a value reaches a header.
+_ENCODED_WORD = re.compile(r"=\?.*\?=", re.DOTALL)
+
 
 def _email(value: str) -> str:
-    return normalize(value)
+    address = normalize(value)
+    if _ENCODED_WORD.search(address.rpartition("@")[0]):
+        raise ValueError("the part before the @ must not carry an encoded word (=?…?=)")
+    return address
 
 
 EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email),
@@ -24,14 +34,50 @@ _HEADER_UNSAFE_CATEGORIES = ("Cc", "Zl", "Zp")
 def _display_name(value: str) -> str:
     if any(unicodedata.category(ch) in _HEADER_UNSAFE_CATEGORIES for ch in value):
         raise ValueError("must not contain line breaks or other control characters")
+    if _ENCODED_WORD.search(value):
+        raise ValueError("must not carry an encoded word (=?…?=); send the text itself, in any script")
     return value
 
 
 DisplayName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_display_name),
                         Field(description="Display name in the From header: at most 200 characters, "
-                                          "no line breaks or other control characters.")]
+                                          "no line breaks or other control characters, no encoded "
+                                          "words (=?…?=).")]
 Name100 = Annotated[str, StringConstraints(max_length=100)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII | re.IGNORECASE)
+
+
+def _uuid(value: str) -> str:
+    if not _UUID.fullmatch(value):
+        raise ValueError("must be a UUID (8-4-4-4-12 hexadecimal digits)")
+    return value.lower()
+
+
+# The id of a resource the spec calls a UUID (contacts, lists, tags, ...): anything else is
+# a malformed request (400 with its path), not an unknown resource. Compared lower-cased,
+# as they are issued.
+Uuid = Annotated[str, StringConstraints(max_length=36), AfterValidator(_uuid),
+                 Field(json_schema_extra={"format": "uuid"})]
+
+
+def json_bytes(value: Any) -> int:
+    """How large a JSON value is once stored: its compact UTF-8 encoding, bytes."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _at_most(max_bytes: int):
+    def check(value: Any) -> Any:
+        if json_bytes(value) > max_bytes:
+            raise ValueError(f"larger than {max_bytes // 1024} KB once serialised")
+        return value
+    return AfterValidator(check)
+
+
+def JsonObject(max_bytes: int) -> Any:  # noqa: N802 - a type, used as one
+    """A free-form JSON object of at most `max_bytes` serialised (bounded, so a document
+    stays far below the store's 16 MB)."""
+    return Annotated[dict[str, Any], _at_most(max_bytes)]
 
 
 class Strict(BaseModel):

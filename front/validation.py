@@ -15,7 +15,12 @@ from quart_schema import document_querystring, document_request
 
 from pipelines.errors import ValidationFailed
 
+from .runtime import settings
+
 M = TypeVar("M", bound=BaseModel)
+# On a view taking a JSON body: whether the body may be left out (the OpenAPI document
+# marks the others' requestBody required).
+BODY_OPTIONAL_ATTRIBUTE = "_postroom_body_optional"
 
 
 # Parts of a pydantic error location that name a type inside a union, not a field.
@@ -75,32 +80,43 @@ async def json_body(allow_empty: bool = False) -> bytes:
 # What a BSON document can hold: 64-bit integers and finite doubles. JSON allows more
 # (1e999 parses as infinity, integers are unbounded), which failed later in the store as a 500.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# The longest string any field takes, bytes (UTF-8), unless its own limit is lower (most
+# are) or the HTML limit is higher: a last bound so no value meets the store's 16 MB
+# document limit as a 500. Free-form objects have their own bounds (front/types.JsonObject).
+MAX_STRING_BYTES = 1024 * 1024
 
 
-def _refuse_unstorable(value: Any, loc: tuple = ()) -> None:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+def _fail(loc: tuple, message: str) -> None:
+    path = format_path(loc) or None
+    raise ValidationFailed(f"{path}: {message}" if path else message, path=path)
+
+
+def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_STRING_BYTES) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, str):
+        if len(value) * 4 > max_string_bytes and len(value.encode()) > max_string_bytes:
+            _fail(loc, f"longer than any field takes ({max_string_bytes // 1024} KB).")
         return
     if isinstance(value, int):
         if not _INT64_MIN <= value <= _INT64_MAX:
-            path = format_path(loc) or None
-            raise ValidationFailed(f"{path}: Integer out of range (64-bit)." if path else
-                                   "Integer out of range (64-bit).", path=path)
+            _fail(loc, "Integer out of range (64-bit).")
     elif isinstance(value, float):
         if math.isinf(value) or math.isnan(value):
-            path = format_path(loc) or None
-            raise ValidationFailed(f"{path}: Number out of range." if path else "Number out of range.", path=path)
+            _fail(loc, "Number out of range.")
     elif isinstance(value, BaseModel):
         for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
-            _refuse_unstorable(item, loc + (name,))
+            _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, dict):
         for name, item in value.items():
-            _refuse_unstorable(item, loc + (name,))
+            _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _refuse_unstorable(item, loc + (index,))
+            _refuse_unstorable(item, loc + (index,), max_string_bytes)
 
 
-def parse_body(model: type[M], raw: bytes, allow_empty: bool = False) -> M:
+def parse_body(model: type[M], raw: bytes, allow_empty: bool = False,
+               max_string_bytes: int = MAX_STRING_BYTES) -> M:
     if not raw.strip():
         if not allow_empty:
             raise ValidationFailed("Request body is required.")
@@ -109,7 +125,7 @@ def parse_body(model: type[M], raw: bytes, allow_empty: bool = False) -> M:
         parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as error:
         raise_first(error)
-    _refuse_unstorable(parsed)
+    _refuse_unstorable(parsed, max_string_bytes=max_string_bytes)
     return parsed
 
 
@@ -120,17 +136,25 @@ def body(model: type[M], allow_empty: bool = False):
         @document_request(model)
         @functools.wraps(view)
         async def wrapper(*args: Any, **kwargs: Any):
-            return await view(*args, data=parse_body(model, await json_body(allow_empty), allow_empty), **kwargs)
+            longest = max(MAX_STRING_BYTES, settings().max_html_bytes)  # html has its own, settable limit
+            data = parse_body(model, await json_body(allow_empty), allow_empty, longest)
+            return await view(*args, data=data, **kwargs)
+        setattr(wrapper, BODY_OPTIONAL_ATTRIBUTE, allow_empty)
         return wrapper
     return decorate
 
 
 def query(model: type[M]):
-    """Decorator: validate the query string into `model`, passed as `params`."""
+    """Decorator: validate the query string into `model`, passed as `params`. A parameter
+    the model knows given twice (`?offset=0&offset=5`) is refused: which one would win is
+    a guess. Others are ignored, as unknown parameters are."""
     def decorate(view):
         @document_querystring(model)
         @functools.wraps(view)
         async def wrapper(*args: Any, **kwargs: Any):
+            for name in model.model_fields:
+                if len(request.args.getlist(name)) > 1:
+                    raise ValidationFailed(f"{name}: given more than once.", path=name)
             raw = {k: request.args.get(k) for k in request.args}
             try:
                 params = model.model_validate(raw)

@@ -15,7 +15,7 @@ from pymongo.errors import BulkWriteError
 from pipelines.clock import iso, now_iso, utcnow
 from pipelines.ids import new_uuid
 
-from . import activity
+from . import activity, versions
 from .contacts import live
 
 RESTORE_WINDOW = dt.timedelta(days=30)
@@ -31,7 +31,8 @@ async def delete_all(db: AsyncDatabase, workspace_id: str, key_id: str | None) -
     now = utcnow()
     result = await db.contacts.update_many(
         live(workspace_id),
-        {"$set": {"deleted": True, "deleted_at": iso(now), "deletion_id": deletion_id, "updated_at": iso(now)}})
+        versions.bump({"$set": {"deleted": True, "deleted_at": iso(now), "deletion_id": deletion_id,
+                                "updated_at": iso(now)}}))
     return await activity.record(db, workspace_id, DELETE_ALL, key_id, {
         "deletion_id": deletion_id, "count": result.modified_count,
         "restorable_until": iso(now + RESTORE_WINDOW), "purged": False})
@@ -59,7 +60,8 @@ async def restore(db: AsyncDatabase, workspace_id: str, entry: dict, key_id: str
     for start in range(0, len(docs), _RESTORE_CHUNK):
         chunk = docs[start:start + _RESTORE_CHUNK]
         ops = [UpdateOne({"_id": d["_id"], "deletion_id": deletion_id},
-                         {"$set": {"deleted": False, "deleted_at": None, "deletion_id": "", "updated_at": now}})
+                         versions.bump({"$set": {"deleted": False, "deleted_at": None, "deletion_id": "",
+                                                 "updated_at": now}}))
                for d in chunk]
         try:
             result = await db.contacts.bulk_write(ops, ordered=False)

@@ -17,6 +17,8 @@ Document shape (other features rely on it):
     deleted_at      None, or when it was soft-deleted
     deletion_id     "" while live; the delete-all's id once soft-deleted
     created_at, updated_at, unsubscribed_at (None while subscribed)
+    version         integer, one more after every write (mongo/versions.py): the guard of
+                    every compare-and-set on a contact (never `updated_at`)
 
 Uniqueness among live contacts is the unique index (workspace_id, email_key,
 deletion_id): live contacts all carry deletion_id "", so two live contacts cannot share an
@@ -42,7 +44,7 @@ from pipelines.clock import now_iso
 from pipelines.errors import ValidationFailed
 from pipelines.ids import new_uuid
 
-from . import outbox
+from . import outbox, versions
 
 INDEXES: dict[str, list] = {
     "contacts": [
@@ -56,8 +58,9 @@ INDEXES: dict[str, list] = {
     ],
 }
 
-# Compare-and-set rounds of an update before giving up (only under heavy contention).
-_MERGE_ATTEMPTS = 5
+# Compare-and-set rounds of an update before giving up: each round one of the racing
+# writers wins, so this is only reached by more than this many writers at once.
+_MERGE_ATTEMPTS = 10
 # Newest first, then by id so pages are stable.
 PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
@@ -103,7 +106,7 @@ def new_document(workspace_id: str, *, email: str, first_name: str | None = None
         "subscribed": subscribed, "bounced": False, "tags": [], "lists": list(lists or []),
         "deleted": False, "deleted_at": None, "deletion_id": "",
         "created_at": now, "updated_at": now, "unsubscribed_at": None if subscribed else now,
-        **outbox.no_events(),
+        versions.FIELD: 0, **outbox.no_events(),
     }
 
 
@@ -166,11 +169,11 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
     checked on the merged attributes inside the compare-and-set, so concurrent patches
     cannot pass it together (400 `validation_error`).
 
-    Attributes are merged here and written as one whole object, guarded by the
-    `updated_at` we read (compare-and-set, retried): the embedded store turns a boolean
-    written with a dotted `$set` into 0/1, while a whole object keeps its types. (It also
-    answers a unique-index violation in find_one_and_update with None instead of an
-    error, hence update_one.)"""
+    Attributes are merged here and written as one whole object, guarded by the `version`
+    we read (compare-and-set, retried; mongo/versions.py says why not `updated_at`): the
+    embedded store turns a boolean written with a dotted `$set` into 0/1, while a whole
+    object keeps its types. (It also answers a unique-index violation in
+    find_one_and_update with None instead of an error, hence update_one.)"""
     for _ in range(_MERGE_ATTEMPTS):
         current = await get(db, workspace_id, contact_id)
         if current is None:
@@ -201,13 +204,13 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
                                             {"contact": view(after), "changed": changed}))
         try:  # update_one, not find_one_and_update: the embedded store's answers None there
             result = await db.contacts.update_one(
-                live(workspace_id, {"_id": contact_id, "updated_at": current["updated_at"]}),
-                outbox.carrying({"$set": changes}, events))
+                {**live(workspace_id, {"_id": contact_id}), **versions.guard(current)},
+                versions.bump(outbox.carrying({"$set": changes}, events)))
         except DuplicateKeyError:
             return None
         if result.matched_count == 1:
             await outbox.relay(db, "contacts", [contact_id], {e["_id"] for e in events})
-            return after
+            return {**after, versions.FIELD: current.get(versions.FIELD, 0) + 1}
     raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
 
 
@@ -236,7 +239,7 @@ async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, 
     after = {**current, **changes}
     event = subscription_event(workspace_id, after, reason)
     result = await db.contacts.update_one(live(workspace_id, {"_id": contact_id, "subscribed": not subscribed}),
-                                          outbox.carrying({"$set": changes}, [event]))
+                                          versions.bump(outbox.carrying({"$set": changes}, [event])))
     if result.matched_count != 1:
         return None
     await outbox.relay(db, "contacts", [contact_id], {event["_id"]})
@@ -248,7 +251,8 @@ async def mark_bounced(db: AsyncDatabase, workspace_id: str, email: str) -> str 
     doc = await find_by_email(db, workspace_id, email)
     if doc is None:
         return None
-    await db.contacts.update_one({"_id": doc["_id"]}, {"$set": {"bounced": True, "updated_at": now_iso()}})
+    await db.contacts.update_one({"_id": doc["_id"]},
+                                 versions.bump({"$set": {"bounced": True, "updated_at": now_iso()}}))
     return doc["_id"]
 
 

@@ -14,6 +14,8 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import in_seconds, now_iso
 
+from . import versions
+
 
 # A claim still `in_progress` after this long belongs to a front that died mid-request
 # (no request runs this long: bodies time out after 60 s); a retry may take it over.
@@ -74,7 +76,7 @@ async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str
 async def complete(db: AsyncDatabase, workspace_id: str, key: str, response: dict) -> None:
     await db.idempotency.update_one(
         {"_id": record_id(workspace_id, key)},
-        {"$set": {"state": "done", "response": response}})
+        versions.bump({"$set": {"state": "done", "response": response}}))
 
 
 async def release(db: AsyncDatabase, workspace_id: str, key: str, claim: str, *,

@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import now_iso
 
-from . import outbox
+from . import outbox, versions
 from .contacts import existing
 
 FIELDS = ("tags", "lists")
@@ -49,7 +49,7 @@ async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
             guard, update = {field: ref_id}, {"$pull": {field: ref_id}, "$set": {"updated_at": now}}
         if events:
             update = outbox.carrying(update, events[d["_id"]])
-        ops.append(UpdateOne({"_id": d["_id"], **guard}, update))
+        ops.append(UpdateOne({"_id": d["_id"], **guard}, versions.bump(update)))
     if ops:
         await db.contacts.bulk_write(ops, ordered=False)
     if events:  # what a concurrent caller changed first carries no event of ours: not ours to report
@@ -77,7 +77,7 @@ async def drop_everywhere(db: AsyncDatabase, workspace_id: str, field: str, ref_
     (so a restore brings back no dangling id)."""
     assert field in FIELDS
     result = await db.contacts.update_many({"workspace_id": workspace_id, field: ref_id},
-                                           {"$pull": {field: ref_id}})
+                                           versions.bump({"$pull": {field: ref_id}}))
     return result.modified_count
 
 

@@ -110,6 +110,20 @@ async def relay(db: AsyncDatabase, collection: str, doc_ids: list[str],
     return events
 
 
+async def relay_inserted(db: AsyncDatabase, collection: str, docs: list[dict]) -> None:
+    """`relay` for documents this caller has just inserted (`inserted_with`), in bulk: the
+    events are in hand, so no read; and while the token is still the one we wrote, no
+    later write added events, so the carrier is emptied in one `$set` instead of a pull
+    and a clear. Where a later write did add some, our events stay behind too and a later
+    relay records them again, which the outbox ignores by `_id`."""
+    carried = [d for d in docs if d.get(PENDING)]
+    if not carried:
+        return
+    await record_many(db, [e for d in carried for e in d[PENDING]])
+    await db[collection].bulk_write([UpdateOne({"_id": d["_id"], PENDING_TOKEN: d[PENDING_TOKEN]},
+                                               {"$set": no_events()}) for d in carried], ordered=False)
+
+
 async def relay_stranded(db: AsyncDatabase, settings=None, *, limit: int = 500) -> int:
     """Scheduler job: events a dead process left in their documents, relayed."""
     cutoff = in_seconds(-STRANDED_AFTER_SECONDS)

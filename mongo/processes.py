@@ -5,12 +5,17 @@ instead of sleeping for a guessed time."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
 
 from pipelines.clock import now_iso
+
+log = logging.getLogger("postroom.processes")
 
 
 def process_name(kind: str) -> str:
@@ -34,3 +39,28 @@ async def passes(db: AsyncDatabase, kind: str) -> int:
 async def seen_since(db: AsyncDatabase, since_iso: str) -> list[dict]:
     docs = await db.processes.find({}).to_list()
     return sorted((d for d in docs if d.get("seen_at", "") >= since_iso), key=lambda d: d["_id"])
+
+
+# How often a long-running process (front, worker, inbound) says it is alive.
+HEARTBEAT_SECONDS = 10.0
+
+
+async def beat_until(db: AsyncDatabase, kind: str, stop: asyncio.Event, interval: float = HEARTBEAT_SECONDS,
+                     **details) -> None:
+    """Beat now and every `interval` seconds until `stop` is set. A failed beat is logged
+    and tried again next time: a store hiccup must not take the process down."""
+    while not stop.is_set():
+        try:
+            await beat(db, kind, **details)
+        except PyMongoError as error:
+            log.warning("heartbeat of %s failed: %s", kind, error)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def recent(db: AsyncDatabase, since_iso: str) -> list[dict]:
+    """Every process seen since `since_iso`, newest first."""
+    docs = await db.processes.find({}).to_list()
+    return sorted((d for d in docs if d.get("seen_at", "") >= since_iso), key=lambda d: d["seen_at"], reverse=True)

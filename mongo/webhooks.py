@@ -3,7 +3,9 @@
 
 A delivery is claimed for an attempt with a lease (`locked_by`, `locked_until`) by a
 guarded update on its `_id`, so two workers never attempt it at once; `handoff_until`
-says until when it is the broker's to carry, after which the scheduler enqueues it."""
+says until when it is the broker's to carry, after which the scheduler enqueues it. Every
+write to a delivery adds one to its `version`, the guard of the scheduler's hand-off
+(mongo/versions.py: never a timestamp)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
+
+from . import versions
 
 INDEXES: dict[str, list] = {
     "webhooks": [IndexModel([("workspace_id", ASCENDING), ("active", ASCENDING), ("created_at", DESCENDING)],
@@ -59,7 +63,7 @@ async def deactivate(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> b
         return False
     await db.webhook_deliveries.update_many(
         {"webhook_id": webhook_id, "status": "pending"},
-        {"$set": {"status": "cancelled", "updated_at": now}})
+        versions.bump({"$set": {"status": "cancelled", "updated_at": now}}))
     return True
 
 
@@ -84,7 +88,7 @@ async def insert_deliveries(db: AsyncDatabase, docs: list[dict]) -> None:
     if not docs:
         return
     try:
-        await db.webhook_deliveries.bulk_write([InsertOne(d) for d in docs], ordered=False)
+        await db.webhook_deliveries.bulk_write([InsertOne({**d, versions.FIELD: 0}) for d in docs], ordered=False)
     except BulkWriteError as error:
         if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
             raise
@@ -97,21 +101,21 @@ async def claim(db: AsyncDatabase, delivery_id: str, token: str, lease_seconds: 
     return await db.webhook_deliveries.find_one_and_update(
         {"_id": delivery_id, "status": "pending", "next_attempt_at": {"$lte": now},
          "locked_until": {"$lte": now}},
-        {"$set": {"locked_by": token, "locked_until": in_seconds(lease_seconds), "updated_at": now}},
+        versions.bump({"$set": {"locked_by": token, "locked_until": in_seconds(lease_seconds), "updated_at": now}}),
         return_document=ReturnDocument.AFTER)
 
 
 async def finish_attempt(db: AsyncDatabase, delivery_id: str, token: str, changes: dict) -> bool:
     """Apply an attempt's outcome, only while we still hold the lease."""
     result = await db.webhook_deliveries.update_one(
-        {"_id": delivery_id, "locked_by": token, "status": "pending"}, {"$set": changes})
+        {"_id": delivery_id, "locked_by": token, "status": "pending"}, versions.bump({"$set": changes}))
     return result.modified_count == 1
 
 
 async def cancel(db: AsyncDatabase, delivery_id: str, token: str) -> None:
     await db.webhook_deliveries.update_one(
         {"_id": delivery_id, "locked_by": token, "status": "pending"},
-        {"$set": {"status": "cancelled", "locked_by": "", "updated_at": now_iso()}})
+        versions.bump({"$set": {"status": "cancelled", "locked_by": "", "updated_at": now_iso()}}))
 
 
 async def record_attempt(db: AsyncDatabase, attempt: dict) -> None:
@@ -126,14 +130,15 @@ async def due(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     now = now_iso()
     return await db.webhook_deliveries.find(
         {"status": "pending", "next_attempt_at": {"$lte": now}, "handoff_until": {"$lte": now}},
-        {"_id": 1, "handoff_until": 1}, sort=[("next_attempt_at", ASCENDING)], limit=limit).to_list()
+        {"_id": 1, versions.FIELD: 1}, sort=[("next_attempt_at", ASCENDING)], limit=limit).to_list()
 
 
-async def hand_off(db: AsyncDatabase, delivery_id: str, seen_handoff: str, until: str) -> bool:
-    """Guarded, so two schedulers never both enqueue one delivery."""
+async def hand_off(db: AsyncDatabase, seen: dict, until: str) -> bool:
+    """Guarded on the version `seen` (from `due`), so two schedulers never both enqueue one
+    delivery, and one that a worker attempted meanwhile is left alone."""
     result = await db.webhook_deliveries.update_one(
-        {"_id": delivery_id, "status": "pending", "handoff_until": seen_handoff},
-        {"$set": {"handoff_until": until}})
+        {"_id": seen["_id"], "status": "pending", **versions.guard(seen)},
+        versions.bump({"$set": {"handoff_until": until}}))
     return result.modified_count == 1
 
 
@@ -152,6 +157,6 @@ async def attempts_for(db: AsyncDatabase, delivery_ids: list[str]) -> dict[str, 
     found: dict[str, list[dict]] = {d: [] for d in delivery_ids}
     if delivery_ids:
         for attempt in await db.webhook_attempts.find(
-                {"delivery_id": {"$in": list(delivery_ids)}}, sort=[("attempt", ASCENDING)]).to_list():
+                {"delivery_id": {"$in": list(delivery_ids)}}, sort=[("at", ASCENDING), ("attempt", ASCENDING)]).to_list():
             found.setdefault(attempt["delivery_id"], []).append(attempt)
     return found

@@ -9,6 +9,8 @@ import sys
 
 from pipelines import api_keys
 
+from pipelines.settings import Settings
+
 from . import config, logs
 
 
@@ -75,7 +77,23 @@ def cmd_worker(args) -> int:
         print("-p and -t must be at least 1", file=sys.stderr)
         return 2
     from .worker_pool import run
-    return run(queues, args.processes, args.threads, config.child_env(settings))
+    return run(queues, args.processes, args.threads,
+               {**config.child_env(settings), **_worker_metrics_env(settings)})
+
+
+def _worker_metrics_env(settings) -> dict[str, str]:
+    """With POSTROOM_WORKER_METRICS_PORT: Dramatiq's Prometheus exposition server on that
+    port, and prometheus_client in multiprocess mode from the first import in every
+    worker process, over a directory of this pool's own (emptied at start)."""
+    if not settings.worker_metrics_port:
+        return {}
+    import shutil
+    directory = settings.data_dir / "metrics" / f"worker-{settings.worker_metrics_port}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return {"dramatiq_prom_port": str(settings.worker_metrics_port),
+            "dramatiq_prom_host": settings.metrics_host,
+            "dramatiq_prom_db": str(directory), "PROMETHEUS_MULTIPROC_DIR": str(directory)}
 
 
 def cmd_indexes(args) -> int:
@@ -189,7 +207,7 @@ def cmd_queues(args) -> int:
     return 0
 
 
-EXTRA_COMMANDS: list[str] = ["ops.inbound", "ops.settings_cli"]  # modules exposing add_commands(subparsers) (e.g. inbound)
+EXTRA_COMMANDS: list[str] = ["ops.inbound", "ops.settings_cli", "ops.contacts_cli", "ops.status_cli"]  # modules exposing add_commands(subparsers) (e.g. inbound)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logs.configure()
+    logs.configure(log_format=Settings.from_env().log_format)
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

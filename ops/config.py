@@ -20,7 +20,7 @@ def secret_key_for(settings: Settings) -> str:
     if settings.secret_key:
         return settings.secret_key
     path = settings.data_dir / "secret_key"
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    embedded_store.private_dir(settings.data_dir)
     try:
         # O_EXCL: of two processes starting at once exactly one creates the file (owner-only
         # from the first byte); the other finds it and reads the winner's key.

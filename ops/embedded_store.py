@@ -2,7 +2,11 @@
 port, one SQLite file per database under DATA_DIR/store, so data survives restarts.
 
 Processes started one by one (`postroom front`, `worker`, `scheduler`) share one store
-per DATA_DIR: the first starts it detached and records its port in DATA_DIR/store.json."""
+per DATA_DIR: the first starts it detached and records its port in DATA_DIR/store.json.
+
+Everything under DATA_DIR is private to the user running postroom (contacts, messages,
+keys): the directories are made 0700 and the store process runs with umask 077, so its
+files are created 0600 (files an earlier version left readable are narrowed at start)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,21 @@ from pathlib import Path
 from pymongo import MongoClient
 
 START_TIMEOUT_SECONDS = 20.0
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """`path` created if missing, and readable by its owner only (also when it existed)."""
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def _private_file(path: Path, flags: int) -> int:
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)
+    return fd
 
 
 def free_port() -> int:
@@ -43,10 +62,13 @@ def _answers(url: str) -> bool:
 
 def start(data_dir: Path, port: int | None = None, *, detached: bool = False) -> tuple[subprocess.Popen, str]:
     """Start a store process for `data_dir`; returns (process, url) once it answers."""
-    store_dir = (data_dir / "store").resolve()
-    store_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
+    store_dir = private_dir((data_dir / "store").resolve())
+    for existing in store_dir.iterdir():
+        if existing.is_file():
+            existing.chmod(PRIVATE_FILE_MODE)
     port = port or free_port()
-    log = open(data_dir / "store.log", "ab")
+    log = os.fdopen(_private_file(data_dir / "store.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab")
     process = subprocess.Popen(
         _command() + ["--data-dir", str(store_dir), "--host", "127.0.0.1", "--port", str(port),
                       "--log-file", str(data_dir.resolve() / "store.log"),
@@ -67,7 +89,7 @@ def start(data_dir: Path, port: int | None = None, *, detached: bool = False) ->
 
 def ensure_running(data_dir: Path) -> str:
     """The shared store for `data_dir`: reuse the recorded one if it answers, else start one."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     state_file = data_dir / "store.json"
     if state_file.exists():
         try:
@@ -83,7 +105,9 @@ def ensure_running(data_dir: Path) -> str:
 
 def record(data_dir: Path, url: str, pid: int) -> None:
     """Let other `postroom` commands on this DATA_DIR find the running store."""
-    (data_dir / "store.json").write_text(json.dumps({"url": url, "pid": pid}))
+    fd = _private_file(data_dir / "store.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"url": url, "pid": pid}))
 
 
 def forget(data_dir: Path) -> None:

@@ -110,9 +110,12 @@ async def serve(settings, stop: asyncio.Event) -> None:
         host=settings.inbound_host, port=settings.inbound_port)
     print(f"postroom inbound listening on {settings.inbound_host}:{settings.inbound_port} "
           f"for bounce+*@{settings.bounce_domain} and fbl@{settings.bounce_domain}", flush=True)
+    from mongo import processes
+    heartbeat = asyncio.create_task(processes.beat_until(db, "inbound", stop))
     try:
         await stop.wait()
     finally:
+        await heartbeat
         server.close()
         await server.wait_closed()
         if in_flight:

@@ -19,17 +19,22 @@ from pymongo.errors import BulkWriteError, OperationFailure
 
 from pipelines.errors import short_text
 
+from .log_format import JsonFormatter
+
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Longest exception text kept in a log line: enough for a reason, too short for a message.
 MAX_EXCEPTION_TEXT = 300
 
 
-def configure(level: int = logging.INFO) -> None:
-    """Root logging for this process, once, on stderr."""
+def configure(level: int = logging.INFO, log_format: str = "text") -> None:
+    """Root logging for this process, once, on stderr: plain lines, or one JSON object a
+    line with `log_format="json"` (ops/log_format.py)."""
     logging.basicConfig(level=level, format=LOG_FORMAT)
     guard = NoMailInLogs()
     for handler in logging.getLogger().handlers:
         handler.addFilter(guard)
+        if log_format == "json":
+            handler.setFormatter(JsonFormatter())
     # pika logs each failed connection attempt over several ERROR lines; whoever called it
     # (an enqueue, a consumer) logs the failure once, with its reason.
     logging.getLogger("pika").setLevel(logging.CRITICAL)

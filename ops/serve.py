@@ -12,6 +12,8 @@ from hypercorn.config import Config
 
 from pipelines.settings import Settings
 
+from . import metrics_server
+
 log = logging.getLogger("postroom")
 
 
@@ -45,6 +47,7 @@ async def run_front(settings: Settings, host: str, port: int, *, with_scheduler:
     from front.app import create_app
     await _prepare_store(settings)
     app = create_app(settings)
+    metrics_server.serve(settings.front_metrics_port, settings.metrics_host)
     stop = asyncio.Event()
     _stop_on_signals(stop)
     tasks = [serve(app, _hypercorn_config(host, port), shutdown_trigger=stop.wait)]
@@ -58,9 +61,11 @@ async def run_front(settings: Settings, host: str, port: int, *, with_scheduler:
 
 async def run_scheduler(settings: Settings) -> None:
     from actors import broker as broker_setup
+
     from .scheduler import run_forever
     broker_setup.setup(settings)
     broker_setup.load_actors()
+    metrics_server.serve(settings.scheduler_metrics_port, settings.metrics_host)
     stop = asyncio.Event()
     _stop_on_signals(stop)
     print("postroom scheduler running", flush=True)

@@ -56,7 +56,7 @@ async def dispatch_outbox(db: AsyncDatabase, settings: Settings) -> int:
 async def enqueue_due_deliveries(db: AsyncDatabase, settings: Settings) -> int:
     until = in_seconds(HANDOFF_GRACE_SECONDS)
     taken = [d["_id"] for d in await webhook_store.due(db)
-             if await webhook_store.hand_off(db, d["_id"], d["handoff_until"], until)]
+             if await webhook_store.hand_off(db, d, until)]
     await _enqueue(taken)
     return len(taken)
 

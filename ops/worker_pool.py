@@ -72,6 +72,7 @@ def run(queues: list[str], processes: int, threads: int, env: dict[str, str]) ->
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     log.info("worker pool: %d process(es) x %d threads on %s", processes, threads, ",".join(queues))
+    _serve_metrics(env)
     while not stop.is_set():
         now = time.monotonic()
         for child in children:
@@ -81,6 +82,19 @@ def run(queues: list[str], processes: int, threads: int, env: dict[str, str]) ->
         stop.wait(POLL_SECONDS)
     _stop_all(children)
     return 0
+
+
+def _serve_metrics(env: dict[str, str]) -> None:
+    """With a metrics port (ops/cli.py `_worker_metrics_env`): Dramatiq's exposition server,
+    which the `dramatiq` command would fork, runs here in the pool, serving what every child
+    writes to the shared multiprocess directory."""
+    if not env.get("dramatiq_prom_port"):
+        return
+    import os
+    for name in ("dramatiq_prom_host", "dramatiq_prom_port", "dramatiq_prom_db", "PROMETHEUS_MULTIPROC_DIR"):
+        os.environ[name] = env[name]  # the middleware module reads them when imported
+    from dramatiq.middleware import prometheus
+    threading.Thread(target=prometheus._run_exposition_server, name="metrics", daemon=True).start()
 
 
 def _stop_all(children: list[Child]) -> None:

@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queues", required=True, help="comma-separated queue names")
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
-    logs.configure()
+    from pipelines.settings import Settings
+    logs.configure(log_format=Settings.from_env().log_format)
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

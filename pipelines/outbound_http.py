@@ -1,6 +1,16 @@
 """Outbound HTTP to addresses users give us (webhook targets, later automation webhook
 steps), guarded against server-side request forgery.
 
+A target URL is read by one parser, httpx's — the one that sends — both when a client
+gives it (`target_problem`, 400 at the API) and at every attempt (`post`), so what was
+accepted is what is dialled, and a URL the sender cannot read is refused, never retried.
+Besides httpx's own rules we refuse white space, control characters and backslashes,
+credentials, ports outside 1-65535, hosts that are not plain DNS names or IP literals
+(percent-escapes, IPv6 zone ids), and IPv4 written in any but the dotted-decimal form
+(`0177.0.0.1`, `0x7f.1`, `127.1`, `2130706433`: resolvers read those as addresses while
+they look like names to us). Unicode hosts are taken as httpx takes them (IDNA 2008, so
+`ⓛⓞⓒⓐⓛⓗⓞⓢⓣ` and full-width `ｌｏｃａｌｈｏｓｔ` are not valid host names and are refused).
+
 The host is resolved here, every resolved address is checked, and the connection goes to
 the checked address itself — the URL's host is swapped for the IP while the original name
 travels in the Host header and as TLS SNI (and certificate check) — so a DNS answer that
@@ -8,20 +18,22 @@ changes between the check and the connect (rebinding) cannot redirect us. Redire
 not followed (a 3xx is an answer, not an instruction), proxies from the environment are
 ignored, and the whole exchange has one deadline.
 
-Refused unless the operator allows private targets: loopback, private (RFC 1918, ULA),
-link-local, shared/CGNAT, multicast, unspecified, reserved and documentation ranges —
-everything `ipaddress` does not call global — including those addresses embedded in
-IPv4-mapped, 6to4 and NAT64 IPv6 forms. Cloud metadata endpoints are refused always."""
+Refused unless the operator allows private targets: every address that is not public
+(`is_public`: globally reachable unicast — "is it global", not a list of bad ranges),
+including those embedded in IPv4-mapped, 6to4 and NAT64 IPv6 forms. Cloud metadata
+endpoints are refused always. A refusal never names the address a host resolved to
+(that would let a tenant map our internal DNS): it says "not a public address"."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import ipaddress
+import re
 import socket
 import ssl
 import time
-import urllib.parse
+import unicodedata
 
 import httpx
 
@@ -29,13 +41,27 @@ TIMEOUT_SECONDS = 10.0
 MAX_URL_LENGTH = 2048
 # How much of a receiver's answer we keep for the attempt log, bytes.
 RESPONSE_EXCERPT_BYTES = 1024
+NOT_PUBLIC = "not a public address"
+METADATA = "a cloud metadata address"
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 METADATA_ADDRESSES = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254"),
                       ipaddress.ip_address("100.100.100.200")}
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Every global IPv6 unicast address is allocated from 2000::/3 (RFC 4291 2.4, IANA).
+_IPV6_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+# Not globally reachable per IANA's special-purpose registries, though the `ipaddress`
+# module of older Pythons (3.11 here) still calls them global.
+_NOT_GLOBAL_THOUGH_IPADDRESS_SAYS_SO = [
+    ipaddress.ip_network("192.88.99.0/24"),  # 6to4 relay anycast, deprecated (RFC 7526)
+    ipaddress.ip_network("fec0::/10"),       # site-local, deprecated (RFC 3879)
+    ipaddress.ip_network("3fff::/20"),       # documentation (RFC 9637)
+]
+# A host name as DNS spells it (after IDNA): labels of letters, digits, '-' and '_'.
+_DNS_NAME = re.compile(r"(?=.{1,253}\.?$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*\.?", re.ASCII)
+# A last label a resolver would read as (part of) an IPv4 address: decimal, octal or hex.
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*", re.ASCII)
 
 _default_tls: ssl.SSLContext | None = None
 
@@ -44,12 +70,18 @@ class TargetRefused(Exception):
     """The target resolves to an address we do not send to."""
 
 
+class InvalidTarget(ValueError):
+    """The URL is not one we send to (its message completes "the URL …")."""
+
+
 @dataclasses.dataclass(frozen=True)
 class HttpResult:
     status_code: int  # 0 when no HTTP answer came back
     duration_ms: int
     error: str | None = None
     response_excerpt: str = ""
+    # True when trying again cannot help (an unreadable URL, a refused target)
+    permanent: bool = False
 
     @property
     def ok(self) -> bool:
@@ -68,58 +100,93 @@ def _embedded_ipv4(ip: IPAddress) -> ipaddress.IPv4Address | None:
     return None
 
 
+def is_public(ip: IPAddress) -> bool:
+    """Globally reachable unicast: what `ipaddress` calls global, minus multicast, IPv6
+    outside global unicast space, and the ranges it does not know are not global."""
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if ip.version == 6 and ip not in _IPV6_GLOBAL_UNICAST:
+        return False
+    return not any(ip in network for network in _NOT_GLOBAL_THOUGH_IPADDRESS_SAYS_SO)
+
+
 def address_problem(ip: IPAddress, allow_private: bool = False) -> str | None:
-    """Why we would not connect to `ip`, or None when we would."""
+    """Why we would not connect to `ip`, or None when we would. Names no address."""
     inner = _embedded_ipv4(ip)
     if inner is not None:
-        problem = address_problem(inner, allow_private)
-        return f"{problem} (embedded in {ip})" if problem else None
+        return address_problem(inner, allow_private)
     if ip in METADATA_ADDRESSES:
-        return "a cloud metadata address"
-    if allow_private:
+        return METADATA
+    if allow_private or is_public(ip):
         return None
-    for label, test in (("a loopback address", ip.is_loopback), ("the unspecified address", ip.is_unspecified),
-                        ("a link-local address", ip.is_link_local), ("a multicast address", ip.is_multicast),
-                        ("a shared (CGNAT) address", ip.version == 4 and ip in _CGNAT),
-                        ("a reserved address", ip.is_reserved), ("a private address", ip.is_private)):
-        if test:
-            return label
-    if not ip.is_global:
-        return "a non-global (reserved) address"
-    return None
+    return NOT_PUBLIC
 
 
-def url_problem(url: str) -> str | None:
-    """Why `url` is not an acceptable target URL (shape only, no DNS), or None."""
+def _check_host(raw_host: str) -> None:
+    if "%" in raw_host:  # a percent-escape, or an IPv6 zone id: neither names a host
+        raise InvalidTarget("must name a valid host")
+    if ":" in raw_host:  # an IPv6 literal (httpx took the brackets off)
+        try:
+            ipaddress.IPv6Address(raw_host)
+        except ValueError:
+            raise InvalidTarget("must name a valid host") from None
+        return
+    if not _DNS_NAME.fullmatch(raw_host):
+        raise InvalidTarget("must name a valid host")
+    if _NUMERIC_LABEL.fullmatch(raw_host.rstrip(".").rsplit(".", 1)[-1]):
+        try:
+            ipaddress.IPv4Address(raw_host)
+        except ValueError:
+            raise InvalidTarget("must write an IPv4 address as four decimal numbers (192.0.2.1)") from None
+
+
+def parse_target(url: str) -> httpx.URL:
+    """`url` as the sender reads it, or InvalidTarget saying why it is not a target."""
     if len(url) > MAX_URL_LENGTH:
-        return f"must be at most {MAX_URL_LENGTH} characters"
+        raise InvalidTarget(f"must be at most {MAX_URL_LENGTH} characters")
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in url):
+        raise InvalidTarget("must not contain white space or control characters")
+    if "\\" in url:
+        raise InvalidTarget("must not contain backslashes")
     try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        return "is not a valid URL"
-    if parts.scheme not in ("http", "https"):
-        return "must be an http or https URL"
-    if not parts.hostname:
-        return "must name a host"
-    if parts.username is not None or parts.password is not None:
-        return "must not carry credentials"
-    if any(c.isspace() for c in url):
-        return "must not contain white space"
-    return None
+        target = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        raise InvalidTarget("is not a valid URL") from None
+    if target.scheme not in ("http", "https"):
+        raise InvalidTarget("must be an http or https URL")
+    if not target.raw_host:
+        raise InvalidTarget("must name a host")
+    if target.userinfo or "@" in re.split(r"[/?#]", url.split("//", 1)[-1], maxsplit=1)[0]:
+        raise InvalidTarget("must not carry credentials")
+    if target.port is not None and not 1 <= target.port <= 65535:
+        raise InvalidTarget("is not a valid URL (port out of range)")
+    _check_host(target.raw_host.decode("ascii").lower())
+    return target
 
 
-def literal_target_problem(url: str, allow_private: bool) -> str | None:
+def _literal_problem(target: httpx.URL, allow_private: bool) -> str | None:
     """A refusal we can tell without DNS: an IP literal or `localhost` host."""
-    host = (urllib.parse.urlsplit(url).hostname or "").rstrip(".").lower()
+    host = target.raw_host.decode("ascii").lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
-        return None if allow_private else "points at a loopback host"
+        return None if allow_private else NOT_PUBLIC
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
         return None
-    problem = address_problem(ip, allow_private)
-    return f"points at {problem}" if problem else None
+    return address_problem(ip, allow_private)
+
+
+def target_problem(url: str, allow_private: bool) -> str | None:
+    """Why a client may not give `url` as a target (shape and literal host, no DNS), or None.
+    The text completes "the URL …"."""
+    try:
+        target = parse_target(url)
+    except InvalidTarget as error:
+        return str(error)
+    problem = _literal_problem(target, allow_private)
+    if problem is None:
+        return None
+    return "points at a cloud metadata address" if problem == METADATA else "points at an address that is not public"
 
 
 async def resolve_checked(host: str, port: int, allow_private: bool) -> list[str]:
@@ -138,7 +205,7 @@ async def resolve_checked(host: str, port: int, allow_private: bool) -> list[str
     for ip in addresses:
         problem = address_problem(ip, allow_private)
         if problem:
-            raise TargetRefused(f"{host} resolves to {problem} ({ip}); refused")
+            raise TargetRefused(problem)  # never the address: no DNS oracle for tenants
     return list(dict.fromkeys(str(ip) for ip in addresses))
 
 
@@ -149,14 +216,14 @@ def _tls_context() -> ssl.SSLContext:
     return _default_tls
 
 
-async def _exchange(url: str, body: bytes, headers: dict[str, str], allow_private: bool,
+async def _exchange(target: httpx.URL, body: bytes, headers: dict[str, str], allow_private: bool,
                     tls: ssl.SSLContext | None) -> tuple[int, str]:
-    target = httpx.URL(url)
     port = target.port or (443 if target.scheme == "https" else 80)
-    addresses = await resolve_checked(target.host, port, allow_private)
-    name = f"[{target.host}]" if ":" in target.host else target.host
+    host = target.raw_host.decode("ascii")  # IDNA-encoded: what DNS, Host and SNI carry
+    addresses = await resolve_checked(host, port, allow_private)
+    name = f"[{host}]" if ":" in host else host
     host_header = name if target.port is None else f"{name}:{target.port}"
-    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
     async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False,
                                  verify=tls or _tls_context()) as client:
         for index, ip in enumerate(addresses):  # the checked addresses, and nothing else
@@ -183,20 +250,29 @@ async def _exchange(url: str, body: bytes, headers: dict[str, str], allow_privat
 
 async def post(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool,
                timeout_seconds: float = TIMEOUT_SECONDS, tls: ssl.SSLContext | None = None) -> HttpResult:
-    """POST `body` to `url` under the guard. Never raises for network trouble: the result
-    says what happened (status 0 and an error when no HTTP answer came back)."""
+    """POST `body` to `url` under the guard. Never raises: the result says what happened
+    (status 0 and an error when no HTTP answer came back; `permanent` when trying again
+    cannot help: a URL the sender cannot read, or a target the guard refuses)."""
     started = time.monotonic()
 
     def elapsed() -> int:
         return int((time.monotonic() - started) * 1000)
 
     try:
-        status, excerpt = await asyncio.wait_for(_exchange(url, body, headers, allow_private, tls),
+        target = parse_target(url)
+        problem = _literal_problem(target, allow_private)
+        if problem:
+            raise TargetRefused(problem)
+        status, excerpt = await asyncio.wait_for(_exchange(target, body, headers, allow_private, tls),
                                                  timeout=timeout_seconds)
+    except InvalidTarget as error:
+        return HttpResult(0, elapsed(), f"refused: the URL {error}", permanent=True)
     except TargetRefused as error:
-        return HttpResult(0, elapsed(), f"refused: {error}")
+        return HttpResult(0, elapsed(), f"refused: {error}", permanent=True)
     except (asyncio.TimeoutError, httpx.TimeoutException):
         return HttpResult(0, elapsed(), f"timed out after {timeout_seconds:g} s")
     except (httpx.HTTPError, ConnectionError, OSError, ssl.SSLError) as error:
         return HttpResult(0, elapsed(), f"{type(error).__name__}: {error}".strip())
+    except Exception as error:  # noqa: BLE001 - an attempt always ends with a result to record
+        return HttpResult(0, elapsed(), f"failed: {type(error).__name__}")
     return HttpResult(status, elapsed(), None if 200 <= status < 300 else f"HTTP {status}", excerpt)

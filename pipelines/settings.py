@@ -8,7 +8,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-
 # Inside a send claim's lease, after the SMTP transaction: the store writes that record it.
 SEND_LEASE_MARGIN_SECONDS = 2.0
 
@@ -73,6 +72,14 @@ class Settings:
     message_stall_seconds: int = 600
     # How many times the watchdog hands one message back before it ends `failed`.
     message_max_revivals: int = 12
+    # Prometheus scrape ports (0 = off): the front's, the scheduler's (both their own
+    # process), and a worker pool's (Dramatiq's exposition server for all its processes).
+    front_metrics_port: int = 0
+    scheduler_metrics_port: int = 0
+    worker_metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
+    # "text" (default) or "json": one JSON object per log record (ops/log_format.py).
+    log_format: str = "text"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":

@@ -1,6 +1,6 @@
 """One delivery attempt: sign the stored body, POST it through the outbound guard, and
 decide what follows (delivered, try again later — on the broker or from the store — or
-give up). Used by the `webhooks` actor and, for the test operation, by the front."""
+give up: after the last attempt of the schedule, or at once on a permanent failure). Used by the `webhooks` actor and, for the test operation, by the front."""
 
 from __future__ import annotations
 
@@ -9,14 +9,21 @@ import time
 
 from . import outbound_http, retry_schedule, webhook_signing
 from .clock import in_seconds, now_iso
+from .secret_box import open_sealed
 from .webhook_events import HANDOFF_GRACE_SECONDS, NEVER
 
 # A worker holds a delivery this long at most (an attempt lasts ≤ the HTTP timeout).
 LEASE_SECONDS = 60
 
 
-async def send_signed(*, url: str, secret: str, body: str, event: str, delivery_id: str,
-                      webhook_id: str, allow_private: bool) -> outbound_http.HttpResult:
+async def send_signed(*, url: str, sealed_secret: str, secret_key: str, body: str, event: str,
+                      delivery_id: str, webhook_id: str, allow_private: bool) -> outbound_http.HttpResult:
+    """One signed POST; never raises, so every attempt ends with a result to record."""
+    try:
+        secret = open_sealed(sealed_secret, secret_key)
+    except ValueError:  # POSTROOM_SECRET_KEY changed since the secret was sealed: not sent unsigned
+        return outbound_http.HttpResult(0, 0, "not sent: the signing secret does not open with "
+                                              "POSTROOM_SECRET_KEY (was it changed?)")
     raw = body.encode()
     headers = webhook_signing.delivery_headers(secret=secret, body=raw, timestamp=int(time.time()),
                                                event=event, delivery_id=delivery_id,
@@ -34,7 +41,9 @@ class AttemptOutcome:
 def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -> AttemptOutcome:
     number = delivery["attempt_count"] + 1
     now = now_iso()
-    attempt = {"_id": f"{delivery['_id']}#{number}", "delivery_id": delivery["_id"],
+    replay = int(delivery.get("replays") or 0)  # an operator's replay starts the attempts again
+    attempt_id = f"{delivery['_id']}#{number}" if not replay else f"{delivery['_id']}#r{replay}.{number}"
+    attempt = {"_id": attempt_id, "delivery_id": delivery["_id"], "replay": replay,
                "webhook_id": delivery["webhook_id"], "workspace_id": delivery["workspace_id"],
                "attempt": number, "at": now, "status_code": result.status_code,
                "duration_ms": result.duration_ms, "error": result.error,
@@ -44,7 +53,8 @@ def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -
     if result.ok:
         changes.update(status="delivered", delivered_at=now)
         return AttemptOutcome(attempt, changes, None)
-    following = retry_schedule.after_failure(number, scale)
+    # a permanent failure (a URL the sender cannot read, a refused target) is not retried
+    following = None if result.permanent else retry_schedule.after_failure(number, scale)
     if following is None:
         changes.update(status="failed", failed_at=now)
         return AttemptOutcome(attempt, changes, None)

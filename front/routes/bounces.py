@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, WithJsonSchema
 from quart import Blueprint
 
 from mongo import bounces as bounce_store
@@ -25,6 +25,7 @@ _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def _moment(value: str, *, end_of_day: bool) -> str:
+    value = value.upper()  # RFC 3339 allows a lower-case `t` and `z`
     try:
         if _DATE_ONLY.match(value):
             day = dt.date.fromisoformat(value)
@@ -36,8 +37,12 @@ def _moment(value: str, *, end_of_day: bool) -> str:
                          "(2026-03-01T12:00:00Z; without an offset, UTC)") from None
 
 
-Since = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=False))]
-Until = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=True))]
+# Documented as what it is, a date or a date-time (so an empty `since=` is outside the
+# schema as well as refused).
+_MOMENT_SCHEMA = WithJsonSchema({"anyOf": [{"type": "string", "format": "date"},
+                                           {"type": "string", "format": "date-time"}]})
+Since = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=False)), _MOMENT_SCHEMA]
+Until = Annotated[str, AfterValidator(lambda v: _moment(v, end_of_day=True)), _MOMENT_SCHEMA]
 
 
 class BounceQuery(PageQuery):

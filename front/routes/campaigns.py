@@ -110,7 +110,7 @@ async def list_campaigns(params: CampaignQuery):
     return page([campaign_view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
 
 
-@bp.get("/campaigns/<campaign_id>")
+@bp.get("/campaigns/<uuid:campaign_id>")
 async def read(campaign_id: str):
     doc = await _existing(campaign_id)
     if doc["status"] in ("sending", "sent", "cancelled") and doc.get("total_recipients", 0) <= LIVE_STATS_MAX_RECIPIENTS:
@@ -119,7 +119,7 @@ async def read(campaign_id: str):
     return one(campaign_view(doc))
 
 
-@bp.post("/campaigns/<campaign_id>/send/api")
+@bp.post("/campaigns/<uuid:campaign_id>/send/api")
 @idempotent(required=True)
 async def send(campaign_id: str):
     doc = await _existing(campaign_id)
@@ -137,7 +137,7 @@ async def send(campaign_id: str):
                 "batches_queued": started["batches_queued"]}, 202)
 
 
-@bp.post("/campaigns/<campaign_id>/schedule")
+@bp.post("/campaigns/<uuid:campaign_id>/schedule")
 @body(ScheduleCampaign)
 async def schedule(campaign_id: str, data: ScheduleCampaign):
     doc = await _existing(campaign_id)
@@ -153,7 +153,7 @@ async def schedule(campaign_id: str, data: ScheduleCampaign):
     return one(campaign_view(scheduled))
 
 
-@bp.post("/campaigns/<campaign_id>/cancel")
+@bp.post("/campaigns/<uuid:campaign_id>/cancel")
 async def cancel(campaign_id: str):
     doc = await _existing(campaign_id)
     if doc["status"] == "cancelled":

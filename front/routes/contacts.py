@@ -3,23 +3,26 @@ duplicates across lists."""
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
-from quart import Blueprint
+from quart import Blueprint, request
 
 from mongo import activity as activity_store
 from mongo import contact_removal
 from mongo import contacts as contact_store
 from mongo import lists as list_store
+from pipelines.clock import in_seconds, now_iso
 from pipelines.contact_search import search_filter
 from pipelines.errors import ConfirmationRequired, Conflict, NotFound, ValidationFailed
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, list_or_404
 from ..pagination import PageQuery, page
-from ..responses import one
+from ..responses import one, streamed
 from ..runtime import caller, db
-from ..types import EmailAddress, Id, Name100, Strict
+from ..types import EmailAddress, Id, Name100, Strict, Uuid
 from ..validation import body, query
 
 bp = Blueprint("contacts", __name__, url_prefix="/api/v1")
@@ -35,7 +38,8 @@ class CreateContact(Strict):
     attributes: dict[str, Any] = Field(default_factory=dict, description=(
         "Custom values (up to 100; names of letters, digits, _ and -). Null values are dropped."))
     subscribed: bool = Field(True, description="Default true.")
-    list_id: Id | None = Field(None, description="Adds the new contact to this static list.")
+    list_id: Uuid | None = Field(None, description="Adds the new contact to this static list (a UUID; "
+                                                   "anything else is 400, an unknown list 404).")
 
 
 class UpdateContact(Strict):
@@ -70,7 +74,7 @@ class Restore(Strict):
 
 
 class DuplicatesQuery(PageQuery):
-    list_id: Id | None = Field(None, description="Only contacts that are also members of this list.")
+    list_id: Uuid | None = Field(None, description="Only contacts that are also members of this list (a UUID).")
 
 
 class ActivityQuery(PageQuery):
@@ -115,12 +119,12 @@ async def create_contact(data: CreateContact):
     return one(await contact_with_lists(doc), 201)
 
 
-@bp.get("/contacts/<contact_id>")
+@bp.get("/contacts/<uuid:contact_id>")
 async def get_contact(contact_id: str):
     return one(await contact_with_lists(await _contact_or_404(contact_id)))
 
 
-@bp.patch("/contacts/<contact_id>")
+@bp.patch("/contacts/<uuid:contact_id>")
 @body(UpdateContact)
 async def update_contact(contact_id: str, data: UpdateContact):
     current = await _contact_or_404(contact_id)
@@ -138,7 +142,7 @@ async def update_contact(contact_id: str, data: UpdateContact):
     return one(await contact_with_lists(doc))
 
 
-@bp.delete("/contacts/<contact_id>")
+@bp.delete("/contacts/<uuid:contact_id>")
 async def delete_contact(contact_id: str):
     if not await contact_store.delete(db(), caller().workspace_id, contact_id):
         raise NotFound("No such contact in this workspace.")
@@ -204,3 +208,142 @@ async def duplicates(params: DuplicatesQuery):
     data = [{**contact_store.view(d), "lists": [{"id": i, "name": names[i]} for i in d["lists"] if i in names]}
             for d in items]
     return page(data, total=total, limit=params.limit, offset=params.offset)
+
+
+# -- import and export (jobs) ---------------------------------------------------------------
+
+EXPORT_LIFETIME_SECONDS = 24 * 3600
+
+
+class ImportQuery(Strict):
+    list_id: Id | None = Field(None, description="Add every imported contact to this static list.")
+    tag_id: Id | None = Field(None, description="Tag every imported contact with this tag.")
+
+
+class ExportRequest(Strict):
+    list_id: Id | None = Field(None, description="Only this list's members (static or dynamic).")
+    segment_id: Id | None = Field(None, description="Only contacts matching this segment.")
+
+
+@bp.post("/contacts/import")
+@query(ImportQuery)
+async def start_import(params: ImportQuery):
+    """Import a CSV file (the request body, `Content-Type: text/csv`, UTF-8, a BOM is
+    fine): columns email, first_name, last_name, subscribed; any other column is an
+    attribute (`name:type` declares string/number/integer/boolean, else inferred).
+    Upserts by address. Answers 202 with a job to poll at GET /contacts/import/{job_id};
+    per-row errors (with line numbers) are in the job. A file that cannot be imported at
+    all (no email column, a bad column name, not UTF-8) is refused with 400 here."""
+    from mongo import contact_import
+    from mongo import tags as tag_store
+    from pipelines.contact_csv import HeaderError, read_rows
+
+    from ..enqueue import enqueue
+    data = await request.get_data()
+    try:
+        text = data.decode("utf-8-sig")
+        read_rows(io.StringIO(text, newline=""))
+    except UnicodeDecodeError:
+        raise ValidationFailed("body: the CSV file must be UTF-8.", path="body") from None
+    except HeaderError as error:
+        raise ValidationFailed(f"body: {error}.", path="body") from None
+    target = await list_or_404(params.list_id) if params.list_id is not None else None
+    if target is not None and target["type"] != "static":
+        raise ValidationFailed("list_id: contacts join a dynamic list by matching its conditions.", path="list_id")
+    if params.tag_id is not None and await tag_store.get(db(), caller().workspace_id, params.tag_id) is None:
+        raise NotFound("No such tag in this workspace.")
+    job = await contact_import.create_job(db(), caller().workspace_id, "import", list_id=params.list_id,
+                                          tag_id=params.tag_id, file_bytes=len(data), file_chunks=0)
+    chunks = await contact_import.store_file(db(), job["_id"], data)
+    await contact_import.update_job(db(), job["_id"], {"file_chunks": chunks})
+    from actors.imports import import_contacts
+    await enqueue(import_contacts, job["_id"])
+    return one(contact_import.job_view({**job, "file_chunks": chunks}), 202)
+
+
+@bp.get("/contacts/import/<job_id>")
+async def get_import(job_id: str):
+    """An import job: status (queued, running, completed, failed), counters so far
+    (rows, created, updated, unchanged, duplicates, suppressed, error_count) and `errors`
+    [{line, message, email}] (the first 1000)."""
+    return one(contact_import_view(await _job_or_404(job_id, "import")))
+
+
+@bp.post("/contacts/export")
+@body(ExportRequest, allow_empty=True)
+async def start_export(data: ExportRequest):
+    """Prepare an export of live contacts (all, a list's members or a segment's matches):
+    answers 201 with the job and its `download_url`; the download streams CSV in `_id`
+    order, as the contacts are when it is read. Jobs expire after 24 hours."""
+    from mongo import contact_import
+    from mongo import segments as segment_store
+    if data.list_id is not None and data.segment_id is not None:
+        raise ValidationFailed("segment_id: give list_id or segment_id, not both.", path="segment_id")
+    if data.list_id is not None:
+        await list_or_404(data.list_id)
+    if data.segment_id is not None and await segment_store.get(db(), caller().workspace_id, data.segment_id) is None:
+        raise NotFound("No such segment in this workspace.")
+    job = await contact_import.create_job(db(), caller().workspace_id, "export", list_id=data.list_id,
+                                          segment_id=data.segment_id, status="ready",
+                                          expires_at=in_seconds(EXPORT_LIFETIME_SECONDS))
+    return one(contact_import_view(job), 201)
+
+
+@bp.get("/contacts/export/<job_id>")
+async def get_export(job_id: str):
+    return one(contact_import_view(await _job_or_404(job_id, "export")))
+
+
+@bp.get("/contacts/export/<job_id>/download")
+async def download_export(job_id: str):
+    """The export as CSV (text/csv), streamed a page of contacts at a time."""
+    from front.audience import members_filter
+    from mongo import contact_import
+    from mongo import lists as lists_store
+    from mongo import segments as segment_store
+    from pipelines.contact_csv import export_header, export_row
+    from pipelines.segment_rules import compile_conditions
+    job = await _job_or_404(job_id, "export")
+    workspace_id = caller().workspace_id
+    condition = None
+    if job.get("list_id"):
+        list_doc = await lists_store.get(db(), workspace_id, job["list_id"])
+        if list_doc is None:
+            raise NotFound("The list of this export was deleted.")
+        condition = members_filter(list_doc)
+    elif job.get("segment_id"):
+        segment = await segment_store.get(db(), workspace_id, job["segment_id"])
+        if segment is None:
+            raise NotFound("The segment of this export was deleted.")
+        condition = compile_conditions(segment["conditions"])
+    store = db()
+    names = await contact_import.export_attribute_names(store, workspace_id, condition)
+
+    async def lines():
+        buffer = io.StringIO()
+        out = csv.writer(buffer, lineterminator="\r\n")
+        out.writerow(export_header(names))
+        async for doc in contact_import.export_contacts(store, workspace_id, condition):
+            out.writerow(export_row(doc, names))
+            if buffer.tell() > 64 * 1024:
+                yield buffer.getvalue().encode()
+                buffer.seek(0)
+                buffer.truncate()
+        yield buffer.getvalue().encode()
+    return streamed(lines(), "text/csv; charset=utf-8", f"contacts-{job_id}.csv", 200)
+
+
+def contact_import_view(job: dict) -> dict:
+    from mongo import contact_import
+    view = contact_import.job_view(job)
+    if job["kind"] == "export":
+        view["download_url"] = f"/api/v1/contacts/export/{job['_id']}/download"
+    return view
+
+
+async def _job_or_404(job_id: str, kind: str) -> dict:
+    from mongo import contact_import
+    job = await contact_import.get_job(db(), caller().workspace_id, job_id)
+    if job is None or job["kind"] != kind or job.get("expires_at", "9") < now_iso():
+        raise NotFound(f"No such {kind} job in this workspace (export jobs expire after 24 hours).")
+    return job

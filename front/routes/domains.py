@@ -93,12 +93,12 @@ async def _load(domain_id: str) -> dict:
     return doc
 
 
-@bp.get("/domains/<domain_id>")
+@bp.get("/domains/<uuid:domain_id>")
 async def get_domain(domain_id: str):
     return one(view(await _load(domain_id)))
 
 
-@bp.post("/domains/<domain_id>/verify")
+@bp.post("/domains/<uuid:domain_id>/verify")
 async def verify_domain(domain_id: str):
     doc = await _load(domain_id)
     resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
@@ -113,7 +113,7 @@ async def verify_domain(domain_id: str):
     return one({**view(saved), "failed_records": check.failed})
 
 
-@bp.delete("/domains/<domain_id>")
+@bp.delete("/domains/<uuid:domain_id>")
 async def delete_domain(domain_id: str):
     if not await domain_store.delete(db(), caller().workspace_id, domain_id):
         raise NotFound("No such domain in this workspace.")

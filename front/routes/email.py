@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 from quart import Blueprint
@@ -17,13 +17,14 @@ from ..idempotency import idempotent
 from ..responses import one
 from ..runtime import caller, db
 from ..sending import build_batch, build_message, charge_store_and_enqueue, refund_plan, schedule_fields
-from ..types import DisplayName, EmailAddress, Strict
+from ..types import DisplayName, EmailAddress, JsonObject, Strict
 from ..validation import body
 
 bp = Blueprint("email", __name__, url_prefix="/api/v1")
 
 MAX_RECIPIENTS = 50
 MAX_BATCH_MESSAGES = 1000
+MAX_TEMPLATE_DATA_BYTES = 256 * 1024
 
 
 class EmailContent(Strict):
@@ -35,7 +36,8 @@ class EmailContent(Strict):
     html: str | None = Field(None, description="HTML body, at most 256 KB.")
     text: str | None = Field(None, description="Plain-text body (derived from html when absent).")
     template_id: str | None = Field(None, description="A template of this workspace to render.")
-    template_data: dict[str, Any] | None = Field(None, description="Keys become merge tags.")
+    template_data: JsonObject(MAX_TEMPLATE_DATA_BYTES) | None = Field(
+        None, description="Keys become merge tags; at most 256 KB serialised.")
     from_email: EmailAddress | None = Field(
         None, description="On a verified domain of the workspace: the From address; otherwise the "
                           "Reply-To of mail sent from the workspace's address on the shared domain.")
@@ -146,7 +148,7 @@ async def batch_status(batch_id: str):
     return one(batch_view(doc))
 
 
-@bp.get("/email/<message_id>/status")
+@bp.get("/email/<message:message_id>/status")
 async def status(message_id: str):
     doc = await message_store.get(db(), caller().workspace_id, message_id)
     if doc is None:
@@ -154,7 +156,7 @@ async def status(message_id: str):
     return one(status_view(doc))
 
 
-@bp.delete("/email/<message_id>")
+@bp.delete("/email/<message:message_id>")
 async def cancel(message_id: str):
     cancelled = await message_store.cancel_scheduled(db(), caller().workspace_id, message_id)
     if cancelled is not None:  # never sent: its count goes back to the plan

@@ -82,12 +82,12 @@ async def create_list(data: CreateList):
     return one((await list_views([doc]))[0], 201)
 
 
-@bp.get("/lists/<list_id>")
+@bp.get("/lists/<uuid:list_id>")
 async def get_list(list_id: str):
     return one((await list_views([await list_or_404(list_id)]))[0])
 
 
-@bp.patch("/lists/<list_id>")
+@bp.patch("/lists/<uuid:list_id>")
 @body(UpdateList)
 async def update_list(list_id: str, data: UpdateList):
     current = await list_or_404(list_id)
@@ -103,14 +103,14 @@ async def update_list(list_id: str, data: UpdateList):
     return one((await list_views([doc]))[0])
 
 
-@bp.delete("/lists/<list_id>")
+@bp.delete("/lists/<uuid:list_id>")
 async def delete_list(list_id: str):
     if not await list_store.delete(db(), caller().workspace_id, list_id):
         raise NotFound("No such list in this workspace.")
     return one({"id": list_id, "deleted": True})
 
 
-@bp.get("/lists/<list_id>/members")
+@bp.get("/lists/<uuid:list_id>/members")
 @query(PageQuery)
 async def members(list_id: str, params: PageQuery):
     list_doc = await list_or_404(list_id)
@@ -119,7 +119,7 @@ async def members(list_id: str, params: PageQuery):
     return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
 
 
-@bp.post("/lists/<list_id>/members")
+@bp.post("/lists/<uuid:list_id>/members")
 @body(MemberIds)
 async def add_members(list_id: str, data: MemberIds):
     """Add contacts to a static list; answers {list_id, added, already_members, not_found}."""
@@ -130,7 +130,7 @@ async def add_members(list_id: str, data: MemberIds):
                 "already_members": len(outcome.unchanged), "not_found": outcome.not_found})
 
 
-@bp.delete("/lists/<list_id>/members")
+@bp.delete("/lists/<uuid:list_id>/members")
 @body(MemberIds)
 async def remove_members(list_id: str, data: MemberIds):
     """Remove contacts from a static list; answers {list_id, removed, not_members, not_found}."""

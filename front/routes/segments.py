@@ -85,12 +85,12 @@ async def create_segment(data: CreateSegment):
     return one(segment_store.view(doc), 201)
 
 
-@bp.get("/segments/<segment_id>")
+@bp.get("/segments/<uuid:segment_id>")
 async def get_segment(segment_id: str):
     return one(segment_store.view(await _segment_or_404(segment_id)))
 
 
-@bp.patch("/segments/<segment_id>")
+@bp.patch("/segments/<uuid:segment_id>")
 @body(UpdateSegment)
 async def update_segment(segment_id: str, data: UpdateSegment):
     current = await _segment_or_404(segment_id)
@@ -104,14 +104,14 @@ async def update_segment(segment_id: str, data: UpdateSegment):
     return one(segment_store.view(doc))
 
 
-@bp.delete("/segments/<segment_id>")
+@bp.delete("/segments/<uuid:segment_id>")
 async def delete_segment(segment_id: str):
     if not await segment_store.delete(db(), caller().workspace_id, segment_id):
         raise NotFound("No such segment in this workspace.")
     return one({"id": segment_id, "deleted": True})
 
 
-@bp.post("/segments/<segment_id>/estimate")
+@bp.post("/segments/<uuid:segment_id>/estimate")
 async def estimate(segment_id: str):
     """Count the live contacts matching the segment; answers {segment_id, count}."""
     doc = await _segment_or_404(segment_id)
@@ -120,7 +120,7 @@ async def estimate(segment_id: str):
                 "count": await contact_store.count(db(), caller().workspace_id, condition)})
 
 
-@bp.get("/segments/<segment_id>/contacts")
+@bp.get("/segments/<uuid:segment_id>/contacts")
 @query(PageQuery)
 async def segment_contacts(segment_id: str, params: PageQuery):
     doc = await _segment_or_404(segment_id)

@@ -15,7 +15,7 @@ from pipelines.errors import Conflict, NotFound
 from ..pagination import PageQuery, page
 from ..responses import one
 from ..runtime import caller, db
-from ..types import Id, Strict
+from ..types import Strict, Uuid
 from ..validation import body, query
 
 bp = Blueprint("tags", __name__, url_prefix="/api/v1")
@@ -46,8 +46,8 @@ class TagQuery(PageQuery):
 
 
 class TagContacts(Strict):
-    contact_ids: Annotated[list[Id], Field(min_length=1, max_length=MAX_ASSIGN, description=(
-        "1 to 500 contact ids. Ids that are not live contacts of this workspace are reported "
+    contact_ids: Annotated[list[Uuid], Field(min_length=1, max_length=MAX_ASSIGN, description=(
+        "1 to 500 contact ids (UUIDs; anything else is 400 with its path). Ids that are not live contacts of this workspace are reported "
         "in not_found and change nothing."))]
 
 
@@ -84,12 +84,12 @@ async def create_tag(data: CreateTag):
     return one(await _one_view(doc), 201)
 
 
-@bp.get("/tags/<tag_id>")
+@bp.get("/tags/<uuid:tag_id>")
 async def get_tag(tag_id: str):
     return one(await _one_view(await _tag_or_404(tag_id)))
 
 
-@bp.patch("/tags/<tag_id>")
+@bp.patch("/tags/<uuid:tag_id>")
 @body(UpdateTag)
 async def update_tag(tag_id: str, data: UpdateTag):
     current = await _tag_or_404(tag_id)
@@ -102,14 +102,14 @@ async def update_tag(tag_id: str, data: UpdateTag):
     return one(await _one_view(doc))
 
 
-@bp.delete("/tags/<tag_id>")
+@bp.delete("/tags/<uuid:tag_id>")
 async def delete_tag(tag_id: str):
     if not await tag_store.delete(db(), caller().workspace_id, tag_id):
         raise NotFound("No such tag in this workspace.")
     return one({"id": tag_id, "deleted": True})
 
 
-@bp.get("/tags/<tag_id>/contacts")
+@bp.get("/tags/<uuid:tag_id>/contacts")
 @query(PageQuery)
 async def tag_contacts(tag_id: str, params: PageQuery):
     await _tag_or_404(tag_id)
@@ -118,7 +118,7 @@ async def tag_contacts(tag_id: str, params: PageQuery):
     return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
 
 
-@bp.post("/tags/<tag_id>/contacts")
+@bp.post("/tags/<uuid:tag_id>/contacts")
 @body(TagContacts)
 async def assign(tag_id: str, data: TagContacts):
     """Assign the tag; answers {tag_id, assigned, already_assigned, not_found}."""
@@ -128,7 +128,7 @@ async def assign(tag_id: str, data: TagContacts):
                 "already_assigned": len(outcome.unchanged), "not_found": outcome.not_found})
 
 
-@bp.delete("/tags/<tag_id>/contacts")
+@bp.delete("/tags/<uuid:tag_id>/contacts")
 @body(TagContacts)
 async def unassign(tag_id: str, data: TagContacts):
     """Remove the tag; answers {tag_id, removed, not_assigned, not_found}."""

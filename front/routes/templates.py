@@ -8,7 +8,7 @@ to the client, so a client's own html is never replaced behind its back.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 from quart import Blueprint
@@ -22,7 +22,7 @@ from pipelines.errors import NotFound, ValidationFailed
 from ..pagination import PageQuery, page
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import Strict
+from ..types import JsonObject, Strict
 from ..validation import body, query
 
 bp = Blueprint("templates", __name__, url_prefix="/api/v1")
@@ -34,31 +34,34 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)]
 HTML_HELP = ("The email HTML (max 256 KB) with merge tags; sent as stored. Malformed merge tags are "
              "refused with their line and column. Omit it and give json_structure to have it rendered.")
-STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}], settings}. Validated; "
-                  "unknown fields are kept for the editor. See the README for each block's content.")
+STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}], settings}, at most 512 KB "
+                  "serialised. Validated; unknown fields are kept for the editor. See the README for each "
+                  "block's content.")
+MAX_STRUCTURE_BYTES = 512 * 1024
+Structure = JsonObject(MAX_STRUCTURE_BYTES)
 
 
 class CreateTemplate(Strict):
     name: Name = Field(description="Required, 1–200 characters.")
     html: str | None = Field(None, description=HTML_HELP + " Required unless json_structure is given.")
     description: Description | None = Field(None, description="Optional, up to 2000 characters.")
-    json_structure: dict[str, Any] | None = Field(None, description=STRUCTURE_HELP)
+    json_structure: Structure | None = Field(None, description=STRUCTURE_HELP)
 
 
 class UpdateTemplate(Strict):
     name: Name | None = Field(None, description="1–200 characters; null is refused.")
-    html: str | None = Field(None, description="The email HTML (max 256 KB) with merge tags; sent as stored. "
-                                               "null is refused. Without it the stored html is kept.")
+    html: str | None = Field(None, description="The email HTML (max 256 KB) with merge tags, checked as on create; "
+                                               "sent as stored. null is refused. Without it the stored html is kept.")
     description: Description | None = Field(None, description="null clears it.")
-    json_structure: dict[str, Any] | None = Field(None, description=STRUCTURE_HELP + " null clears it. "
-                                                  "Changing it leaves the stored html as it is unless "
-                                                  "render_html is true.")
+    json_structure: Structure | None = Field(None, description=STRUCTURE_HELP + " null clears it. "
+                                             "Changing it leaves the stored html as it is unless "
+                                             "render_html is true.")
     render_html: bool = Field(False, description="true: replace html with html rendered from json_structure "
                                                  "(the one given, else the stored one). Not with html.")
 
 
 class RenderStructure(Strict):
-    json_structure: dict[str, Any] = Field(description=STRUCTURE_HELP)
+    json_structure: Structure = Field(description=STRUCTURE_HELP)
 
 
 class TemplateQuery(PageQuery):
@@ -151,12 +154,12 @@ async def render_template_structure(data: RenderStructure):
     return one({"html": checked_html(render_structure(structure), "json_structure", structure)})
 
 
-@bp.get("/templates/<template_id>")
+@bp.get("/templates/<uuid:template_id>")
 async def get_template(template_id: str):
     return one(view(await live_template(template_id)))
 
 
-@bp.patch("/templates/<template_id>")
+@bp.patch("/templates/<uuid:template_id>")
 @body(UpdateTemplate)
 async def update_template(template_id: str, data: UpdateTemplate):
     stored = await live_template(template_id) if data.render_html and "json_structure" not in data.model_fields_set \
@@ -171,14 +174,14 @@ async def update_template(template_id: str, data: UpdateTemplate):
     return one(view(doc))
 
 
-@bp.delete("/templates/<template_id>")
+@bp.delete("/templates/<uuid:template_id>")
 async def delete_template(template_id: str):
     if not await template_store.soft_delete(db(), caller().workspace_id, template_id):
         raise NotFound("No such template in this workspace.")
     return one({"id": template_id, "deleted": True})
 
 
-@bp.get("/templates/<template_id>/versions")
+@bp.get("/templates/<uuid:template_id>/versions")
 @query(PageQuery)
 async def list_template_versions(template_id: str, params: PageQuery):
     await live_template(template_id)
@@ -196,12 +199,12 @@ async def _version(template_id: str, version: int) -> dict:
     return doc
 
 
-@bp.get("/templates/<template_id>/versions/<int:version>")
+@bp.get("/templates/<uuid:template_id>/versions/<int:version>")
 async def get_template_version(template_id: str, version: int):
     return one(version_view(await _version(template_id, version)))
 
 
-@bp.post("/templates/<template_id>/versions/<int:version>/restore")
+@bp.post("/templates/<uuid:template_id>/versions/<int:version>/restore")
 async def restore_template_version(template_id: str, version: int):
     old = await _version(template_id, version)
     changes = {k: old.get(k) for k in template_store.CONTENT_FIELDS}

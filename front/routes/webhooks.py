@@ -13,8 +13,8 @@ from pipelines import webhook_signing
 from pipelines.errors import NotFound, ValidationFailed
 from pipelines.ids import new_uuid
 from pipelines.clock import now_iso
-from pipelines.outbound_http import MAX_URL_LENGTH, literal_target_problem, url_problem
-from pipelines.secret_box import open_sealed, seal
+from pipelines.outbound_http import MAX_URL_LENGTH, target_problem
+from pipelines.secret_box import seal
 from pipelines.webhook_delivery import send_signed
 from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
 
@@ -28,7 +28,9 @@ bp = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 
 EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6.")]
 TargetUrl = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL_LENGTH), Field(
-    description="http(s) URL receiving signed POST deliveries; at most 2048 characters.")]
+    description="http(s) URL receiving signed POST deliveries; at most 2048 characters. Read by the "
+                "parser that sends: an unreadable URL, credentials, IPv4 not written as four decimal "
+                "numbers, or a host that is not public (unless the operator allows it) is refused.")]
 
 
 class CreateTrigger(Strict):
@@ -64,7 +66,7 @@ def subscription_view(doc: dict, event: str | None = None) -> dict:
 
 
 def check_target(url: str, path: str) -> None:
-    problem = url_problem(url) or literal_target_problem(url, settings().allow_private_targets)
+    problem = target_problem(url, settings().allow_private_targets)
     if problem:
         raise ValidationFailed(f"{path} {problem}.", path=path)
 
@@ -123,19 +125,19 @@ async def create_webhook(data: CreateWebhook):
     return await subscribe(data.events, data.url, "webhooks")
 
 
-@bp.get("/webhooks/<webhook_id>")
+@bp.get("/webhooks/<uuid:webhook_id>")
 async def get_webhook(webhook_id: str):
     """One active subscription."""
     return one(subscription_view(await owned(webhook_id)))
 
 
-@bp.delete("/webhooks/<webhook_id>")
+@bp.delete("/webhooks/<uuid:webhook_id>")
 async def delete_webhook(webhook_id: str):
     """Delete a subscription; its waiting deliveries are cancelled."""
     return await unsubscribe(webhook_id)
 
 
-@bp.post("/webhooks/<webhook_id>/rotate-secret")
+@bp.post("/webhooks/<uuid:webhook_id>/rotate-secret")
 async def rotate_secret(webhook_id: str):
     """Replace the signing secret at once; the new one is returned only here."""
     secret = webhook_signing.new_secret()
@@ -146,12 +148,12 @@ async def rotate_secret(webhook_id: str):
     return one({"id": doc["_id"], "secret": secret, "rotatedAt": doc["secret_rotated_at"]})
 
 
-@bp.post("/webhooks/<webhook_id>/test")
+@bp.post("/webhooks/<uuid:webhook_id>/test")
 async def test_webhook(webhook_id: str):
     """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
     doc = await owned(webhook_id)
     result = await send_signed(
-        url=doc["target_url"], secret=open_sealed(doc["secret_sealed"], settings().secret_key),
+        url=doc["target_url"], sealed_secret=doc["secret_sealed"], secret_key=settings().secret_key,
         body=webhook_signing.encode_payload(TEST_EVENT, now_iso(), {"webhook_id": doc["_id"], "test": True}),
         event=TEST_EVENT, delivery_id=f"test_{new_uuid()}", webhook_id=doc["_id"],
         allow_private=settings().allow_private_targets)
@@ -169,7 +171,7 @@ def delivery_view(doc: dict, attempts: list[dict]) -> dict:
                           "duration_ms": a["duration_ms"], "error": a.get("error")} for a in attempts]}
 
 
-@bp.get("/webhooks/<webhook_id>/deliveries")
+@bp.get("/webhooks/<uuid:webhook_id>/deliveries")
 @query(DeliveryList)
 async def list_deliveries(webhook_id: str, params: DeliveryList):
     """The subscription's deliveries, newest first, each with every attempt."""

@@ -214,3 +214,25 @@ def test_delivery_events_reach_a_subscriber_and_are_not_recorded_without_one(ser
             {"workspace_id": workspace_id, "event": {"$in": ["email.sent", "email.delivered"]}}).to_list())
     assert [e["event"] for e in recorded(tenant.workspace_id)] == ["email.delivered"]
     assert recorded(quiet.workspace_id) == []
+
+
+@pytest.mark.parametrize("url", ["http://0177.0.0.1:{port}/", "http://127.000.000.001:{port}/",
+                                 "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:{port}/", "http://ｌｏｃａｌｈｏｓｔ:{port}/"])
+def test_a_stored_url_the_sender_cannot_read_fails_its_delivery_after_one_recorded_attempt(
+        service, tenant, receiver, url):
+    """Such URLs are refused at creation now; one stored before (here written into the
+    store) used to make every attempt raise, record nothing and be re-queued forever. Now
+    the attempt is recorded and the delivery ends `failed` at once: trying again cannot help."""
+    hook = subscribe(tenant, receiver)
+
+    async def store_url(db):
+        await db.webhooks.update_one({"_id": hook["id"]}, {"$set": {"target_url": url.format(port=receiver.port)}})
+    service.store.run(store_url)
+    record(service, tenant, "contact.created", {"id": "c-unsendable"})
+    [failed] = wait_until(lambda: [d for d in deliveries(tenant, hook["id"]) if d["status"] == "failed"],
+                          what="the delivery to end failed")
+    assert failed["attempt_count"] == 1 and failed["next_attempt_at"] is None  # failed is final
+    [attempt] = failed["attempts"]
+    assert attempt["status_code"] == 0 and attempt["error"].startswith("refused: the URL ")
+    assert failed["last_error"] == attempt["error"]
+    assert receiver.received() == []

@@ -287,10 +287,11 @@ def test_duplicates_are_contacts_in_two_or_more_lists_with_their_lists(tenant, p
     assert limited["pagination"]["total"] == 3 and len(limited["data"]) == 1
 
 
-def test_duplicates_with_an_unknown_or_foreign_list_is_not_found(service, tenant):
+def test_duplicates_with_an_unknown_or_foreign_list_is_not_found_and_a_malformed_one_is_refused(service, tenant):
     foreign = make_list(service.tenant(), "Theirs")
     error(tenant.get("/contacts/duplicates", params={"list_id": foreign["id"]}), 404, "not_found")
-    error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 404, "not_found")
+    error(tenant.get("/contacts/duplicates", params={"list_id": str(uuid.uuid4())}), 404, "not_found")
+    error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 400, "validation_error", "list_id")
 
 
 def test_read_only_key_can_list_but_not_create_contacts(service, tenant):
@@ -307,3 +308,22 @@ def test_patches_cannot_grow_attributes_past_the_cap_one_at_a_time(tenant):
     # replacing one (null clears it) keeps the count at 100
     swap = tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"a0": None, "one_more": 1}})
     assert swap.status_code == 200 and len(swap.json()["data"]["attributes"]) == 100
+
+
+def test_concurrent_patches_of_different_attributes_lose_none_over_100_rounds(tenant):
+    """Three PATCHes at once, each setting its own attribute to the round's number, all
+    answered 200: afterwards every one holds (the update is a compare-and-set on an integer
+    version; guarded on `updated_at`, one was lost in most rounds on the embedded store)."""
+    from concurrent.futures import ThreadPoolExecutor
+    contact = make_contact(tenant, "racy@example.org")
+    url = f"/contacts/{contact['id']}"
+    lost = []
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for round_number in range(100):
+            answers = list(pool.map(lambda name: tenant.patch(url, json={"attributes": {name: round_number}}),
+                                    ("a", "b", "c")))
+            assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
+            stored = tenant.get(url).json()["data"]["attributes"]
+            if stored != {"a": round_number, "b": round_number, "c": round_number}:
+                lost.append((round_number, stored))
+    assert lost == []

@@ -119,7 +119,7 @@ def test_assign_and_remove_report_what_changed_and_counts_follow(service, tenant
 @pytest.mark.parametrize("payload, path", [
     ({}, "contact_ids"), ({"contact_ids": []}, "contact_ids"),
     ({"contact_ids": [str(uuid.uuid4()) for _ in range(501)]}, "contact_ids"),
-    ({"contact_ids": [None]}, "contact_ids[0]"), ({"contact_ids": ["a"], "x": 1}, "x"),
+    ({"contact_ids": [None]}, "contact_ids[0]"), ({"contact_ids": [str(uuid.uuid4())], "x": 1}, "x"),
 ])
 def test_assign_and_remove_refuse_bad_id_arrays(tenant, payload, path):
     tag = make_tag(tenant, "T")

@@ -214,6 +214,53 @@ def test_bson_dates_compare_in_finds_but_nx_aggregates_them_into_strings(store, 
         assert latest == base + dt.timedelta(days=2)
 
 
+
+def test_equality_on_a_timestamp_string_is_exact_but_nx_finds_and_updates_within_the_second(store, nx, coll):
+    """Why no compare-and-set is guarded by a timestamp (mongo/versions.py): on nx two
+    writes that read the same document within one second both passed an `updated_at`
+    guard, and one was lost. (The issue that found it saw it at the millisecond; it is
+    the whole second: `…56.806999Z`, `…56.807123Z` and `…56Z` all match `…56.806123Z`.)"""
+    stored = "2026-11-22T05:08:56.806123Z"
+    same_second = ["2026-11-22T05:08:56.806999Z", "2026-11-22T05:08:56.807123Z", "2026-11-22T05:08:56Z"]
+
+    async def go():
+        await coll.insert_one({"_id": 1, "updated_at": stored})
+        updated, found, counted = [], [], []
+        for probe in [*same_second, "2026-11-22T05:08:57.806123Z", stored]:
+            guard = {"_id": 1, "updated_at": probe}
+            updated.append((await coll.update_one(guard, {"$set": {"x": 1}})).matched_count)
+            found.append(int(await coll.find_one(guard) is not None))
+            counted.append(await coll.count_documents(guard))
+        return updated, found, counted
+    updated, found, counted = run(store, go())
+    assert counted == [0, 0, 0, 0, 1]
+    if nx:
+        assert updated == found == [1, 1, 1, 0, 1]
+    else:
+        assert updated == found == [0, 0, 0, 0, 1]
+
+
+def test_an_integer_version_guard_lets_exactly_one_of_concurrent_writers_win_each_round(store, coll):
+    """The guard we use instead (mongo/versions.py), including a document written before
+    versions existed (it matches on the field's absence, and its first write adds one)."""
+    from mongo import versions
+
+    async def go():
+        await coll.insert_one({"_id": "legacy", "seen": []})
+        winners_per_round = []
+        for round_number in range(5):
+            doc = await coll.find_one({"_id": "legacy"})
+
+            async def write(writer: int):
+                result = await coll.update_one({"_id": "legacy", **versions.guard(doc)},
+                                               versions.bump({"$set": {"last": writer}}))
+                return result.matched_count
+            results = await asyncio.gather(*(write(w) for w in range(10)))
+            winners_per_round.append(sum(results))
+        return winners_per_round, (await coll.find_one({"_id": "legacy"}))[versions.FIELD]
+    assert run(store, go()) == ([1, 1, 1, 1, 1], 5)
+
+
 # --- counters -----------------------------------------------------------------------------
 
 def test_flat_inc_on_upsert_creates_the_counter(store, coll):

@@ -57,3 +57,28 @@ def test_a_later_failure_waits_in_the_store_for_the_scheduler():
 def test_the_last_failure_gives_up():
     outcome = outcome_of(delivery(11), HttpResult(502, 5, "HTTP 502"), scale=1.0)
     assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+
+
+def test_a_permanent_failure_gives_up_at_once_and_is_recorded():
+    refused = HttpResult(0, 1, "refused: the URL is not a valid URL", permanent=True)
+    outcome = outcome_of(delivery(0), refused, scale=1.0)
+    assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+    assert outcome.changes["attempt_count"] == 1 and outcome.attempt["error"] == refused.error
+
+
+async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_exception():
+    """POSTROOM_SECRET_KEY changed since the secret was sealed: nothing is sent unsigned,
+    and the attempt ends with a result to record (retried: the operator may restore the key)."""
+    from pipelines.secret_box import seal
+    from pipelines.webhook_delivery import send_signed
+    from tests.support.http_receiver import HttpReceiver
+    receiver = HttpReceiver().start()
+    try:
+        result = await send_signed(url=receiver.url, sealed_secret=seal("whsec_x", "old key"), secret_key="new key",
+                                   body="{}", event="contact.created", delivery_id="d1", webhook_id="w1",
+                                   allow_private=True)
+    finally:
+        receiver.stop()
+    assert result.status_code == 0 and not result.permanent and "POSTROOM_SECRET_KEY" in result.error
+    assert receiver.received() == []
+    assert outcome_of(delivery(0), result, scale=1.0).broker_delay_ms == 10_000  # retried on schedule

@@ -1,0 +1,45 @@
+"""Delivery metrics, with prometheus_client: messages by outcome and destination domain
+class, SMTP transaction latency, throttle holds, webhook attempts, scheduler lag.
+
+A `postroom worker` starts its processes with PROMETHEUS_MULTIPROC_DIR set (ops/cli.py),
+so these values are written to that directory by every forked process and Dramatiq's
+exposition server (its Prometheus middleware, on POSTROOM_WORKER_METRICS_PORT) serves
+them beside its own. The front, the scheduler and `postroom up` serve their own process's
+registry (ops/metrics_server.py)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from pipelines.destination_class import domain_class
+
+MESSAGES = Counter("postroom_messages_total",
+                   "Messages by delivery outcome (delivered, deferred, bounced, failed) and destination domain class",
+                   ["outcome", "domain_class"])
+SMTP_SECONDS = Histogram("postroom_smtp_transaction_seconds", "One SMTP transaction, from MAIL FROM to the answer",
+                         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+THROTTLE_HOLDS = Counter("postroom_throttle_holds_total", "Messages held back by a throttle (key, plan or domain)")
+WEBHOOK_ATTEMPTS = Counter("postroom_webhook_attempts_total",
+                           "Webhook delivery attempts by result (delivered, retry, failed for good)", ["result"])
+SCHEDULER_LAG = Gauge("postroom_scheduler_lag_seconds",
+                      "Age of the oldest item due and not yet promoted (scheduled email, webhook delivery)",
+                      multiprocess_mode="max")
+
+
+def _class_of(message: dict) -> str:
+    to = message.get("to") or []
+    return domain_class(to[0] if isinstance(to, list) and to else str(to))
+
+
+def count_send_outcomes(finished: list[tuple[dict, str]], deferred: list[dict], held: int) -> None:
+    for message, outcome in finished:
+        MESSAGES.labels(outcome, _class_of(message)).inc()
+    for message in deferred:
+        MESSAGES.labels("deferred", _class_of(message)).inc()
+    if held:
+        THROTTLE_HOLDS.inc(held)
+
+
+def count_webhook_attempt(status: str) -> None:
+    """`status` the delivery's after the attempt: delivered, pending (a retry follows) or failed."""
+    WEBHOOK_ATTEMPTS.labels({"pending": "retry"}.get(status, status)).inc()

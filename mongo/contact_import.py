@@ -1,0 +1,269 @@
+"""Contacts in bulk: upsert a batch of CSV rows by address with two reads and two bulk
+writes (never one request per row), and the job documents of API imports and exports.
+
+A batch: one `find` of the live contacts with the batch's addresses (the
+(workspace_id, email_key, deletion_id) index serves it), one read of the suppression
+list by `_id`, `insert_many` of the new contacts (natural `_id`s, each carrying its
+contact.created, and list.member_added when a list was given, as `contacts.insert` does)
+and one `bulk_write` of updates by `_id` for the existing ones (contact.updated with the
+fields that changed). The embedded store scans the collection for updates filtered on
+anything but `_id`, so nothing here updates by address.
+
+Existing contacts: given names are set, attributes merged (a whole object), the list and
+tag added; `subscribed` is left alone. A suppressed address stays suppressed: a new
+contact with it is created unsubscribed, and the suppression is never removed.
+
+Job documents (`contact_jobs`): `_id`, `workspace_id`, `kind` (`import`/`export`),
+`status` (`queued` → `running` → `completed` | `failed`), counters, `errors` (each
+`{line, message, email}`, at most MAX_STORED_ERRORS kept; `error_count` counts all).
+An import's file waits in `contact_import_files` in chunks until the job has run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Awaitable, Callable, Iterable
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from pipelines.clock import now_iso
+from pipelines.contact_csv import ContactRow, RowError
+from pipelines.ids import new_uuid
+
+from . import contacts, outbox, suppressions
+from .lists import joining_events
+
+INDEXES: dict[str, list] = {
+    "contact_jobs": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
+}
+
+FILE_CHUNK_BYTES = 1024 * 1024
+MAX_STORED_ERRORS = 1000
+IMPORT_REASON = "import"  # the `reason` of the contact.subscribed an import's list join records
+
+
+@dataclass
+class BatchOutcome:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    suppressed: int = 0
+    created_ids: list[str] = field(default_factory=list)
+
+
+def _merge_duplicates(rows: list[ContactRow]) -> list[ContactRow]:
+    """Rows of one address within the batch become one (later cells win): the file's
+    order is kept, nothing is dropped."""
+    merged: dict[str, ContactRow] = {}
+    for row in rows:
+        key = row.email.lower()
+        if key in merged:
+            first = merged[key]
+            first.fields.update(row.fields)
+            first.attributes.update(row.attributes)
+        else:
+            merged[key] = ContactRow(row.line, row.email, dict(row.fields), dict(row.attributes))
+    return list(merged.values())
+
+
+async def upsert_batch(db: AsyncDatabase, workspace_id: str, rows: list[ContactRow], *,
+                       list_doc: dict | None = None, tag_id: str | None = None) -> BatchOutcome:
+    rows = _merge_duplicates(rows)
+    outcome = BatchOutcome()
+    existing = await contacts.find_by_emails(db, workspace_id, [r.email for r in rows])
+    suppressed = {e.lower() for e in await suppressions.suppressed_among(db, workspace_id, [r.email for r in rows])}
+    outcome.suppressed = sum(r.email.lower() in suppressed for r in rows)
+    fresh = [r for r in rows if r.email.lower() not in existing]
+    taken = await _insert_new(db, workspace_id, fresh, suppressed, list_doc, tag_id, outcome)
+    if taken:  # created meanwhile by someone else: update those instead
+        existing.update(await contacts.find_by_emails(db, workspace_id, [r.email for r in taken]))
+    await _update_existing(db, workspace_id, [r for r in rows if r.email.lower() in existing], existing,
+                           list_doc, tag_id, outcome)
+    return outcome
+
+
+async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outcome) -> list[ContactRow]:
+    docs = []
+    for row in rows:
+        doc = contacts.new_document(
+            workspace_id, email=row.email, first_name=row.fields.get("first_name"),
+            last_name=row.fields.get("last_name"), attributes=row.attributes,
+            subscribed=row.fields.get("subscribed", True) and row.email.lower() not in suppressed,
+            lists=[list_doc["_id"]] if list_doc else [])
+        if tag_id:
+            doc["tags"] = [tag_id]
+        events = [outbox.event_document(workspace_id, "contact.created", {"contact": contacts.view(doc)})]
+        if list_doc:  # list.member_added and contact.subscribed (with the list)
+            events.extend(joining_events(list_doc, doc, IMPORT_REASON))
+        docs.append(outbox.inserted_with(doc, events))
+    if not docs:
+        return []
+    failed: set[int] = set()
+    try:
+        await db.contacts.insert_many(docs, ordered=False)
+    except BulkWriteError as error:
+        for problem in error.details.get("writeErrors", []):
+            if problem.get("code") != 11000:
+                raise
+            failed.add(problem["index"])
+    inserted = [d for i, d in enumerate(docs) if i not in failed]
+    outcome.created += len(inserted)
+    outcome.created_ids.extend(d["_id"] for d in inserted)
+    await outbox.relay_inserted(db, "contacts", inserted)
+    return [rows[i] for i in sorted(failed)]
+
+
+async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, outcome) -> None:
+    writes, written_ids, event_ids = [], [], set()
+    now = now_iso()
+    for row in rows:
+        current = existing[row.email.lower()]
+        changes = {k: v for k, v in row.fields.items() if k != "subscribed" and current.get(k) != v}
+        merged = {**(current.get("attributes") or {}), **row.attributes}
+        if merged != (current.get("attributes") or {}):
+            changes["attributes"] = merged
+        joins = list_doc is not None and list_doc["_id"] not in (current.get("lists") or [])
+        tags = tag_id is not None and tag_id not in (current.get("tags") or [])
+        if not changes and not joins and not tags:
+            outcome.unchanged += 1
+            continue
+        after = {**current, **changes, "updated_at": now}
+        update: dict = {"$set": {**changes, "updated_at": now}}
+        events = []
+        if changes:
+            events.append(outbox.event_document(workspace_id, "contact.updated",
+                                                {"contact": contacts.view(after), "changed": sorted(changes)}))
+        if joins:
+            update["$addToSet"] = {"lists": list_doc["_id"]}
+            events.extend(joining_events(list_doc, after, IMPORT_REASON))
+        if tags:
+            update.setdefault("$addToSet", {})["tags"] = tag_id
+        event_ids.update(e["_id"] for e in events)
+        writes.append(UpdateOne({"_id": current["_id"]}, outbox.carrying(update, events) if events else update))
+        written_ids.append(current["_id"])
+    if writes:
+        await db.contacts.bulk_write(writes, ordered=False)
+        outcome.updated += len(writes)
+        if event_ids:
+            await outbox.relay(db, "contacts", written_ids, event_ids)
+
+
+# -- the whole file ----------------------------------------------------------------------
+
+BATCH_ROWS = 1000
+
+
+async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, list_doc: dict | None = None,
+                      tag_id: str | None = None, on_progress: Callable[[int, dict], Awaitable[None] | None] | None = None,
+                      batch_rows: int = BATCH_ROWS) -> dict:
+    """Every parsed row (ContactRow or RowError, as pipelines.contact_csv yields them)
+    upserted in batches of `batch_rows`. The summary: `rows` read, contacts `created`,
+    `updated` and `unchanged`, `duplicates` (rows whose address came earlier in the file:
+    merged into it, later cells winning), `suppressed` (rows of suppressed addresses),
+    `error_count` and the first MAX_STORED_ERRORS `errors` with their line numbers.
+    `on_progress(rows_done, summary)` after each batch."""
+    summary = {"rows": 0, "created": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "suppressed": 0,
+               "error_count": 0, "errors": []}
+    seen: set[str] = set()
+    batch: list[ContactRow] = []
+
+    async def flush() -> None:
+        if batch:
+            done = await upsert_batch(db, workspace_id, batch, list_doc=list_doc, tag_id=tag_id)
+            for name in ("created", "updated", "unchanged", "suppressed"):
+                summary[name] += getattr(done, name)
+            batch.clear()
+        if on_progress is not None:
+            result = on_progress(summary["rows"], summary)
+            if result is not None:
+                await result
+
+    for row in rows:
+        summary["rows"] += 1
+        if isinstance(row, RowError):
+            summary["error_count"] += 1
+            if len(summary["errors"]) < MAX_STORED_ERRORS:
+                summary["errors"].append({"line": row.line, "message": row.message, "email": row.email})
+        else:
+            key = row.email.lower()
+            if key in seen:
+                summary["duplicates"] += 1  # merged into the address's earlier row (later cells win)
+            seen.add(key)
+            batch.append(row)
+        if len(batch) >= batch_rows:
+            await flush()
+    await flush()
+    return summary
+
+
+async def export_attribute_names(db: AsyncDatabase, workspace_id: str, condition: dict | None) -> list[str]:
+    """Every attribute name among the selected contacts: a first pass reading only
+    `attributes`, so the header is known before the rows stream."""
+    names: set[str] = set()
+    query = contacts.live(workspace_id, condition) if condition else contacts.live(workspace_id)
+    async for doc in db.contacts.find(query, {"attributes": 1}, batch_size=EXPORT_BATCH):
+        names.update((doc.get("attributes") or {}).keys())
+    return sorted(names)
+
+
+EXPORT_BATCH = 1000
+
+
+async def export_contacts(db: AsyncDatabase, workspace_id: str, condition: dict | None) -> AsyncIterator[dict]:
+    """The selected live contacts in `_id` order through one cursor fetching EXPORT_BATCH
+    documents at a time (never the whole audience in memory). One cursor, not pages from
+    the last `_id` seen: the embedded store answers each `_id > x` page with a scan, so
+    pages cost O(n²) where the cursor's batches cost O(n)."""
+    query = contacts.live(workspace_id, condition) if condition else contacts.live(workspace_id)
+    async for doc in db.contacts.find(query, sort=[("_id", ASCENDING)], batch_size=EXPORT_BATCH):
+        yield doc
+
+
+# -- jobs -------------------------------------------------------------------------------
+
+def job_view(doc: dict) -> dict:
+    return {k if k != "_id" else "id": v for k, v in doc.items() if k not in ("workspace_id", "file_chunks")}
+
+
+async def create_job(db: AsyncDatabase, workspace_id: str, kind: str, status: str = "queued", **fields) -> dict:
+    doc = {"_id": new_uuid(), "workspace_id": workspace_id, "kind": kind, "status": status,
+           "created_at": now_iso(), "started_at": None, "finished_at": None, **fields}
+    await db.contact_jobs.insert_one(doc)
+    return doc
+
+
+async def get_job(db: AsyncDatabase, workspace_id: str | None, job_id: str) -> dict | None:
+    doc = await db.contact_jobs.find_one({"_id": job_id})
+    if doc is None or (workspace_id is not None and doc["workspace_id"] != workspace_id):
+        return None
+    return doc
+
+
+async def claim_job(db: AsyncDatabase, job_id: str) -> dict | None:
+    """queued → running, once (a redelivered actor message finds it running or done)."""
+    return await db.contact_jobs.find_one_and_update(
+        {"_id": job_id, "status": "queued"}, {"$set": {"status": "running", "started_at": now_iso()}},
+        return_document=True)
+
+
+async def update_job(db: AsyncDatabase, job_id: str, changes: dict) -> None:
+    await db.contact_jobs.update_one({"_id": job_id}, {"$set": changes})
+
+
+async def store_file(db: AsyncDatabase, job_id: str, data: bytes) -> int:
+    chunks = [{"_id": f"{job_id}:{n}", "job_id": job_id, "n": n, "data": data[start:start + FILE_CHUNK_BYTES]}
+              for n, start in enumerate(range(0, len(data), FILE_CHUNK_BYTES))]
+    if chunks:
+        await db.contact_import_files.insert_many(chunks)
+    return len(chunks)
+
+
+async def load_file(db: AsyncDatabase, job_id: str, chunk_count: int) -> bytes:
+    docs = await db.contact_import_files.find(
+        {"_id": {"$in": [f"{job_id}:{n}" for n in range(chunk_count)]}}).to_list()
+    return b"".join(bytes(d["data"]) for d in sorted(docs, key=lambda d: d["n"]))
+
+
+async def drop_file(db: AsyncDatabase, job_id: str, chunk_count: int) -> None:
+    await db.contact_import_files.delete_many({"_id": {"$in": [f"{job_id}:{n}" for n in range(chunk_count)]}})

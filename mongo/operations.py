@@ -1,0 +1,118 @@
+"""What an operator asks of the store (`postroom status`, `webhooks failed|replay`,
+`messages failed`): the oldest waiting items, messages by status, what is stuck, and the
+work that failed for good. Every query here goes through an index with `status` first
+(messages: status_updated / status_due / status_lease; webhook_deliveries: status_due),
+and counts are lengths of bounded `find`s, not `count_documents` (which scans on the
+embedded store)."""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.clock import now_iso, parse_iso, utcnow
+from pipelines.webhook_events import NEVER
+
+# Counts of stuck things stop at this many (the screen says "≥ N").
+COUNT_CAP = 10_000
+
+
+def age_seconds(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    return round((utcnow() - parse_iso(iso)).total_seconds(), 1)
+
+
+async def _first(collection, where: dict, field: str, projection: tuple[str, ...] = ()) -> dict | None:
+    doc = await collection.find_one(where, {"_id": 1, field: 1, **{p: 1 for p in projection}},
+                                    sort=[(field, ASCENDING)])
+    if doc is None:
+        return None
+    return {"id": doc["_id"], field: doc[field], "age_seconds": age_seconds(doc[field]),
+            **{p: doc.get(p) for p in projection}}
+
+
+async def oldest_waiting(db: AsyncDatabase) -> dict:
+    """The oldest message waiting in `queued` (since its last change), and the oldest
+    item that is due but not yet promoted: a scheduled message, a webhook delivery."""
+    now = now_iso()
+    return {
+        "queued_message": await _first(db.messages, {"status": "queued"}, "updated_at", ("workspace_id",)),
+        "due_scheduled_message": await _first(db.messages, {"status": "scheduled", "due_at": {"$lte": now}},
+                                              "due_at", ("workspace_id",)),
+        "due_webhook_delivery": await _first(db.webhook_deliveries,
+                                             {"status": "pending", "next_attempt_at": {"$lte": now}},
+                                             "next_attempt_at", ("workspace_id", "event")),
+    }
+
+
+async def messages_by_status_since(db: AsyncDatabase, since_iso: str) -> dict[str, int]:
+    """Messages whose status last changed since `since_iso`, by that status."""
+    cursor = await db.messages.aggregate([{"$match": {"updated_at": {"$gte": since_iso}}},
+                                          {"$group": {"_id": "$status", "count": {"$sum": 1}}}])
+    rows = await cursor.to_list()
+    return {r["_id"]: int(r["count"]) for r in sorted(rows, key=lambda r: str(r["_id"]))}
+
+
+async def _bounded_count(collection, where: dict) -> int:
+    return len(await collection.find(where, {"_id": 1}, limit=COUNT_CAP).to_list())
+
+
+async def stuck(db: AsyncDatabase) -> dict[str, int]:
+    now = now_iso()
+    lapsed = await db.messages.find({"status": "sending", "lease_until": {"$lt": now}}, {"lease_until": 1},
+                                    limit=COUNT_CAP).to_list()
+    return {
+        "messages_sending_past_lease": sum(1 for d in lapsed if d["lease_until"] < now),
+        "inbound_reports_unparseable": await _bounded_count(db.inbound_reports, {"status": "unparseable"}),
+        "inbound_reports_failed": await _bounded_count(db.inbound_reports, {"status": "failed"}),
+        "webhook_deliveries_failed": await _bounded_count(db.webhook_deliveries, {"status": "failed"}),
+    }
+
+
+# -- what failed for good ----------------------------------------------------------------
+
+async def failed_deliveries(db: AsyncDatabase, workspace_id: str | None, limit: int) -> list[dict]:
+    where: dict = {"status": "failed"}
+    if workspace_id:
+        where["workspace_id"] = workspace_id
+    return await db.webhook_deliveries.find(where, {"body": 0}, sort=[("failed_at", DESCENDING)],
+                                            limit=limit).to_list()
+
+
+async def failed_delivery_ids(db: AsyncDatabase, workspace_id: str | None) -> list[str]:
+    where: dict = {"status": "failed"}
+    if workspace_id:
+        where["workspace_id"] = workspace_id
+    return [d["_id"] for d in await db.webhook_deliveries.find(where, {"_id": 1}).to_list()]
+
+
+async def replay_delivery(db: AsyncDatabase, delivery_id: str) -> dict | None:
+    """failed → pending, due now, attempts from 0 again (guarded on `failed`, so two
+    replays make one); the scheduler hands it to a worker on its next pass. None when the
+    delivery is not failed (or does not exist)."""
+    now = now_iso()
+    doc = await db.webhook_deliveries.find_one({"_id": delivery_id}, {"status": 1, "replays": 1})
+    if doc is None or doc["status"] != "failed":
+        return None
+    result = await db.webhook_deliveries.update_one(
+        {"_id": delivery_id, "status": "failed"},
+        {"$set": {"status": "pending", "attempt_count": 0, "next_attempt_at": now, "handoff_until": now,
+                  "locked_by": "", "locked_until": NEVER, "replayed_at": now, "updated_at": now,
+                  "replays": int(doc.get("replays") or 0) + 1}})
+    if result.modified_count != 1:
+        return None
+    return await db.webhook_deliveries.find_one({"_id": delivery_id}, {"body": 0})
+
+
+async def failed_messages(db: AsyncDatabase, workspace_id: str | None, since_iso: str | None,
+                          limit: int) -> list[dict]:
+    where: dict = {"status": "failed"}
+    if since_iso:
+        where["updated_at"] = {"$gte": since_iso}
+    if workspace_id:
+        where = {"$and": [where, {"workspace_id": workspace_id}]}
+    return await db.messages.find(
+        where, {"_id": 1, "workspace_id": 1, "to": 1, "subject": 1, "error": 1, "last_error": 1,
+                "updated_at": 1, "failed_at": 1, "campaign_id": 1, "history": 1},
+        sort=[("updated_at", DESCENDING)], limit=limit).to_list()

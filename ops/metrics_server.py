@@ -1,0 +1,40 @@
+"""Prometheus scrape endpoints for the processes that are not Dramatiq workers.
+
+- the front (`POSTROOM_FRONT_METRICS_PORT`) and `postroom up`: request counts and
+  latency, and in `up` the delivery metrics of its in-process worker;
+- the scheduler (`POSTROOM_SCHEDULER_METRICS_PORT`): its lag, measured each pass.
+
+A worker pool's metrics are served by Dramatiq's own exposition server (see ops/cli.py's
+`worker`). Each endpoint is prometheus_client's HTTP server on POSTROOM_METRICS_HOST
+(default 127.0.0.1); a port of 0 turns it off."""
+
+from __future__ import annotations
+
+import logging
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.settings import Settings
+
+log = logging.getLogger("postroom.metrics")
+
+
+def serve(port: int, host: str) -> None:
+    if not port:
+        return
+    from prometheus_client import start_http_server
+    start_http_server(port, addr=host)
+    log.info("metrics on http://%s:%d/metrics", host, port)
+
+
+async def measure_scheduler_lag(db: AsyncDatabase, settings: Settings) -> int:
+    """Scheduler job: the age of the oldest due, unpromoted item as a gauge (0 when none)."""
+    from actors.metrics import SCHEDULER_LAG
+    from mongo.operations import oldest_waiting
+    oldest = await oldest_waiting(db)
+    ages = [item["age_seconds"] for key, item in oldest.items() if key.startswith("due_") and item]
+    SCHEDULER_LAG.set(max([0.0, *ages]))
+    return 0
+
+
+JOBS = [measure_scheduler_lag]

@@ -1,0 +1,84 @@
+"""Prometheus endpoints of every process, scraped after real traffic: the front's request
+counts and latency, the worker pool's Dramatiq and delivery metrics (multiprocess, through
+Dramatiq's exposition server), the scheduler's lag."""
+
+import re
+
+import httpx
+import pytest
+
+from ops.embedded_store import free_port
+from tests.support.http_receiver import HttpReceiver
+from tests.support.polling import wait_until
+from tests.support.private_stack import private_stack
+
+
+def scrape(port: int) -> str:
+    try:
+        response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+    except httpx.HTTPError:
+        return ""
+    return response.text if response.status_code == 200 else ""
+
+
+def value(text: str, name: str, **labels) -> float:
+    """The sum of the samples of `name` whose labels include `labels` (0 when none)."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(r"^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$", line)
+        if not match or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(3) or ""))
+        if all(found.get(k) == v for k, v in labels.items()):
+            total += float(match.group(4))
+    return total
+
+
+@pytest.fixture
+def metrics_stack(service, store_url, run_dir):
+    ports = {"front": free_port(), "worker": free_port(), "scheduler": free_port()}
+    env = {"POSTROOM_FRONT_METRICS_PORT": str(ports["front"]), "POSTROOM_WORKER_METRICS_PORT": str(ports["worker"]),
+           "POSTROOM_SCHEDULER_METRICS_PORT": str(ports["scheduler"])}
+    with private_stack(service, store_url, run_dir, "metrics", env=env) as stack:
+        stack.start_worker("worker")
+        yield stack, ports
+
+
+def test_the_numbers_move_when_mail_and_webhooks_flow(metrics_stack):
+    stack, ports = metrics_stack
+    tenant = stack.tenant()
+    receiver = HttpReceiver().start()
+    try:
+        hook = tenant.post("/webhooks/triggers", json={"targetUrl": receiver.url, "event": "contact.created"})
+        assert hook.status_code == 201, hook.text
+        receiver.trust(hook.json()["data"]["id"], hook.json()["data"]["secret"])
+        before = scrape(ports["front"])
+        for n, to in enumerate(["ann@gmail.com", "bob@example.org", "cy@hotmail.fr"]):
+            sent = tenant.post("/email/send", json={"to": to, "subject": f"Hi {n}", "html": "<p>Hello</p>"})
+            assert sent.status_code in (200, 201, 202), sent.text
+        assert tenant.post("/contacts", json={"email": "dee@example.org"}).status_code == 201
+        assert tenant.get("/contacts/nope").status_code == 404
+        stack.smtp.wait_for("cy@hotmail.fr", timeout=60)
+        receiver.wait_for(lambda r: r.accepted("contact.created"), what="the webhook delivery")
+
+        front = scrape(ports["front"])
+        assert value(front, "postroom_http_requests_total", route="/api/v1/email/send", method="POST") - \
+            value(before, "postroom_http_requests_total", route="/api/v1/email/send", method="POST") == 3
+        assert value(front, "postroom_http_requests_total", route="/api/v1/contacts/<contact_id>",
+                     status="404") >= 1
+        assert value(front, "postroom_http_request_seconds_count", route="/api/v1/email/send") >= 3
+
+        worker = wait_until(lambda: (lambda t: t if value(t, "postroom_webhook_attempts_total",
+                                                          result="delivered") >= 1 else None)(
+            scrape(ports["worker"])), timeout=30, what="worker metrics after the webhook")
+        delivered = {c: value(worker, "postroom_messages_total", outcome="delivered", domain_class=c)
+                     for c in ("google", "microsoft", "other")}
+        assert delivered == {"google": 1, "microsoft": 1, "other": 1}
+        assert value(worker, "postroom_smtp_transaction_seconds_count") >= 3
+        # Dramatiq's own middleware, per actor and queue
+        assert value(worker, "dramatiq_messages_total", queue_name="send", actor_name="send_messages") >= 1
+
+        scheduler = wait_until(lambda: scrape(ports["scheduler"]), what="scheduler metrics")
+        assert "postroom_scheduler_lag_seconds" in scheduler
+    finally:
+        receiver.stop()
