@@ -72,7 +72,7 @@ def batch_view(doc: dict) -> dict:
         "counts": {"queued": doc["pending"], "sent": doc["sent"],
                    **{k: doc[k] for k in batch_store.FINAL_OUTCOMES}},
         "created_at": doc["created_at"],
-        "completed_at": doc["completed_at"] or None,
+        "completed_at": batch_store.completed_at(doc),
     }
 
 
