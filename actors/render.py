@@ -6,10 +6,11 @@ from __future__ import annotations
 import dramatiq
 
 from mongo import batches, campaign_audience, campaigns, contacts, messages, templates, workspaces
-from pipelines.render_message import RenderContext, render_all
+from pipelines.render_message import RenderContext
 
 from . import runtime, signing
 from .publish import publish
+from .render_pool import render_off_loop
 
 SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
 
@@ -53,8 +54,8 @@ async def render_messages(message_ids: list[str]) -> None:
     if not real:
         return
     signers = await signing.signers_for(db, runtime.settings(), real)
-    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers,
-                                            **await personalisation_inputs(db, real)))
+    result = await render_off_loop(real, RenderContext(settings=runtime.settings(), signers=signers,
+                                                       **await personalisation_inputs(db, real)))
     await messages.fail_many(db, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
     if result.rendered:
