@@ -49,18 +49,22 @@ class _Certain:
             body_steps, _ = cost(node.body, len(enclosing) + 1)
             self.steps += runs * len(items) * (1 + body_steps)
             if self.steps > self.limit:
-                self.culprit = self.culprit or ref.keys
+                self.culprit = ref.keys
                 return
             self.walk(node.body, [*enclosing, items], runs * len(items))
-            if self.steps > self.limit and self.culprit is None:
-                self.culprit = ref.keys
 
 
-def certain_overrun(parts: list[list], known: dict, limit: int) -> tuple[str, ...] | None:
-    """The path of the list (in `known`) whose loops certainly take more than `limit` steps
-    in the parsed `parts` of one message together, or None. The steps counted are a lower
-    bound of what rendering charges, so what is refused here could only fail later."""
+def certain_steps(parts: list[list], known: dict, limit: int) -> tuple[int, tuple[str, ...] | None]:
+    """(steps the loops of the parsed `parts` of one message take whatever the contact and
+    the conditions, counted until past `limit`; the path in `known` of the list that took
+    them past it, or None). The steps are a lower bound of what rendering charges, so what
+    goes past the limit here could only fail later."""
     certain = _Certain(known, limit)
     for nodes in parts:
         certain.walk(nodes, [], 1)
-    return certain.culprit
+    return certain.steps, certain.culprit
+
+
+def certain_overrun(parts: list[list], known: dict, limit: int) -> tuple[str, ...] | None:
+    """The path of the list that certainly takes the loops past `limit` steps, or None."""
+    return certain_steps(parts, known, limit)[1]
