@@ -87,8 +87,9 @@ class _Generator:
             when_true, when_false = when_false, when_true
         if self.loops and (any(when_true) or any(when_false)):
             args += [_BUDGET, repr(when_true), repr(when_false)]
-        test = "mt_truthy" if cond.op is None else "mt_compare"
-        test = f"{self.operand(cond.left)} is {test}({', '.join(args)})" if args else f"{self.operand(cond.left)} is {test}"
+        test = f"{self.operand(cond.left)} is " + ("mt_truthy" if cond.op is None else "mt_compare")
+        if args:
+            test += f"({', '.join(args)})"
         return f"not ({test})" if node.negate else test
 
     def emit(self, nodes: list) -> None:

@@ -48,7 +48,8 @@ def heavy_job(count: int) -> tuple[list[dict], RenderContext]:
     pair = dkim.generate_key_pair()
     signer = dkim.Signer("postroom.test", "pr1", dkim._load_private_key(pair.private_pem))
     messages = [{"_id": f"msg_{i}", "workspace_id": "w1", "kind": "transactional", "to": [f"r{i}@x.test"],
-                 "subject": "Report {{n}}", "html": HEAVY_HTML, "text": None, "template_data": {"rows": list(range(200)), "n": i},
+                 "subject": "Report {{n}}", "html": HEAVY_HTML, "text": None,
+                 "template_data": {"rows": list(range(200)), "n": i},
                  "from_address": "news@postroom.test", "from_name": "News", "reply_to": None,
                  "track_opens": False, "track_clicks": False} for i in range(count)]
     ctx = RenderContext(settings=settings, workspaces={"w1": {"_id": "w1", "name": "W"}}, signers={dkim.SHARED: signer})
@@ -113,10 +114,12 @@ def main() -> None:
             latencies, wall = await run_case(mode, port, args, messages, ctx)
             latencies.sort()
             p95 = latencies[int(len(latencies) * 0.95)] if latencies else float("nan")
-            print(f"  {mode:<8} light job ({args.round_trips} round trips): median {statistics.median(latencies) * 1000:7.1f} ms"
+            median = statistics.median(latencies)
+            print(f"  {mode:<8} light job ({args.round_trips} round trips): median {median * 1000:7.1f} ms"
                   f"  p95 {p95 * 1000:7.1f} ms  max {latencies[-1] * 1000:7.1f} ms  ({len(latencies)} runs);"
                   f"  heavy render of {args.heavy}: {wall:.2f} s")
-    print(f"heavy: {args.heavy} messages, two nested loops over 200 items each (80,400 of 100,000 budget steps), signed")
+    print(f"heavy: {args.heavy} messages, two nested loops over 200 items each "
+          "(80,400 of 100,000 budget steps), DKIM-signed")
     asyncio.run(all_cases())
     server.terminate()
 

@@ -63,7 +63,8 @@ def test_a_poisoned_message_fails_at_once_and_its_batch_mates_are_delivered(serv
 
     async def store_poisoned(db):
         await db.templates.update_one({"_id": made["id"]}, {"$set": {"html": poisoned}})
-        await db.template_versions.update_one({"_id": templates.version_id(made["id"], 1)}, {"$set": {"html": poisoned}})
+        await db.template_versions.update_one({"_id": templates.version_id(made["id"], 1)},
+                                              {"$set": {"html": poisoned}})
     service.store.call(store_poisoned(service.store.db))
     deep_loops = "{{#each a}}" * 21 + "<p>{{leaf}} at {{@index}}</p>" + "{{/each}}" * 21   # a SyntaxError before
     twenty_one_levels = ["x"]

@@ -2,17 +2,18 @@
 end at once with a reason; everything a real email does still renders; and what is sure
 to go over is known from the request alone."""
 
+import datetime as dt
 import tracemalloc
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipelines.errors import ValidationFailed
 from pipelines.loop_cost import certain_overrun, certain_steps
 from pipelines.merge_compile import CompiledTemplate
 from pipelines.merge_tags import parse
 from pipelines.personalise import SYSTEM_FIELDS, check_merge_tags, compile_content, render_content, system_fields
-from pipelines.errors import ValidationFailed
 from pipelines.render_budget import MAX_LOOP_STEPS, RenderBudget, RenderBudgetExceeded, RenderedTooLarge
 
 ENGINES = ("jinja", "interpreter")
@@ -24,7 +25,7 @@ def render(source, data, engine, budget=None):
 
 
 def peak_bytes(fn) -> int:
-    """Peak memory allocated while `fn` runs (what it raises is returned, not raised)."""
+    """Peak memory allocated while `fn` runs (a budget failure ends it like a return)."""
     tracemalloc.start()
     try:
         fn()
@@ -102,7 +103,8 @@ def test_a_loop_exactly_at_the_step_budget_renders_and_one_more_iteration_fails(
 def test_a_large_order_table_renders_within_the_budget(engine):
     source = ("<table>{{#each lines}}<tr><td>{{@index}}</td><td>{{this.sku}}</td><td>{{this.name}}</td>"
               "<td>{{this.qty}}</td><td>{{this.price}}</td>{{#if this.gift}}<td>gift</td>{{/if}}</tr>{{/each}}</table>")
-    lines = [{"sku": f"S{i}", "name": f"Item {i}", "qty": i % 5, "price": "9.99", "gift": i % 7 == 0} for i in range(2000)]
+    lines = [{"sku": f"S{i}", "name": f"Item {i}", "qty": i % 5, "price": "9.99", "gift": i % 7 == 0}
+             for i in range(2000)]
     out = render(source, {"lines": lines}, engine)
     assert out.count("<tr>") == 2000 and out.count("gift") == 286
 
@@ -125,7 +127,8 @@ def test_the_step_budget_is_shared_by_the_parts_of_one_message():
 
 
 def test_each_part_stops_at_its_own_limit_with_its_name():
-    content = compile_content("{{#each a}}{{x}}{{/each}}", "<p>ok</p>{{unsubscribe_url}}", "{{#each a}}{{x}}{{/each}}")
+    content = compile_content("{{#each a}}{{x}}{{/each}}", "<p>ok</p>{{unsubscribe_url}}",
+                              "{{#each a}}{{x}}{{/each}}")
     with pytest.raises(RenderedTooLarge, match="the rendered subject is larger than 1 KB"):
         render_content(content, {"a": [0] * 100, "x": "y" * 20}, max_html_bytes=1024)
     content = compile_content("s", "<p>ok</p>{{unsubscribe_url}}", "{{#each a}}{{x}}{{/each}}{{unsubscribe_url}}")
@@ -169,7 +172,7 @@ def test_what_might_stay_within_the_budget_is_left_to_the_render(html):
 
 def test_the_system_fields_are_the_ones_rendering_fills():
     system = system_fields(workspace={"_id": "w"}, contact_id=None, email="a@b.test", message_id="m",
-                           base_url="https://x.test", secret_key="k", now=__import__("datetime").datetime(2025, 6, 1))
+                           base_url="https://x.test", secret_key="k", now=dt.datetime(2025, 6, 1))
     assert SYSTEM_FIELDS == set(system)
 
 
