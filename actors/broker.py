@@ -11,6 +11,7 @@ from dramatiq.middleware.asyncio import AsyncIO
 from pipelines.settings import Settings
 
 from . import runtime
+from .render_pool import StartRenderPool
 
 # One queue per concern (DESIGN.md "Flow of work").
 QUEUES = {
@@ -36,6 +37,7 @@ def setup(settings: Settings) -> dramatiq.Broker:
         broker = StubBroker()
         broker.emit_after("process_boot")
     broker.add_middleware(AsyncIO())
+    broker.add_middleware(StartRenderPool())
     dramatiq.set_broker(broker)
     runtime.configure(settings)
     _broker = broker

@@ -10,8 +10,9 @@ each heavy one, each slice bounded by the render budget (pipelines/render_budget
 Processes, not threads: a thread shares the GIL, and every I/O step of the loop waits for
 the rendering thread to let go of it (bench/render_offload measures both). The pool is
 started lazily with `spawn` (forking a process that runs threads and an event loop is
-unsafe) and lives as long as the worker. If a pool process dies, the pool is replaced
-and the job raises, so Dramatiq retries it."""
+unsafe) when the worker boots (StartRenderPool), so the first job does not wait for it,
+and lives as long as the worker. If a pool process dies, the pool is replaced and the job
+raises, so Dramatiq retries it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import os
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
+
+import dramatiq
 
 from pipelines.render_message import RenderContext, RenderResult, render_all
 
@@ -52,6 +55,28 @@ def _executor(processes: int) -> concurrent.futures.ProcessPoolExecutor:
                 max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_exit_with, initargs=(os.getpid(),))
         return _pool
+
+
+def _ready() -> None:
+    """A task that only makes a pool process import what rendering needs."""
+
+
+class StartRenderPool(dramatiq.Middleware):
+    """Starts the render processes as the worker boots and stops them as it shuts down."""
+
+    def after_worker_boot(self, broker, worker) -> None:
+        processes = runtime.settings().render_processes
+        if processes > 0:
+            pool = _executor(processes)
+            for _ in range(processes):   # each submit finding no idle process starts one
+                pool.submit(_ready)
+
+    def before_worker_shutdown(self, broker, worker) -> None:
+        global _pool
+        with _pool_lock:
+            pool, _pool = _pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _discard(pool: concurrent.futures.ProcessPoolExecutor) -> None:
