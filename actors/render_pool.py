@@ -9,10 +9,10 @@ each heavy one, each slice bounded by the render budget (pipelines/render_budget
 
 Processes, not threads: a thread shares the GIL, and every I/O step of the loop waits for
 the rendering thread to let go of it (bench/render_offload measures both). The pool is
-started lazily with `spawn` (forking a process that runs threads and an event loop is
-unsafe) when the worker boots (StartRenderPool), so the first job does not wait for it,
-and lives as long as the worker. If a pool process dies, the pool is replaced and the job
-raises, so Dramatiq retries it."""
+started with `spawn` (forking a process that runs threads and an event loop is unsafe)
+as the worker boots (StartRenderPool), so the first job does not wait for it, or on first
+use elsewhere, and lives as long as the worker. If a pool process dies, the pool is
+replaced and the job raises, so Dramatiq retries it."""
 
 from __future__ import annotations
 

@@ -88,7 +88,10 @@ def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_p
     if not any(isinstance(v, (list, dict)) for v in known.values()):
         return
     if template_html is not None:
-        parts.append(_parsed_template(template_html))
+        try:
+            parts.append(_parsed_template(template_html))
+        except MergeTagError as error:   # saved before a rule it breaks existed
+            raise error.at(f"{path_prefix}template_id") from None
     culprit = certain_overrun(parts, known, MAX_LOOP_STEPS)
     if culprit is not None:
         path = f"{path_prefix}template_data." + ".".join(culprit)

@@ -158,6 +158,14 @@ def test_loops_over_a_request_list_that_must_go_over_are_refused_naming_the_list
     assert caught.value.path == "template_data.order.lines"
 
 
+def test_a_stored_template_that_breaks_a_newer_rule_is_named_by_its_template_id():
+    from pipelines.merge_tags import MergeTagError
+    with pytest.raises(MergeTagError) as caught:
+        check_merge_tags("Hi", None, None, template_html="{{#if a}}" * 401 + "{{/if}}" * 401,
+                         template_data={"items": [1]}, path_prefix="messages[0].")
+    assert caught.value.path == "messages[0].template_id"
+
+
 @pytest.mark.parametrize("html", [
     "{{#if big}}" + THREE_NESTED + "{{/if}}",                      # may not run
     "{{#each attributes.items}}{{#each attributes.items}}{{/each}}{{/each}}",   # the contact's list
