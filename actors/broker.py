@@ -11,6 +11,7 @@ from dramatiq.middleware.asyncio import AsyncIO
 from pipelines.settings import Settings
 
 from . import runtime
+from .render_pool import StartRenderPool
 
 # One queue per concern (DESIGN.md "Flow of work").
 QUEUES = {
@@ -40,6 +41,7 @@ def setup(settings: Settings) -> dramatiq.Broker:
     from .heartbeat import CloseResources, Heartbeat
     broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
     broker.add_middleware(CloseResources(), before=AsyncIO)  # before AsyncIO stops the loop
+    broker.add_middleware(StartRenderPool())
     dramatiq.set_broker(broker)
     runtime.configure(settings)
     _broker = broker

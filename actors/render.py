@@ -8,10 +8,12 @@ import logging
 import dramatiq
 
 from mongo import batches, campaign_audience, campaigns, contacts, messages, templates, workspaces
-from pipelines.render_message import RenderContext, render_all
+from pipelines.render_message import RenderContext
 
 from . import runtime, signing
 from .publish import describe, refused_by_broker
+
+from .render_pool import render_off_loop
 
 log = logging.getLogger("postroom.render")
 
@@ -57,8 +59,9 @@ async def render_messages(message_ids: list[str]) -> None:
     if not real:
         return
     signers, return_paths = await signing.signers_for(db, runtime.settings(), real)
-    result = render_all(real, RenderContext(settings=runtime.settings(), signers=signers, return_paths=return_paths,
-                                            **await personalisation_inputs(db, real)))
+    result = await render_off_loop(real, RenderContext(
+        settings=runtime.settings(), signers=signers, return_paths=return_paths,
+        **await personalisation_inputs(db, real)))
     await messages.fail_many(db, result.failed)
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
     if result.rendered:

@@ -153,9 +153,9 @@ def tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            for child in Path(f"/proc/{p}/task/{p}/children").read_text().split():
-                todo.append(int(child))
+        try:   # every thread's children: the render pool is started from the event-loop thread
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(child) for child in (task / "children").read_text().split())
         except OSError:
             pass
     return out

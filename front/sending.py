@@ -90,8 +90,11 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", ind
                                path=f"{path_prefix}html")
     workspace = who.workspace
     template = await load_template(fields, workspace["_id"], path_prefix, templates)
-    # Malformed merge tags are refused now, with their position, not discovered at render.
-    check_merge_tags(clean_subject(fields["subject"]), html, fields.get("text"), path_prefix=path_prefix)
+    # Malformed merge tags, and loops over template_data that could only blow the render
+    # budget, are refused now, with their position, not discovered at render.
+    check_merge_tags(clean_subject(fields["subject"]), html, fields.get("text"), path_prefix=path_prefix,
+                     template_html=template["html"] if template else None,
+                     template_data=fields.get("template_data"))
     try:
         sender = await workspace_sender(workspace, fields, domains)
     except PostroomError as error:  # name the batch item the rule failed on

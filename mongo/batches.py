@@ -65,14 +65,26 @@ async def record_finished(db: AsyncDatabase, finished: list[tuple[dict, str]]) -
             counts["sent"] += 1
     if not per_batch:
         return
+    # `last_finished_at` in the same single-document write as the counts: the write that
+    # finishes a batch is the last one applied to it, so a reader that sees the batch done
+    # always has its completion time (completed_at below follows in a second write).
+    at = now_iso()
     await db.batches.bulk_write(
-        [UpdateOne({"_id": b}, {"$inc": dict(c)}) for b, c in per_batch.items()], ordered=False)
+        [UpdateOne({"_id": b}, {"$inc": dict(c), "$set": {"last_finished_at": at}}) for b, c in per_batch.items()],
+        ordered=False)
     done = await db.batches.find({"_id": {"$in": list(per_batch)}, "completed_at": ""},
                                  {"total": 1, "finished": 1}).to_list()
     complete = [d["_id"] for d in done if d["finished"] >= d["total"]]
     if complete:
         await db.batches.update_many({"_id": {"$in": complete}, "completed_at": ""},
                                      {"$set": {"completed_at": now_iso()}})
+
+
+def completed_at(doc: dict) -> str | None:
+    """When every message of the batch was final (None while it is processing)."""
+    if doc["finished"] < doc["total"]:
+        return None
+    return doc["completed_at"] or doc.get("last_finished_at") or None
 
 
 def batch_status(doc: dict) -> str:

@@ -128,6 +128,13 @@ class Signer:
                                  for i in range(0, len(signature), _B64_LINE_CHARS))
         return b"DKIM-Signature: " + unsigned + folded + b"\r\n" + data
 
+    def __reduce__(self):
+        """Pickled as its PEM, so the render processes (actors/render_pool.py) can sign;
+        each process parses a key once (`_load_private_key` is cached)."""
+        pem = self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()).decode("ascii")
+        return _signer_from_pem, (self.domain, self.selector, pem)
+
 
 def _fold_names(names: list[str]) -> str:
     """The h= list, folded (FWS is allowed around its colons) so no line passes 78."""
@@ -151,6 +158,10 @@ def open_signer(domain: str, selector: str, sealed_private_key: str, secret_key:
     """A signer from a stored (sealed) key; cached, as unsealing and PEM parsing cost more
     than a signature."""
     return Signer(domain, selector, _load_private_key(open_sealed(sealed_private_key, secret_key)))
+
+
+def _signer_from_pem(domain: str, selector: str, pem: str) -> Signer:
+    return Signer(domain, selector, _load_private_key(pem))
 
 
 SHARED = "*"

@@ -8,23 +8,32 @@ Values are fetched by our own filters (dict keys and list indexes only, never at
 inside an ImmutableSandboxedEnvironment, which is the second wall, not the first.
 
 Filters and tests are bound once when Jinja compiles the module, so a render costs about
-what hand-written Jinja2 costs (bench/render measures it)."""
+what hand-written Jinja2 costs (bench/render measures it). Loops iterate a plain
+(index, items left, item) tuple instead of Jinja's `loop` object, whose attributes would
+go through the sandbox's checks. Every value written, and every loop and branch taken
+inside a loop, is charged to the message's RenderBudget (pipelines/render_budget.py)."""
 
 from __future__ import annotations
 
 import collections
 import hashlib
 import json
+import re
 import threading
 
 import markupsafe
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import merge_tags as mt
-from .merge_values import FILTERS, TESTS, compare, lookup, mt_out, truthy
+from .loop_cost import cost
+from .merge_values import FILTERS, TESTS, compare, lookup, mt_loop, mt_out, mt_scoped, truthy
+from .render_budget import RenderBudget
 
 CACHE_SIZE = 512
-_ROOT = "D"
+JINJA_MAX_DEPTH = 16     # deeper templates are interpreted (see CompiledTemplate)
+_ROOT = "D"              # the data, in the generated Jinja2
+_BUDGET = "B"            # the message's RenderBudget, in the generated Jinja2
+_NEWLINE = re.compile(r"\r\n?")
 
 
 def _const(value) -> str:
@@ -50,7 +59,7 @@ def _raw(text: str) -> str:
 class _Generator:
     def __init__(self):
         self.out: list[str] = []
-        self.loops: list[str] = []          # Jinja names of the enclosing loop items
+        self.loops: list[int] = []          # numbers of the enclosing loops, innermost last
 
     def operand(self, operand) -> str:
         if isinstance(operand, mt.Literal):
@@ -58,32 +67,40 @@ class _Generator:
         ref = operand
         keys = ", ".join(_const(k) for k in ref.keys)
         if ref.kind == "loop":
-            return {"index": "loop.index0", "first": "loop.first", "last": "loop.last"}[ref.keys[0]]
+            n = self.loops[-1]
+            return {"index": f"_i{n}", "first": f"(_i{n} == 0)", "last": f"(_r{n} == 0)"}[ref.keys[0]]
         if ref.kind == "this":
-            item = self.loops[-1]
+            item = f"_item{self.loops[-1]}"
             return f"{item}|mt_get({keys})" if ref.keys else item
         if not self.loops:
             return f"{_ROOT}|mt_get({keys})"
-        scopes = ", ".join([*reversed(self.loops), _ROOT])
+        scopes = ", ".join([*(f"_item{n}" for n in reversed(self.loops)), _ROOT])
         return f"({scopes},)|mt_scoped({keys})"
 
-    def condition(self, cond: mt.Condition, negate: bool) -> str:
-        left = self.operand(cond.left)
-        if cond.op is None:
-            test = f"{left} is mt_truthy"
-        else:
-            test = f"{left} is mt_compare({_const(cond.op)}, {self.operand(cond.right)})"
-        return f"not ({test})" if negate else test
+    def condition(self, node: mt.If) -> str:
+        """The test of an {{#if}}/{{#unless}}; inside a loop it charges the budget with what
+        the branch it picks costs (outside loops each branch runs at most once)."""
+        cond = node.condition
+        args = [] if cond.op is None else [_const(cond.op), self.operand(cond.right)]
+        when_true, when_false = cost(node.body, len(self.loops)), cost(node.otherwise, len(self.loops))
+        if node.negate:
+            when_true, when_false = when_false, when_true
+        if self.loops and (any(when_true) or any(when_false)):
+            args += [_BUDGET, repr(when_true), repr(when_false)]
+        test = f"{self.operand(cond.left)} is " + ("mt_truthy" if cond.op is None else "mt_compare")
+        if args:
+            test += f"({', '.join(args)})"
+        return f"not ({test})" if node.negate else test
 
     def emit(self, nodes: list) -> None:
         for node in nodes:
             if isinstance(node, mt.Text):
                 self.out.append(_raw(node.text))
             elif isinstance(node, mt.Var):
-                self.out.append("{{ %s|mt_out(%s, %s) }}" % (
-                    self.operand(node.ref), _const(node.fallback), _const(node.format)))
+                self.out.append("{{ %s|mt_out(%s, %s, %s) }}" % (
+                    self.operand(node.ref), _const(node.fallback), _const(node.format), _BUDGET))
             elif isinstance(node, mt.If):
-                self.out.append("{%% if %s %%}" % self.condition(node.condition, node.negate))
+                self.out.append("{%% if %s %%}" % self.condition(node))
                 self.emit(node.body)
                 if node.otherwise:
                     self.out.append("{% else %}")
@@ -91,9 +108,10 @@ class _Generator:
                 self.out.append("{% endif %}")
             elif isinstance(node, mt.Each):
                 source = self.operand(node.ref)
-                item = f"_item{len(self.loops) + 1}"
-                self.out.append("{%% for %s in %s|mt_list %%}" % (item, source))
-                self.loops.append(item)
+                n = len(self.loops) + 1
+                self.out.append("{%% for _i%d, _r%d, _item%d in %s|mt_loop(%s, %r, %r) %%}" % (
+                    n, n, n, source, _BUDGET, cost(node.body, n), cost(node.otherwise, n - 1)))
+                self.loops.append(n)
                 self.emit(node.body)
                 self.loops.pop()
                 if node.otherwise:
@@ -121,57 +139,94 @@ def _environment(autoescape: bool) -> ImmutableSandboxedEnvironment:
 _ENVIRONMENTS = {"html": _environment(True), "text": _environment(False)}
 
 
-def _interpretable(nodes: list) -> bool:
-    """Text, top-level `{{field|fallback|format}}` and `{{#if}}`/`{{#unless}}` on top-level
-    fields — most transactional bodies and every compliance footer. Loops need Jinja2."""
+def _normalise_newlines(nodes: list) -> None:
+    """CRLF and CR in template text become LF, as Jinja2 does, so both engines write the
+    same characters (and the budget counts what is written)."""
     for node in nodes:
-        if isinstance(node, mt.Var):
-            if node.ref.kind != "root":
-                return False
-        elif isinstance(node, mt.If):
-            operands = (node.condition.left, node.condition.right)
-            if any(isinstance(o, mt.Ref) and o.kind != "root" for o in operands):
-                return False
-            if not (_interpretable(node.body) and _interpretable(node.otherwise)):
-                return False
-        elif not isinstance(node, mt.Text):
-            return False
-    return True
+        if isinstance(node, mt.Text):
+            node.text = _NEWLINE.sub("\n", node.text)
+        elif isinstance(node, (mt.If, mt.Each)):
+            _normalise_newlines(node.body)
+            _normalise_newlines(node.otherwise)
 
 
-def _operand(operand, data: dict):
-    return operand.value if isinstance(operand, mt.Literal) else lookup(data, operand.keys)
+def _shape(nodes: list) -> tuple[int, bool]:
+    """(how deep blocks nest, whether there is a loop)."""
+    depth, loops = 0, False
+    for node in nodes:
+        if isinstance(node, (mt.If, mt.Each)):
+            body = _shape(node.body)
+            otherwise = _shape(node.otherwise)
+            depth = max(depth, 1 + body[0], 1 + otherwise[0])
+            loops = loops or isinstance(node, mt.Each) or body[1] or otherwise[1]
+    return depth, loops
 
 
-def _interpret(nodes: list, data: dict, escape, out: list) -> None:
+# --- the interpreter -------------------------------------------------------------------
+
+def _value(ref, data: dict, loops: list):
+    """`ref`'s value; `loops` holds (item, index, items left after it), innermost last."""
+    if isinstance(ref, mt.Literal):
+        return ref.value
+    if ref.kind == "root":
+        if not loops:
+            return lookup(data, ref.keys)
+        return mt_scoped((*(frame[0] for frame in reversed(loops)), data), *ref.keys)
+    item, index, left = loops[-1]
+    if ref.kind == "this":
+        return lookup(item, ref.keys)
+    return {"index": index, "first": index == 0, "last": left == 0}[ref.keys[0]]
+
+
+def _interpret(nodes: list, data: dict, loops: list, escape, budget: RenderBudget, out: list) -> None:
     for node in nodes:
         if isinstance(node, mt.Text):
             out.append(node.text)
         elif isinstance(node, mt.Var):
-            out.append(escape(mt_out(lookup(data, node.ref.keys), node.fallback, node.format)))
-        else:
+            out.append(escape(mt_out(_value(node.ref, data, loops), node.fallback, node.format, budget)))
+        elif isinstance(node, mt.If):
             cond = node.condition
-            left = _operand(cond.left, data)
-            held = truthy(left) if cond.op is None else compare(left, cond.op, _operand(cond.right, data))
-            _interpret(node.body if held != node.negate else node.otherwise, data, escape, out)
+            left = _value(cond.left, data, loops)
+            held = truthy(left) if cond.op is None else compare(left, cond.op, _value(cond.right, data, loops))
+            branch = node.body if held != node.negate else node.otherwise
+            if loops:
+                budget.spend(*cost(branch, len(loops)))
+            _interpret(branch, data, loops, escape, budget, out)
+        else:
+            items = _value(node.ref, data, loops)
+            depth = len(loops)
+            for frame in mt_loop(items, budget, cost(node.body, depth + 1), cost(node.otherwise, depth)):
+                loops.append((frame[2], frame[0], frame[1]))
+                _interpret(node.body, data, loops, escape, budget, out)
+                loops.pop()
+            if not (isinstance(items, list) and items):
+                _interpret(node.otherwise, data, loops, escape, budget, out)
 
 
 class CompiledTemplate:
     """One template's compiled form: render it once per recipient.
 
-    Templates without loops skip Jinja2 altogether (compiling costs milliseconds, and a
-    transactional body is often rendered once): they are interpreted from the parsed
-    tree through the same value functions (lookup, mt_out, truthy, compare) and the same
-    escaping the generated Jinja2 calls, so the output is the same."""
+    Templates with loops are compiled to Jinja2, unless their blocks nest deeper than
+    JINJA_MAX_DEPTH: Python compiles at most 20 nested loops and 100 indentation levels,
+    and Jinja2's parser recurses per level. The others are interpreted from the parsed
+    tree: templates without loops (compiling costs milliseconds, and a transactional body
+    is often rendered once) and deep ones (up to MAX_NESTING_DEPTH; the interpreter
+    recurses once per level). The interpreter calls the same value functions (lookup,
+    mt_out, truthy, compare, mt_loop) with the same escaping and the same budget charges
+    as the generated Jinja2, so the output is the same."""
 
     __slots__ = ("mode", "nodes", "_template", "digest")
 
-    def __init__(self, source: str, mode: str, digest: str):
+    def __init__(self, source: str, mode: str, digest: str = "", *, engine: str | None = None):
+        """`engine` ("jinja" or "interpreter") overrides the choice, for tests comparing them."""
         self.mode = mode
         self.digest = digest
         self.nodes = mt.parse(source)
-        self._template = (None if _interpretable(self.nodes)
-                          else _ENVIRONMENTS[mode].from_string(to_jinja(self.nodes)))
+        _normalise_newlines(self.nodes)
+        if engine is None:
+            depth, loops = _shape(self.nodes)
+            engine = "jinja" if loops and depth <= JINJA_MAX_DEPTH else "interpreter"
+        self._template = (_ENVIRONMENTS[mode].from_string(to_jinja(self.nodes)) if engine == "jinja" else None)
 
     @property
     def jinja_source(self) -> str:
@@ -182,11 +237,15 @@ class CompiledTemplate:
     def interpreted(self) -> bool:
         return self._template is None
 
-    def render(self, data: dict) -> str:
-        if self._template is not None:
-            return self._template.render({_ROOT: data})
+    def render(self, data: dict, budget: RenderBudget | None = None) -> str:
+        """The output for `data`; raises RenderBudgetExceeded past a limit of `budget`
+        (a fresh default budget when none is given)."""
+        budget = RenderBudget() if budget is None else budget
+        template = self._template
+        if template is not None:
+            return "".join(template.root_render_func(template.new_context({_ROOT: data, _BUDGET: budget})))
         out: list = []
-        _interpret(self.nodes, data, markupsafe.escape if self.mode == "html" else str, out)
+        _interpret(self.nodes, data, [], markupsafe.escape if self.mode == "html" else str, budget, out)
         return "".join(out)
 
     def mentions(self, *keys: str) -> bool:

@@ -12,7 +12,8 @@ Grammar (one tag is `{{ … }}`; everything else is literal text):
 A `{{…}}` whose head is not a path (`{{7*7}}`, `{{ ''.__class__ }}`, `{{}}`) is literal
 text: users paste all kinds of brace syntax and we must neither run it nor refuse it.
 Block tags (`{{#…}}`, `{{/…}}`, `{{else}}`) and formats are strict: a typo there would
-silently change what the email says, so it is an error with a line and column.
+silently change what the email says, so it is an error with a line and column. Blocks
+nest at most MAX_NESTING_DEPTH deep (pipelines/render_budget.py).
 pipelines/merge_compile.py turns the AST into sandboxed Jinja2."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import dataclasses
 import re
 
 from .errors import ValidationFailed
+from .render_budget import MAX_NESTING_DEPTH
 
 FORMATS = ("text", "uppercase", "lowercase", "capitalize")
 OPERATORS = ("==", "!=", ">=", "<=", ">", "<")
@@ -255,6 +257,9 @@ class _Parser:
         return True
 
     def open_block(self, inner: str, offset: int) -> None:
+        if len(self.stack) >= MAX_NESTING_DEPTH:
+            self.fail(f"blocks ({{{{#if}}}}, {{{{#unless}}}}, {{{{#each}}}}) nest more than "
+                      f"{MAX_NESTING_DEPTH} levels deep", offset)
         kind, _, rest = inner.partition(" ")
         kind = kind.strip()
         if kind in ("if", "unless"):

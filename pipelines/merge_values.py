@@ -1,6 +1,7 @@
 """What merge-tag values mean at render time: lookup, output text, fallback, formats,
 truthiness and comparison. These are the only functions generated templates call; they
-touch dict keys and list indexes, never attributes, so no Python object is reachable."""
+touch dict keys and list indexes, never attributes, so no Python object is reachable.
+The ones that write output or start a loop charge the message's RenderBudget."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import math
 
 import markupsafe
 
+from .render_budget import RenderBudget
+
 _MISSING = None
+# Longer text is not a number or a boolean: no float() parse of a long string per comparison.
+_MAX_NUMBER_CHARS = 64
 
 
 class Lines(str):
@@ -47,8 +52,16 @@ def mt_scoped(scopes: tuple, *keys):
     return lookup(scopes[-1], keys)
 
 
-def mt_list(value) -> list:
-    return value if isinstance(value, list) else []
+def mt_loop(value, budget: RenderBudget, body: tuple[int, int], otherwise: tuple[int, int]):
+    """A loop over `value` (a non-list iterates nothing) as (index, items left after this
+    one, item), charged to the budget before it runs: per iteration one step plus the
+    body's (steps, literal chars); or `otherwise`'s when the else branch renders instead."""
+    if not isinstance(value, list) or not value:
+        budget.spend(*otherwise)
+        return ()
+    count = len(value)
+    budget.spend(count * (1 + body[0]), count * body[1])
+    return zip(range(count), range(count - 1, -1, -1), value)
 
 
 def as_text(value) -> str:
@@ -79,10 +92,22 @@ _FORMATS = {
 }
 
 
-def mt_out(value, fallback: str, fmt: str) -> str:
-    text = value if isinstance(value, str) else as_text(value)
-    if not text.strip():
+def _blank(text: str) -> bool:
+    return not text or text.isspace()   # as `not text.strip()`, without copying long text
+
+
+def mt_out(value, fallback: str, fmt: str, budget: RenderBudget) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        if isinstance(value, list):   # joining it is work even when nothing comes out
+            budget.spend(len(value), 0)
+        text = as_text(value)
+    if _blank(text):
         text = fallback
+    budget.chars_left -= len(text)   # RenderBudget.spend's check, inlined: this runs for every value
+    if budget.chars_left < 0:
+        budget.too_large()
     if fmt == "text":
         return text
     formatted = _FORMATS[fmt](text)
@@ -92,8 +117,16 @@ def mt_out(value, fallback: str, fmt: str) -> str:
 def truthy(value) -> bool:
     """Handlebars' rule: missing, null, false, 0, "" (also blank), [] and {} are false."""
     if isinstance(value, str):
-        return bool(value.strip())
+        return not _blank(value)
     return bool(value)
+
+
+def mt_truthy(value, budget: RenderBudget | None = None, if_true: tuple = (0, 0), if_false: tuple = (0, 0)) -> bool:
+    """`truthy`; inside a loop it also charges the (steps, literal chars) of the branch it picks."""
+    held = truthy(value)
+    if budget is not None:
+        budget.spend(*(if_true if held else if_false))
+    return held
 
 
 def _number(value) -> float | None:
@@ -101,7 +134,7 @@ def _number(value) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= _MAX_NUMBER_CHARS:
         try:
             number = float(value.strip())
         except ValueError:
@@ -113,7 +146,7 @@ def _number(value) -> float | None:
 def _boolean(value) -> bool | None:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+    if isinstance(value, str) and len(value) <= _MAX_NUMBER_CHARS and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     return None
 
@@ -154,9 +187,14 @@ def compare(left, op: str, right) -> bool:
     return _ordered(op, as_text(left), as_text(right))
 
 
-def mt_compare(left, op: str, right) -> bool:
-    return compare(left, op, right)
+def mt_compare(left, op: str, right, budget: RenderBudget | None = None, if_true: tuple = (0, 0),
+               if_false: tuple = (0, 0)) -> bool:
+    """`compare`; inside a loop it also charges the (steps, literal chars) of the branch it picks."""
+    held = compare(left, op, right)
+    if budget is not None:
+        budget.spend(*(if_true if held else if_false))
+    return held
 
 
-FILTERS = {"mt_get": mt_get, "mt_scoped": mt_scoped, "mt_list": mt_list, "mt_out": mt_out}
-TESTS = {"mt_truthy": truthy, "mt_compare": mt_compare}
+FILTERS = {"mt_get": mt_get, "mt_scoped": mt_scoped, "mt_loop": mt_loop, "mt_out": mt_out}
+TESTS = {"mt_truthy": mt_truthy, "mt_compare": mt_compare}

@@ -13,23 +13,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 
 from . import links
 from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
                                add_text_address, add_text_footer)
+from .errors import ValidationFailed
+from .loop_cost import certain_overrun
 from .merge_compile import CompiledTemplate, compile_template
 from .merge_tags import MergeTagError, parse
 from .merge_values import Lines
+from .render_budget import DEFAULT_MAX_OUTPUT_BYTES, MAX_LOOP_STEPS, RenderBudget, RenderedTooLarge
 from .text import clean_subject
 
+# Filled by system_fields, over template_data keys of the same name.
+SYSTEM_FIELDS = frozenset({"unsubscribe_url", "preferences_url", "company_name", "company_address",
+                           "current_year", "current_month", "current_date"})
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
-
-
-class RenderedTooLarge(ValueError):
-    """Rule 8 applies to the client's part of what is sent: a body that grows past the
-    limit once its merge tags are filled fails. Our own additions (the compliance footer,
-    tracking) do not count against it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,15 +79,42 @@ def compile_content(subject: str, html: str | None, text: str | None, *, path_pr
                            compile_template(added, "html") if added else None)
 
 
-def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_prefix: str = "") -> None:
-    """Parse without compiling (cheap enough for every item of a 1000-message batch);
-    raises MergeTagError naming the field."""
+@functools.lru_cache(maxsize=32)
+def _parsed_template(source: str) -> list:
+    """A stored template, parsed once for the sends that name it (a batch names it up to
+    1000 times)."""
+    return parse(source)
+
+
+def check_merge_tags(subject: str, html: str | None, text: str | None, *, path_prefix: str = "",
+                     template_html: str | None = None, template_data: dict | None = None) -> None:
+    """What a send can be refused for before anything renders. Parses without compiling
+    (cheap enough for every item of a 1000-message batch): malformed tags raise
+    MergeTagError naming the field. With `template_data` holding lists, loops over them
+    that take more than the render budget's steps whatever the contact (pipelines/
+    loop_cost.py) are refused, naming the list (`template_data.items`): that message
+    could only fail. `template_html` is the stored template the send names (already
+    checked when saved)."""
+    parts = []
     for field, source in (("subject", subject), ("html", html), ("text", text)):
         if source is not None:
             try:
-                parse(source)
+                parts.append(parse(source))
             except MergeTagError as error:
                 raise error.at(f"{path_prefix}{field}") from None
+    known = {k: v for k, v in (template_data or {}).items() if k not in SYSTEM_FIELDS}
+    if not any(isinstance(v, (list, dict)) for v in known.values()):
+        return
+    if template_html is not None:
+        try:
+            parts.append(_parsed_template(template_html))
+        except MergeTagError as error:   # saved before a rule it breaks existed
+            raise error.at(f"{path_prefix}template_id") from None
+    culprit = certain_overrun(parts, known, MAX_LOOP_STEPS)
+    if culprit is not None:
+        path = f"{path_prefix}template_data." + ".".join(culprit)
+        raise ValidationFailed(f"{path}: the template's loops over this list would take more than "
+                               f"{MAX_LOOP_STEPS:,} steps to render (the limit per message).", path=path)
 
 
 def contact_fields(contact: dict | None, email: str) -> dict:
@@ -121,16 +149,34 @@ def recipient_data(*, contact: dict | None, email: str, template_data: dict | No
     return {**contact_fields(contact, email), **(template_data or {}), **system}
 
 
-def render_content(compiled: CompiledContent, data: dict, *,
-                   max_html_bytes: int | None = None) -> tuple[str, str | None, str | None]:
-    """(subject, html, text) for one recipient. The subject is plain text: values are not
-    escaped, tags are stripped and CR/LF folded so nothing can inject a header."""
-    subject = clean_subject(compiled.subject.render(data))
-    html = compiled.html.render(data) if compiled.html is not None else None
-    if html is not None and max_html_bytes is not None and len(html.encode()) > max_html_bytes:
-        ours = len(compiled.html_footer.render(data).encode()) if compiled.html_footer is not None else 0
-        if len(html.encode()) - ours > max_html_bytes:
-            raise RenderedTooLarge(f"the rendered HTML body is larger than {max_html_bytes // 1024} KB "
-                                   "once its merge tags are filled (our footer and tracking not counted)")
-    text = compiled.text.render(data) if compiled.text is not None else None
+def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> str:
+    """Rule 8's limit is on the client's part: the footer or postal address we added
+    renders to bytes that do not count, so the body may be that much larger."""
+    ours = len(compiled.html_footer.render(data).encode()) if compiled.html_footer is not None else 0
+    try:
+        return _render_part(compiled.html, data, budget, "HTML body", limit + ours)
+    except RenderedTooLarge:
+        raise RenderedTooLarge(f"the rendered HTML body is larger than {limit // 1024} KB once its merge tags "
+                               "are filled (our footer and tracking not counted)") from None
+
+
+def _render_part(template: CompiledTemplate, data: dict, budget: RenderBudget, part: str, max_bytes: int) -> str:
+    """One part within `max_bytes`: stopped as it grows past the limit, then checked exactly."""
+    out = template.render(data, budget.start(part, max_bytes))
+    if len(out) * 4 > max_bytes and len(out.encode()) > max_bytes:   # encoding only when it could be over
+        budget.too_large()
+    return out
+
+
+def render_content(compiled: CompiledContent, data: dict, *, max_html_bytes: int | None = None,
+                   budget: RenderBudget | None = None) -> tuple[str, str | None, str | None]:
+    """(subject, html, text) for one recipient, within one RenderBudget (pipelines/
+    render_budget.py: loop iterations for the whole message, and each part at most
+    `max_html_bytes`, rule 8's 256 KB by default). The subject is plain text: values are
+    not escaped, tags are stripped and CR/LF folded so nothing can inject a header."""
+    limit = DEFAULT_MAX_OUTPUT_BYTES if max_html_bytes is None else max_html_bytes
+    budget = RenderBudget() if budget is None else budget
+    subject = clean_subject(_render_part(compiled.subject, data, budget, "subject", limit))
+    html = None if compiled.html is None else _render_html(compiled, data, budget, limit)
+    text = None if compiled.text is None else _render_part(compiled.text, data, budget, "text body", limit)
     return subject, html, text

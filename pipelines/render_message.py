@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 
 from .clock import parse_iso, utcnow
 from .dkim import Signer, signer_key
@@ -16,6 +17,8 @@ from .personalise import CompiledContent, compile_content, recipient_data, rende
 from .recipients import owed_recipients
 from .settings import Settings
 from . import tracking_rewrite, unsubscribe_headers
+
+_log = logging.getLogger(__name__)
 
 
 # What our additions to the client's HTML (compliance footer, open pixel, click redirects)
@@ -117,11 +120,24 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
     }
 
 
+def failure_reason(error: BaseException) -> str:
+    """The detail a failed message shows. Our own errors (a budget, a size, a malformed
+    template) say what is wrong; anything else is a bug or a document we cannot read,
+    named by its type so it can be found in the worker's log."""
+    if isinstance(error, (ValueError, PostroomError)) and str(error):
+        return str(error)
+    return f"could not be rendered ({type(error).__name__}: {str(error)[:200]})"
+
+
 def render_all(messages: list[dict], ctx: RenderContext) -> RenderResult:
+    """Each message rendered on its own: whatever one raises (a budget, a malformed stored
+    template, a bug) fails that message with the reason, and the others render on."""
     result = RenderResult()
     for message in messages:
         try:
             result.rendered.append(render_one(message, ctx))
-        except (ValueError, PostroomError) as error:  # a message that cannot be rendered fails alone
-            result.failed[message["_id"]] = str(error)
+        except Exception as error:
+            if not isinstance(error, (ValueError, PostroomError)):
+                _log.exception("message %s could not be rendered", message.get("_id"))
+            result.failed[message["_id"]] = failure_reason(error)
     return result

@@ -63,6 +63,9 @@ class Settings:
     domain_rate_per_minute: int = 0  # 0 = unlimited; default per destination domain
     domain_concurrency: int = 0  # 0 = unlimited
     scheduler_interval_seconds: float = 1.0
+    # Processes per worker process that render messages off its event loop (actors/render_pool.py);
+    # 0 renders in a thread of the worker instead.
+    render_processes: int = 2
     # Multiplies every webhook retry wait (pipelines/retry_schedule.py); tests speed it up.
     webhook_retry_scale: float = 1.0
     # How long a send claim holds a message before another worker may take it over (a

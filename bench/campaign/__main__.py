@@ -85,7 +85,9 @@ def main() -> int:
             time.sleep(0.5)
         completed = time.monotonic()
         wall = last - start
-        used = {name: sec - before[name] for name, sec in cpu_of(pids).items()}
+        # the groups again: render pool processes start during the run (all their CPU falls in it)
+        after = cpu_of(stack.groups(workers=worker, scheduler=scheduler))
+        used = {name: sec - before[name] for name, sec in after.items()}
         rate = total / wall
         print(f"recipients: {total:,}")
         print(f"time from send call to its answer: {answered - start:.2f}s")

@@ -51,7 +51,9 @@ def main() -> int:
         accepted = time.monotonic()
         end = wait_count(stack.counter, 2 * total, 1800)
         wall = end - start
-        used = {name: sec - before[name] for name, sec in cpu_of(pids).items()}
+        # the groups again: render pool processes start during the run (all their CPU falls in it)
+        after = cpu_of(stack.groups(workers=worker))
+        used = {name: sec - before[name] for name, sec in after.items()}
         rate = total / wall
         print(f"API accepted {total} in {accepted - start:.1f}s")
         print(f"pipeline (front → RabbitMQ → render → send), {args.processes} worker processes: "

@@ -36,8 +36,10 @@ class EmailContent(Strict):
     html: str | None = Field(None, description="HTML body, at most 256 KB.")
     text: str | None = Field(None, description="Plain-text body (derived from html when absent).")
     template_id: str | None = Field(None, description="A template of this workspace to render.")
-    template_data: JsonObject(MAX_TEMPLATE_DATA_BYTES) | None = Field(
-        None, description="Keys become merge tags; at most 256 KB serialised.")
+    template_data: JsonObject(MAX_TEMPLATE_DATA_BYTES) | None = Field(None, description=(
+        "Keys become merge tags; at most 256 KB serialised. A list whose {{#each}} loops would take more "
+        "than the render budget (100,000 steps per message, see the README) is refused: validation_error, "
+        "path template_data.<list>."))
     from_email: EmailAddress | None = Field(
         None, description="On a verified domain of the workspace: the From address; otherwise the "
                           "Reply-To of mail sent from the workspace's address on the shared domain.")
@@ -73,7 +75,7 @@ def batch_view(doc: dict) -> dict:
         "counts": {"queued": doc["pending"], "sent": doc["sent"],
                    **{k: doc[k] for k in batch_store.FINAL_OUTCOMES}},
         "created_at": doc["created_at"],
-        "completed_at": doc["completed_at"] or None,
+        "completed_at": batch_store.completed_at(doc),
     }
 
 

@@ -32,8 +32,9 @@ MAX_DESCRIPTION_CHARS = 2000
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)]
-HTML_HELP = ("The email HTML (max 256 KB) with merge tags; sent as stored. Malformed merge tags are "
-             "refused with their line and column. Omit it and give json_structure to have it rendered.")
+HTML_HELP = ("The email HTML (max 256 KB) with merge tags; sent as stored. Malformed merge tags, and "
+             "blocks nested more than 400 deep, are refused with their line and column. Omit it and give "
+             "json_structure to have it rendered.")
 STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}], settings}, at most 512 KB "
                   "serialised. Validated; unknown fields are kept for the editor. See the README for each "
                   "block's content.")

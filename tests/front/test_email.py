@@ -308,6 +308,11 @@ def test_batch_answers_202_with_an_id_and_one_message_per_item(service, tenant):
      "validation_error", "messages[2].send_at"),
     ({"to": "x@example.org", "subject": "Hi", "text": "x", "from_name": "A\r\nB"},
      "validation_error", "messages[2].from_name"),
+    ({"to": "x@example.org", "subject": "Hi", "html": "{{#if a}}" * 401 + "{{/if}}" * 401},
+     "validation_error", "messages[2].html"),
+    ({"to": "x@example.org", "subject": "Hi", "template_data": {"items": list(range(600))},
+      "html": "{{#each items}}{{#each items}}{{#each items}}{{this}}{{/each}}{{/each}}{{/each}}"},
+     "validation_error", "messages[2].template_data.items"),
 ])
 def test_an_invalid_batch_item_is_named_and_nothing_is_stored(service, tenant, item, code, path):
     good = {"to": address(), "subject": "Hi", "text": "x"}

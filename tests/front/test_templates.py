@@ -74,6 +74,18 @@ def test_a_malformed_tag_in_a_block_is_reported_at_that_block_field(tenant):
         assert "line 1, column 9" in error["message"] and "never closed" in error["message"]
 
 
+def test_blocks_nested_deeper_than_400_are_refused_at_save_and_400_are_kept(tenant):
+    deep = "<p>" + "{{#each a}}" * 401 + "x" + "{{/each}}" * 401 + "</p>"
+    error = assert_error(tenant.post("/templates", json={"name": "x", "html": deep}), 400, "validation_error", "html")
+    assert "nest more than 400 levels deep" in error["message"] and "line 1, column 4404" in error["message"]
+    made = create(tenant, html="{{#each a}}" * 400 + "x" + "{{/each}}" * 400)
+    assert_error(tenant.patch(f"/templates/{made['id']}", json={"html": deep}), 400, "validation_error", "html")
+    in_block = {"blocks": [{"id": "t1", "type": "text", "content": {"html": deep}}]}
+    assert_error(tenant.post("/templates", json={"name": "x", "json_structure": in_block}), 400, "validation_error",
+                 "json_structure.blocks[0].content.html")
+    assert tenant.get(f"/templates/{made['id']}").json()["data"]["version"] == 1
+
+
 def test_malformed_json_and_wrong_content_type_are_validation_errors(tenant):
     assert_error(tenant.post("/templates", content=b"{nope", headers={"Content-Type": "application/json"}),
                  400, "validation_error")

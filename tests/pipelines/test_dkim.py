@@ -38,6 +38,14 @@ def test_a_signed_message_verifies_with_dkimpy_against_the_published_key():
     assert dkimpy.verify(signed, dnsfunc=dns_for())
 
 
+def test_a_signer_sent_to_a_render_process_signs_exactly_as_the_original():
+    import pickle
+    copy = pickle.loads(pickle.dumps(SIGNER))
+    assert (copy.domain, copy.selector) == ("acme.example", "pr1")
+    assert copy.sign(message(), timestamp=1) == SIGNER.sign(message(), timestamp=1)
+    assert dkimpy.verify(copy.sign(message()), dnsfunc=dns_for())
+
+
 def test_the_signature_names_the_domain_selector_and_the_standard_headers():
     signed = SIGNER.sign(message())
     header = signed.split(b"\r\n\r\n")[0].decode()

@@ -309,3 +309,103 @@ def test_an_interpreted_template_renders_exactly_as_the_jinja_path_does(value, f
         forced = compile_template(body + "{{#each nothing}}{{/each}}", mode)
         assert interpreted.interpreted and not forced.interpreted
         assert interpreted.render(data) == forced.render(data)
+
+
+# --- nesting, and the two engines ----------------------------------------------------------------
+
+from pipelines.merge_compile import JINJA_MAX_DEPTH, CompiledTemplate  # noqa: E402
+from pipelines.render_budget import MAX_NESTING_DEPTH, RenderBudget  # noqa: E402
+
+
+def nested(kind: str, depth: int, inner: str = "{{x}}") -> str:
+    opening = {"each": "{{#each a}}", "if": "{{#if a}}", "unless": "{{#unless z}}"}
+    return opening[kind] * depth + inner + ("{{/%s}}" % kind) * depth
+
+
+@pytest.mark.parametrize("kind", ["each", "if", "unless"])
+def test_blocks_nest_400_deep_and_render(kind):
+    out = compile_template(nested(kind, MAX_NESTING_DEPTH)).render({"a": [{"x": "deep"}], "x": "deep"})
+    assert out == "deep"
+
+
+@pytest.mark.parametrize("kind", ["each", "if"])
+def test_blocks_nested_deeper_than_400_are_refused_at_the_tag_that_goes_too_deep(kind):
+    source = "<p>\n" + nested(kind, 1000)
+    with pytest.raises(MergeTagError) as caught:
+        compile_template(source)
+    width = len(nested(kind, 1).split("{{x}}")[0])
+    assert (caught.value.line, caught.value.column) == (2, MAX_NESTING_DEPTH * width + 1)
+    assert "nest more than 400 levels deep" in caught.value.message
+
+
+def test_twenty_one_nested_loops_render_without_a_syntax_error():
+    data = {"a": [{"a": [{"a": []}]}], "x": "leaf"}
+    source = nested("each", 21, "{{x}}{{@index}}")
+    assert compile_template(source).render({"a": [1], "x": "leaf"}) == "leaf0"
+    assert compile_template(source).render(data) == ""
+
+
+def chain(kinds: list[str]) -> str:
+    return "".join("{{#%s a}}" % k for k in kinds) + "{{x}}" + "".join("{{/%s}}" % k for k in reversed(kinds))
+
+
+@pytest.mark.parametrize("pattern", [["each"], ["if"], ["each", "if"]])
+def test_templates_up_to_the_jinja_depth_compile_to_jinja_and_deeper_ones_are_interpreted(pattern):
+    """Python compiles at most 20 nested loops (and 100 indentation levels): deeper
+    templates would be a SyntaxError in Jinja2, so they are interpreted."""
+    at_limit = chain([pattern[i % len(pattern)] for i in range(JINJA_MAX_DEPTH - 1)] + ["each"])
+    deeper = chain([pattern[i % len(pattern)] for i in range(JINJA_MAX_DEPTH)] + ["each"])
+    data = {"a": [{"x": "y"}], "x": "y"}
+    assert not compile_template(at_limit).interpreted
+    assert compile_template(deeper).interpreted
+    assert compile_template(at_limit).render(data) == compile_template(deeper).render(data) == "y"
+
+
+_field = st.sampled_from(["a", "b", "c", "a.b", "a.0", "this", "this.a", "this.b", "@index", "@first", "@last"])
+_operand = _field | st.sampled_from(["1", "'x'", "true", "null", "0"])
+
+
+@st.composite
+def templates(draw, depth=0, in_loop=False):
+    """Random templates using every construct: values with fallbacks and formats, loops
+    with else, this, loop variables and bare names read through loop items, if/unless
+    with every operator."""
+    parts = []
+    for _ in range(draw(st.integers(0, 3 if depth < 3 else 1))):
+        kind = draw(st.sampled_from(["text", "var", "each", "if"] if depth < 3 else ["text", "var"]))
+        if kind == "text":
+            parts.append(draw(st.sampled_from(["x", "<b>&", "\r\n", " "])))
+        elif kind == "var":
+            field = draw(_field.filter(lambda f: in_loop or not (f.startswith("this") or f.startswith("@"))))
+            fmt = draw(st.sampled_from(["", "|fb", "||uppercase", "|fb|capitalize"]))
+            parts.append("{{%s%s}}" % (field, fmt))
+        elif kind == "each":
+            field = draw(st.sampled_from(["a", "b", "a.b"] + (["this", "this.a"] if in_loop else [])))
+            otherwise = "{{else}}" + draw(templates(depth + 1, in_loop)) if draw(st.booleans()) else ""
+            parts.append("{{#each %s}}%s%s{{/each}}" % (field, draw(templates(depth + 1, True)), otherwise))
+        else:
+            ok = (lambda f: in_loop or not (f.startswith("this") or f.startswith("@")))
+            left = draw(_operand.filter(ok))
+            cond = left if draw(st.booleans()) else "%s %s %s" % (
+                left, draw(st.sampled_from(["==", "!=", ">", "<", ">=", "<="])), draw(_operand.filter(ok)))
+            block = draw(st.sampled_from(["if", "unless"]))
+            otherwise = "{{else}}" + draw(templates(depth + 1, in_loop)) if draw(st.booleans()) else ""
+            parts.append("{{#%s %s}}%s%s{{/%s}}" % (block, cond, draw(templates(depth + 1, in_loop)), otherwise, block))
+    return "".join(parts)
+
+
+_leaf = st.one_of(st.integers(-2, 3), st.booleans(), st.none(), st.sampled_from(["", " ", "x", "<y>", "2", "Ünï"]))
+_data_values = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["a", "b", "c", "0"]), inner, max_size=3), max_leaves=10)
+
+
+@settings(max_examples=400, deadline=None)
+@given(templates(), st.dictionaries(st.sampled_from(["a", "b", "c"]), _data_values))
+def test_the_interpreter_renders_and_charges_exactly_as_the_generated_jinja_does(source, data):
+    for mode in ("html", "text"):
+        results = set()
+        for engine in ("jinja", "interpreter"):
+            budget = RenderBudget(steps=10**9)
+            out = CompiledTemplate(source, mode, engine=engine).render(data, budget)
+            results.add((out, budget.steps_left, budget.chars_left))
+        assert len(results) == 1, results

@@ -123,6 +123,25 @@ def test_mail_from_a_domain_with_a_verified_return_path_bounces_there():
     assert rendered["mail_from"] == "bounce+msg_1@bounces.postroom.test"
 
 
+def test_whatever_one_message_raises_fails_that_message_alone_with_its_reason():
+    from pipelines.render_message import render_all
+    poisoned_template = "{{#if a}}" * 1000 + "x" + "{{/if}}" * 1000     # stored before nesting was limited
+    ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}},
+                        templates={("t-deep", 1): {"html": poisoned_template}})
+    normal = [dict(message(["ann@x.test"]), _id=f"msg_ok{i}") for i in range(2)]
+    deep = dict(message(["ann@x.test"]), _id="msg_deep", html=None, template_id="t-deep", template_version=1)
+    broken = dict(message(["ann@x.test"]), _id="msg_broken", template_data=["not", "an", "object"])
+    too_big = dict(message(["ann@x.test"]), _id="msg_big", html="{{#each a}}{{#each a}}{{/each}}{{/each}}",
+                   template_data={"a": list(range(4000))})
+
+    result = render_all([normal[0], deep, broken, too_big, normal[1]], ctx)
+
+    assert [r["_id"] for r in result.rendered] == ["msg_ok0", "msg_ok1"]
+    assert "nest more than 400 levels deep" in result.failed["msg_deep"]
+    assert result.failed["msg_broken"].startswith("could not be rendered (TypeError: ")
+    assert "loops need more than 100,000 steps" in result.failed["msg_big"]
+
+
 LIMIT = 256 * 1024
 
 
