@@ -26,6 +26,9 @@ from .merge_values import Lines
 from .render_budget import DEFAULT_MAX_OUTPUT_BYTES, MAX_LOOP_STEPS, RenderBudget, RenderedTooLarge
 from .text import clean_subject
 
+# What our additions to a client's HTML (compliance footer or postal address, open pixel,
+# click redirects) may add on top of rule 8's 256 KB, which is the client's part alone.
+ADDITIONS_MARGIN_BYTES = 64 * 1024
 # Filled by system_fields, over template_data keys of the same name.
 SYSTEM_FIELDS = frozenset({"unsubscribe_url", "preferences_url", "company_name", "company_address",
                            "current_year", "current_month", "current_date"})
@@ -151,13 +154,19 @@ def recipient_data(*, contact: dict | None, email: str, template_data: dict | No
 
 def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> str:
     """Rule 8's limit is on the client's part: the footer or postal address we added
-    renders to bytes that do not count, so the body may be that much larger."""
-    ours = len(compiled.html_footer.render(data).encode()) if compiled.html_footer is not None else 0
+    renders to bytes that do not count. The budget lets the body run up to our margin
+    over the limit (stopping runaway output early); only a body that ends up over the
+    limit itself pays for measuring our part exactly."""
+    if compiled.html_footer is None:
+        return _render_part(compiled.html, data, budget, "HTML body", limit)
     try:
-        return _render_part(compiled.html, data, budget, "HTML body", limit + ours)
+        out = _render_part(compiled.html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
+        if len(out) * 4 > limit and len(out.encode()) - len(compiled.html_footer.render(data).encode()) > limit:
+            budget.too_large()
     except RenderedTooLarge:
         raise RenderedTooLarge(f"the rendered HTML body is larger than {limit // 1024} KB once its merge tags "
                                "are filled (our footer and tracking not counted)") from None
+    return out
 
 
 def _render_part(template: CompiledTemplate, data: dict, budget: RenderBudget, part: str, max_bytes: int) -> str:

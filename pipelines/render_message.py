@@ -13,18 +13,13 @@ from .dkim import Signer, signer_key
 from .errors import PostroomError
 from .mail_streams import MARKETING, shared_headers, stream_of
 from .mime import compose, verp_return_path
-from .personalise import CompiledContent, compile_content, recipient_data, render_content, system_fields
+from .personalise import (ADDITIONS_MARGIN_BYTES, CompiledContent, compile_content, recipient_data, render_content,
+                          system_fields)
 from .recipients import owed_recipients
 from .settings import Settings
 from . import tracking_rewrite, unsubscribe_headers
 
 _log = logging.getLogger(__name__)
-
-
-# What our additions to the client's HTML (compliance footer, open pixel, click redirects)
-# may add on top of the client's 256 KB: a message whose click tracking would add more
-# (thousands of links) is sent with its links as they are, never failed for what we add.
-ADDITIONS_MARGIN_BYTES = 64 * 1024
 
 
 @dataclasses.dataclass

@@ -183,3 +183,13 @@ def test_a_client_part_that_grows_past_256_kb_once_filled_still_fails_clearly():
     result = render_all([msg], ctx)
     assert not result.rendered
     assert "larger than 256 KB" in result.failed["msg_1"]
+
+
+def test_the_client_part_is_measured_exactly_once_filled_our_footer_apart():
+    source = "<p>{{blob}}</p>"  # 7 bytes around the value; no unsubscribe link: our footer is added
+    fits = render_html(source, track=False, data={"blob": "y" * (LIMIT - 7)})
+    body = html_body(render_one(fits[1], fits[0]))
+    assert "y" * (LIMIT - 7) in body and "https://mail.example/u/" in body
+    from pipelines.render_message import render_all
+    over = render_html(source, track=False, data={"blob": "y" * (LIMIT - 6)})
+    assert "larger than 256 KB" in render_all([over[1]], over[0]).failed["msg_1"]
