@@ -3,16 +3,17 @@ product links, free-form metadata."""
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
-from .types import JsonObject
-
 from pipelines.errors import ValidationFailed
 from pipelines.segment_rules import ATTRIBUTE_NAME
+
+from .types import JsonObject
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_URL_CHARS = 2048
