@@ -53,7 +53,8 @@ async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
         return await _apply_report(db, report)
     except Exception as error:
         detail = f"{type(error).__name__}: {error}"[:500]
-        log.exception("inbound report %s: attempt %d of %d failed", report_id, attempts, MAX_REPORT_ATTEMPTS)
+        log.exception("inbound report %s: attempt %d of %d failed", report_id, attempts, MAX_REPORT_ATTEMPTS,
+                      extra={"report_id": report_id})
         if attempts >= MAX_REPORT_ATTEMPTS:
             await inbound_reports.finish(db, report_id, "failed", f"gave up after {attempts} attempts: {detail}",
                                          last_error=detail)

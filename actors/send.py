@@ -109,7 +109,8 @@ async def publish_rendered(rendered: list[dict], *, delay_ms: int = 0) -> None:
 
 def _outcomes_or_error(message: dict, answer):
     if isinstance(answer, Exception):  # one message's failure is its own outcome, retried
-        log.error("sending message %s failed unexpectedly: %r", message["_id"], answer)
+        log.error("sending message %s failed unexpectedly: %r", message["_id"], answer,
+                  extra={"message_id": message["_id"], "workspace_id": message.get("workspace_id")})
         return unexpected(list(message.get("to") or []), answer)
     if isinstance(answer, BaseException):  # cancelled: the job itself is going away
         raise answer

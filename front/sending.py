@@ -212,7 +212,8 @@ async def charge_store_and_enqueue(who: Caller, docs: list[dict], batch: dict | 
             try:
                 await refund_plan(who.workspace_id, getattr(error, "unsent", count))
             except PyMongoError:  # the store is away: the client's answer says why, not this
-                log.warning("plan refund of %d email(s) for workspace %s failed", count, who.workspace_id)
+                log.warning("plan refund of %d email(s) for workspace %s failed", count, who.workspace_id,
+                            extra={"workspace_id": who.workspace_id})
         raise
 
 

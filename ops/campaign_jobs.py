@@ -60,7 +60,8 @@ async def finish_campaigns(db: AsyncDatabase, settings: Settings) -> int:
     for campaign in await campaigns.sending(db):
         if not campaign["fanout_done"]:
             if _stale(campaign.get("fanout_at"), FANOUT_STALL_SECONDS):
-                log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"])
+                log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"],
+                            extra={"campaign_id": campaign["_id"], "workspace_id": campaign.get("workspace_id")})
                 await campaigns.touch_fanout(db, campaign["_id"])
                 await _enqueue_fan_out(campaign)
         elif not await campaigns.has_pending_messages(db, campaign["_id"]):

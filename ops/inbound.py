@@ -78,7 +78,7 @@ class InboundHandler:
         try:
             await self.enqueue(doc["_id"])
         except Exception:  # stored: the scheduler re-enqueues it
-            log.exception("enqueue of inbound report %s failed", doc["_id"])
+            log.exception("enqueue of inbound report %s failed", doc["_id"], extra={"report_id": doc["_id"]})
         return f"250 2.0.0 stored as {doc['_id']}"
 
 
@@ -127,7 +127,7 @@ async def _handle_here(handle_report, db, report_id: str) -> None:
     try:
         await handle_report(db, report_id)
     except Exception:  # counted on the report; the scheduler's sweep hands it out again
-        log.exception("inbound report %s could not be processed", report_id)
+        log.exception("inbound report %s could not be processed", report_id, extra={"report_id": report_id})
 
 
 def cmd_inbound(args) -> int:
