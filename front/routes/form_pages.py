@@ -21,7 +21,7 @@ from pipelines.errors import NotFound, PostroomError, RateLimited, ValidationFai
 
 from ..errors import error_response
 from ..form_signups import confirm, form_token, submit
-from ..runtime import db, settings
+from ..runtime import db
 from .pages import PAGE_HEADERS, sender_name
 
 bp = Blueprint("form_pages", __name__, template_folder="../templates")

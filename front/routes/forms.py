@@ -73,7 +73,8 @@ class FormField(Strict):
         "boolean (a checkbox) or date (YYYY-MM-DD)."))
     label: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         None, description="What the page shows; default: First name, Last name, or the attribute name.")
-    required: bool = Field(False, description="The email address is always required; a required boolean must be ticked.")
+    required: bool = Field(False, description="The email address is always required; a required boolean "
+                                              "must be ticked.")
 
 
 class FormContent(Strict):
