@@ -2,7 +2,7 @@
 
 import importlib
 
-MODULES: list[str] = ["actors.webhooks", "actors.campaigns"]
+MODULES: list[str] = ["actors.webhooks", "actors.campaigns", "actors.automations"]
 
 
 def load() -> None:

@@ -31,7 +31,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
                  "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
-                 "send_limits", "inbound_reports"]
+                 "send_limits", "inbound_reports", "automations", "automation_runs"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

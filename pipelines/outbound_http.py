@@ -149,7 +149,7 @@ def _tls_context() -> ssl.SSLContext:
     return _default_tls
 
 
-async def _exchange(url: str, body: bytes, headers: dict[str, str], allow_private: bool,
+async def _exchange(method: str, url: str, body: bytes | None, headers: dict[str, str], allow_private: bool,
                     tls: ssl.SSLContext | None) -> tuple[int, str]:
     target = httpx.URL(url)
     port = target.port or (443 if target.scheme == "https" else 80)
@@ -160,7 +160,7 @@ async def _exchange(url: str, body: bytes, headers: dict[str, str], allow_privat
     async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False,
                                  verify=tls or _tls_context()) as client:
         for index, ip in enumerate(addresses):  # the checked addresses, and nothing else
-            request = client.build_request("POST", target.copy_with(host=ip), content=body,
+            request = client.build_request(method, target.copy_with(host=ip), content=body,
                                            headers={**headers, "Host": host_header},
                                            extensions=extensions)
             try:
@@ -185,13 +185,20 @@ async def post(url: str, body: bytes, headers: dict[str, str], *, allow_private:
                timeout_seconds: float = TIMEOUT_SECONDS, tls: ssl.SSLContext | None = None) -> HttpResult:
     """POST `body` to `url` under the guard. Never raises for network trouble: the result
     says what happened (status 0 and an error when no HTTP answer came back)."""
+    return await request("POST", url, body, headers, allow_private=allow_private,
+                         timeout_seconds=timeout_seconds, tls=tls)
+
+
+async def request(method: str, url: str, body: bytes | None, headers: dict[str, str], *, allow_private: bool,
+                  timeout_seconds: float = TIMEOUT_SECONDS, tls: ssl.SSLContext | None = None) -> HttpResult:
+    """`post` with any method (GET sends no body): automation webhook steps."""
     started = time.monotonic()
 
     def elapsed() -> int:
         return int((time.monotonic() - started) * 1000)
 
     try:
-        status, excerpt = await asyncio.wait_for(_exchange(url, body, headers, allow_private, tls),
+        status, excerpt = await asyncio.wait_for(_exchange(method, url, body, headers, allow_private, tls),
                                                  timeout=timeout_seconds)
     except TargetRefused as error:
         return HttpResult(0, elapsed(), f"refused: {error}")

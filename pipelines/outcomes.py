@@ -24,6 +24,7 @@ from collections import Counter
 
 from .clock import now_iso
 from .transport import Outcome
+from .unsubscribe_headers import MARKETING_KINDS
 
 MAX_ATTEMPTS = 8
 # Backoff for transient failures (4xx, connection errors); short enough to ride the
@@ -73,8 +74,8 @@ def _count(plan: OutcomePlan, message: dict, **fields: int) -> None:
 
 def _send_kind(message: dict) -> str:
     """Analytics: a send is a message the receiving server gave a final answer (accepted
-    or refused), counted as a campaign or an API send."""
-    return "campaign_sends" if message.get("kind") == "campaign" else "api_sends"
+    or refused), counted as a campaign send (automation emails too: marketing mail) or an API send."""
+    return "campaign_sends" if message.get("kind") in MARKETING_KINDS else "api_sends"
 
 
 def _line(outcome: Outcome) -> str:

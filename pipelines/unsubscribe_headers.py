@@ -12,12 +12,14 @@ are 128 bits of randomness or a hash of two UUIDs, so they are not guessable eit
 from __future__ import annotations
 
 MAILTO_PREFIX = "unsubscribe+"
+MARKETING_KINDS = ("campaign", "automation")
 
 
 def headers(message: dict, unsubscribe_url: str, *, bounce_domain: str) -> dict[str, str]:
-    """The headers for a campaign message; none for transactional mail (a receipt or a
-    password reset is not a list one unsubscribes from — its footer still links the page)."""
-    if message.get("kind") != "campaign":
+    """The headers for marketing mail (campaign and automation messages); none for
+    transactional mail (a receipt or a password reset is not a list one unsubscribes from
+    — its footer still links the page)."""
+    if message.get("kind") not in MARKETING_KINDS:
         return {}
     return {
         "List-Unsubscribe": f"<mailto:{MAILTO_PREFIX}{message['_id']}@{bounce_domain}>, <{unsubscribe_url}>",
