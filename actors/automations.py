@@ -47,7 +47,7 @@ log = logging.getLogger("postroom.automations")
 ADVANCE_CHUNK = 20               # runs per job
 MAX_STEPS_PER_JOB = 50           # steps one job takes for one run before handing it on
 WEBHOOK_ATTEMPTS = 4             # the first and three retries, then the run fails
-WEBHOOK_RETRY_SECONDS = (30, 120, 600)
+WEBHOOK_RETRY_SECONDS = (30, 120, 600)  # × POSTROOM_WEBHOOK_RETRY_SCALE
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 # The claim of a webhook attempt outlasts the call; past it the scheduler takes the worker for dead.
 WEBHOOK_LEASE_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 20
@@ -117,9 +117,9 @@ class Engine:
             return _stopped(step, Stop("failed", f"{runs.MAX_HOPS_WITHOUT_WAIT} steps in a row without a wait: "
                                                  "the branches loop"))
         try:
-            if run["phase"] == "due":
-                return await self._wait_over(run, step, steps)
             contact = await self._contact(run)
+            if run["phase"] == "due":
+                return await self._wait_over(run, step, automation, contact)
             return await EXECUTE[step["step_type"]](self, run, step, automation, contact)
         except Stop as stop:
             return _stopped(step, stop)
@@ -139,12 +139,12 @@ class Engine:
 
     # -- waits ----------------------------------------------------------------------------------
 
-    async def _wait_over(self, run: dict, step: dict, steps: list[dict]) -> Move | None:
+    async def _wait_over(self, run: dict, step: dict, automation: dict, contact: dict) -> Move | None:
         """The scheduler found the run due: a delay or event wait ran out, or a webhook
         retry (or an attempt cut by a crash) is due."""
-        kind, config = step["step_type"], step["config"]
+        kind, config, steps = step["step_type"], step["config"], automation["steps"]
         if kind == "webhook":
-            return await self.webhook(run, step, self.automations[run["automation_id"]], await self._contact(run))
+            return await self.webhook(run, step, automation, contact)
         if kind == "wait_for_event":
             action = config["timeoutAction"]
             following = {"continue": lambda: step_rules.step_after(steps, step["id"]),
@@ -277,7 +277,7 @@ class Engine:
         if result.ok:
             return Move(record, step_id=_next(automation, step))
         if attempt < WEBHOOK_ATTEMPTS:
-            wake = runs.now_ms() + WEBHOOK_RETRY_SECONDS[attempt - 1] * 1000
+            wake = runs.now_ms() + int(WEBHOOK_RETRY_SECONDS[attempt - 1] * settings.webhook_retry_scale * 1000)
             return Move(record, step_id=step["id"], phase="waiting", wake_ms=wake, attempts=attempt,
                         passed=False, new_step=False)
         return Move(record, status="failed", passed=False,

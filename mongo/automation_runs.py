@@ -279,11 +279,12 @@ async def cancel_all(db: AsyncDatabase, automation_id: str, reason: str) -> int:
     return done
 
 
-async def move_off_steps(db: AsyncDatabase, automation: dict, successors: dict[str, str | None]) -> int:
+async def move_off_steps(db: AsyncDatabase, automation: dict, successors: dict[str, str | None]) -> list[str]:
     """Runs at steps that were removed move to the step that followed (`successors`:
     removed step id → the next surviving step, None past the end: the run completes), ready
-    at once — a removed delay no longer holds them. Nothing points at a removed step after."""
-    moved = 0
+    at once — a removed delay no longer holds them. Nothing points at a removed step after.
+    Returns the active runs now ready (for the caller to hand to the engine)."""
+    ready = []
     for removed, successor in successors.items():
         found = await db.automation_runs.find({"automation_id": automation["_id"],
                                                "status": {"$in": list(runs.OPEN_STATUSES)},
@@ -295,8 +296,9 @@ async def move_off_steps(db: AsyncDatabase, automation: dict, successors: dict[s
             update = runs.transition(run, move)
             if run["status"] == "paused" and successor is not None:
                 update["$set"].update(wake_ms=runs.NEVER_MS, resume_ms=runs.now_ms())
-            moved += await transition(db, run, update, automation)
-    return moved
+            if await transition(db, run, update, automation) and run["status"] == "active" and successor:
+                ready.append(run["_id"])
+    return ready
 
 
 async def update_guarded(db: AsyncDatabase, run: dict, fields: dict) -> dict | None:

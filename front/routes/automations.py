@@ -143,7 +143,8 @@ async def _save_steps(doc: dict, steps: list[dict], path_of) -> dict:
     if saved is None:
         raise _changed_meanwhile()
     if successors:
-        await run_store.move_off_steps(db(), saved, successors)
+        for run_id in await run_store.move_off_steps(db(), saved, successors):
+            await _hand_to_engine({"_id": run_id, "status": "active"})
     return saved
 
 
