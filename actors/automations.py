@@ -25,7 +25,6 @@ import dataclasses
 import logging
 
 import dramatiq
-from pymongo.errors import DuplicateKeyError
 
 from mongo import automation_runs as run_store
 from mongo import campaign_audience, contacts, lists, memberships, messages, send_limits, suppressions, tags
@@ -239,11 +238,8 @@ class Engine:
             raise Stop("failed", error.message) from None
         message = runs.email_message(run=run, step=step, automation=automation, contact=contact,
                                      template=template, sender=sender, now=now_iso())
-        try:
-            await messages.insert_many(self.db, [message])
-            created = True
-        except DuplicateKeyError:  # this step ran before and died before moving on: same message
-            created = False
+        # False: this step ran before and stopped before moving the run on; the same message
+        created = await messages.insert_once(self.db, message)
         if created and not message["sandbox"]:
             limit = throttle.monthly_limit(workspace, settings.plan_monthly_email_limit)
             if not await send_limits.charge_plan(self.db, workspace_id, throttle.month_of(utcnow()), 1, limit):

@@ -41,10 +41,13 @@ class ControlledClock:
 
 @contextlib.contextmanager
 def private_stack(service, store_url, run_dir, name: str, env: dict | None = None,
-                  scheduler_env: dict | None = None):
+                  scheduler_env: dict | None = None, amqp_query: str = ""):
     """Yields a harness `Service` with `start_worker(name)`; `env` adds settings for every
-    process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock)."""
+    process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock); `amqp_query`
+    is added to the broker URL (e.g. `heartbeat=0` for processes whose clock jumps)."""
     vhost, amqp = services.create_vhost()
+    if amqp_query:
+        amqp = f"{amqp}?{amqp_query}"
     sink = SmtpSink().start()
     port = embedded_store.free_port()
     database = f"postroom_{name}_{uuid.uuid4().hex[:8]}"
