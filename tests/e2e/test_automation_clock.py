@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.clock import utcnow
 from tests.support.audience import make_contact
-from tests.support.automations import make_automation, outcomes, runs, trigger, wait_run
+from tests.support.automations import make_automation, outcomes, run_of, runs, trigger, wait_run
 from tests.support.campaigns import make_template
 from tests.support.polling import wait_until
 from tests.support.private_stack import ControlledClock, private_stack
@@ -43,14 +43,19 @@ def test_delays_of_days_and_weeks_wait_until_the_clock_reaches_them(clocked):
         {"id": "middle", "step_type": "tag", "config": {"tagName": "middle"}},
         {"id": "a-week", "step_type": "delay", "config": {"duration": 1, "unit": "weeks"}},
         {"id": "mail", "step_type": "email", "config": {"templateId": template["id"], "subject": "A week on"}}])
+    one_day = make_automation(tenant, [{"step_type": "delay", "config": {"duration": 24, "unit": "hours"}}],
+                              name="one day")
     contact = make_contact(tenant, address("patient"))
     run = trigger(tenant, flow["id"], contact)
+    short = trigger(tenant, one_day["id"], contact)
     waiting = wait_run(tenant, flow["id"], run["id"], status="active", where=lambda r: r["next_wake_at"])
     assert waiting["current_step"]["id"] == "two-days"
     wake = dt.datetime.fromisoformat(waiting["next_wake_at"].replace("Z", "+00:00"))
     assert 2 * DAY - 120 < (wake - utcnow()).total_seconds() <= 2 * DAY + 5
 
-    clock.set(DAY)  # one day on: still waiting (the pass that sees it due would move it)
+    clock.set(DAY + 60)  # the one-day delay ends; the two-day one, looked at in the same passes, waits on
+    wait_run(tenant, one_day["id"], short["id"])
+    assert run_of(tenant, flow["id"], run["id"])["current_step"]["id"] == "two-days"
     clock.set(2 * DAY + 60)
     at_week = wait_run(tenant, flow["id"], run["id"], status="active",
                        where=lambda r: r["current_step"]["id"] == "a-week" and r["next_wake_at"])

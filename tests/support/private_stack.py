@@ -62,8 +62,9 @@ def private_stack(service, store_url, run_dir, name: str, env: dict | None = Non
     stack = Service(base_url=f"http://127.0.0.1:{port}", env=stack_env, store=store, log_dir=log_dir, smtp=sink)
     workers = []
 
-    def start_worker(worker_name):
-        worker = services.Process(worker_name, ["worker", "-p", "1", "-t", "8"], stack_env, log_dir)
+    def start_worker(worker_name, queues: str | None = None):
+        args = ["worker", "-p", "1", "-t", "8"] + (["--queues", queues] if queues else [])
+        worker = services.Process(worker_name, args, stack_env, log_dir)
         workers.append(worker)
         return worker
     stack.start_worker = start_worker
