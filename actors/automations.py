@@ -51,6 +51,7 @@ WEBHOOK_TIMEOUT_SECONDS = 10.0
 # The claim of a webhook attempt outlasts the call; past it the scheduler takes the worker for dead.
 WEBHOOK_LEASE_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 20
 MAX_ATTRIBUTES = 100
+TAG_COLOR = "#6366f1"  # a tag a step creates gets the API's default colour
 
 
 @dramatiq.actor(queue_name="automations", max_retries=20, min_backoff=1000, max_backoff=60_000)
@@ -79,11 +80,22 @@ class Stop(Exception):
         self.status, self.reason = status, reason
 
 
+# Steps that change the contact: the next step reads it again.
+CHANGES_CONTACT = {"tag", "add_to_list", "remove_from_list", "update_attribute"}
+
+
 @dataclasses.dataclass
 class Engine:
+    """One job's view: the automations of its runs, and what its runs share (workspaces,
+    senders, templates, tags, each run's contact between steps that do not change it),
+    read once per job rather than once per run and step."""
     db: object
     automations: dict[str, dict]
     workspace_cache: dict = dataclasses.field(default_factory=dict)
+    sender_cache: dict = dataclasses.field(default_factory=dict)
+    template_cache: dict = dataclasses.field(default_factory=dict)
+    tag_cache: dict = dataclasses.field(default_factory=dict)
+    contact_cache: dict = dataclasses.field(default_factory=dict)
 
     async def advance(self, run: dict) -> None:
         for _ in range(MAX_STEPS_PER_JOB):
@@ -119,15 +131,19 @@ class Engine:
             contact = await self._contact(run)
             if run["phase"] == "due":
                 return await self._wait_over(run, step, automation, contact)
+            if step["step_type"] in CHANGES_CONTACT:
+                self.contact_cache.pop(run["_id"], None)
             return await EXECUTE[step["step_type"]](self, run, step, automation, contact)
         except Stop as stop:
             return _stopped(step, stop)
 
     async def _contact(self, run: dict) -> dict:
-        found = await campaign_audience.live_contacts_by_ids(self.db, run["workspace_id"], [run["contact_id"]])
-        if not found:
-            raise Stop("cancelled", "the contact no longer exists")
-        return found[0]
+        if run["_id"] not in self.contact_cache:
+            found = await campaign_audience.live_contacts_by_ids(self.db, run["workspace_id"], [run["contact_id"]])
+            if not found:
+                raise Stop("cancelled", "the contact no longer exists")
+            self.contact_cache[run["_id"]] = found[0]
+        return self.contact_cache[run["_id"]]
 
     async def _workspace(self, workspace_id: str) -> dict:
         if workspace_id not in self.workspace_cache:
@@ -135,6 +151,38 @@ class Engine:
         if self.workspace_cache[workspace_id] is None:
             raise Stop("failed", "the workspace no longer exists")
         return self.workspace_cache[workspace_id]
+
+    async def _sender(self, workspace: dict) -> dict:
+        """The workspace's default sender, resolved as a campaign's is (its verified domains)."""
+        if workspace["_id"] not in self.sender_cache:
+            try:
+                self.sender_cache[workspace["_id"]] = await campaign_audience.resolve_sender(
+                    self.db, workspace, None, None, None, shared_domain=runtime.settings().shared_domain)
+            except PostroomError as error:
+                self.sender_cache[workspace["_id"]] = Stop("failed", error.message)
+        found = self.sender_cache[workspace["_id"]]
+        if isinstance(found, Stop):
+            raise found
+        return found
+
+    async def _template(self, workspace_id: str, template_id: str) -> dict:
+        key = (workspace_id, template_id)
+        if key not in self.template_cache:
+            self.template_cache[key] = await templates.get(self.db, workspace_id, template_id)
+        if self.template_cache[key] is None:
+            raise Stop("failed", f"the template {template_id} no longer exists")
+        return self.template_cache[key]
+
+    async def _tag(self, workspace_id: str, name: str, create: bool) -> dict | None:
+        """The workspace's tag of this name; created (or found created meanwhile) when asked."""
+        key = (workspace_id, name.lower())
+        if self.tag_cache.get(key) is None:
+            found = await tags.find_by_name(self.db, workspace_id, name)
+            if found is None and create:
+                found = (await tags.create(self.db, workspace_id, name=name, color=TAG_COLOR, description=None)
+                         or await tags.find_by_name(self.db, workspace_id, name))
+            self.tag_cache[key] = found
+        return self.tag_cache[key]
 
     # -- waits ----------------------------------------------------------------------------------
 
@@ -176,12 +224,8 @@ class Engine:
 
     async def tag(self, run, step, automation, contact) -> Move:
         config, workspace_id = step["config"], run["workspace_id"]
-        found = await tags.find_by_name(self.db, workspace_id, config["tagName"])
-        if config["action"] == "add":
-            if found is None:  # the step creates the tag it names (or finds the one created meanwhile)
-                found = (await tags.create(self.db, workspace_id, name=config["tagName"], color="#6366f1",
-                                           description=None)
-                         or await tags.find_by_name(self.db, workspace_id, config["tagName"]))
+        found = await self._tag(workspace_id, config["tagName"], create=config["action"] == "add")
+        if config["action"] == "add":  # the step creates the tag it names when it does not exist
             outcome = await tags.assign(self.db, found, [contact["_id"]])
             done = "tagged" if outcome.changed else "already_tagged"
         elif found is None:
@@ -226,16 +270,10 @@ class Engine:
             return Move(entry(step, "skipped", why), step_id=nxt)
         if await suppressions.suppressed_among(self.db, workspace_id, [contact["email"]]):
             return Move(entry(step, "skipped", "the address is on the suppression list"), step_id=nxt)
-        template = await templates.get(self.db, workspace_id, config["templateId"])
-        if template is None:
-            raise Stop("failed", f"the template {config['templateId']} no longer exists")
+        template = await self._template(workspace_id, config["templateId"])
         workspace = await self._workspace(workspace_id)
+        sender = await self._sender(workspace)
         settings = runtime.settings()
-        try:
-            sender = await campaign_audience.resolve_sender(self.db, workspace, None, None, None,
-                                                            shared_domain=settings.shared_domain)
-        except PostroomError as error:
-            raise Stop("failed", error.message) from None
         message = runs.email_message(run=run, step=step, automation=automation, contact=contact,
                                      template=template, sender=sender, now=now_iso())
         # False: this step ran before and stopped before moving the run on; the same message
