@@ -51,6 +51,8 @@ WEBHOOK_TIMEOUT_SECONDS = 10.0
 # The claim of a webhook attempt outlasts the call; past it the scheduler takes the worker for dead.
 WEBHOOK_LEASE_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 20
 MAX_ATTRIBUTES = 100
+# Unexpected errors advancing one run before it is failed with the last of them.
+MAX_ENGINE_ERRORS = 10
 TAG_COLOR = "#6366f1"  # a tag a step creates gets the API's default colour
 
 
@@ -63,6 +65,7 @@ async def advance_runs(run_ids: list[str]) -> None:
     failed = [(run["_id"], error) for run, error in zip(loaded, results) if isinstance(error, BaseException)]
     for run_id, error in failed:
         log.error("run %s: %r", run_id, error)
+        await run_store.note_engine_error(db, run_id, repr(error)[:500], MAX_ENGINE_ERRORS)
     if failed:  # the job is retried; runs that moved meanwhile are found where they are
         raise failed[0][1]
 
@@ -115,7 +118,8 @@ class Engine:
             if not await run_store.transition(self.db, run, update, automation):
                 return  # another worker moved it first; it goes on from there
             run = runs.applied(run, update)
-        await enqueue_runs([run["_id"]])
+        if run["status"] == "active" and run["phase"] in ("ready", "due"):
+            await enqueue_runs([run["_id"]])  # its share of this job is used up: on to another
 
     async def _step(self, run: dict, automation: dict) -> Move | None:
         steps = automation["steps"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -98,6 +98,8 @@ async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[St
         automation, contact = req.automation, req.contact
         reentry = automation["trigger_config"].get("reentry", "never")
         rid = derive_run_id(automation["_id"], contact["_id"], run_source(reentry, req.source))
+        if rid in results or any(doc["_id"] == rid for _, doc, _ in planned):
+            continue  # the same run twice in one batch (two events of one contact, reentry never)
         if reentry == "after_exit" and not await _claim_entry(db, automation["_id"], contact["_id"], rid):
             results[rid] = Started(None, created=False, refused=True)
             continue
@@ -137,10 +139,13 @@ async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[St
             results[doc["_id"]] = Started(found, created=False, refused=True)
         else:
             results[doc["_id"]] = Started(doc, created=True)
-    order = []
+    order, seen = [], set()
     for req in requests:
         reentry = req.automation["trigger_config"].get("reentry", "never")
-        order.append(results[derive_run_id(req.automation["_id"], req.contact["_id"], run_source(reentry, req.source))])
+        rid = derive_run_id(req.automation["_id"], req.contact["_id"], run_source(reentry, req.source))
+        first = results[rid]
+        order.append(first if rid not in seen else Started(first.run, created=False, refused=True))
+        seen.add(rid)
     return order
 
 
@@ -158,7 +163,7 @@ async def page(db: AsyncDatabase, automation_id: str, status: str | None, *, lim
     query: dict = {"automation_id": automation_id}
     if status:
         query["status"] = status
-    items = await db.automation_runs.find(query, {runs_field: 0 for runs_field in outbox.CARRIER_FIELDS},
+    items = await db.automation_runs.find(query, {field: 0 for field in outbox.CARRIER_FIELDS},
                                           sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
                                           skip=offset, limit=limit).to_list()
     return items, await db.automation_runs.count_documents(query)
@@ -228,7 +233,7 @@ async def pause_all(db: AsyncDatabase, automation_id: str) -> int:
             "resume_ms": r["wake_ms"] if r["phase"] == "waiting" else now, "updated_at": now_iso()}})
             for r in found], ordered=False)
         done += result.modified_count
-        if len(found) < _PAGE and result.modified_count == len(found):
+        if result.modified_count == 0:  # every one moved meanwhile: a pass with no progress ends it
             break
     return done
 
@@ -242,7 +247,7 @@ async def resume_all(db: AsyncDatabase, automation_id: str) -> int:
             "status": "active", "version": r["version"] + 1, "wake_ms": r["resume_ms"], "updated_at": now_iso()}})
             for r in found], ordered=False)
         done += result.modified_count
-        if len(found) < _PAGE and result.modified_count == len(found):
+        if result.modified_count == 0:  # every one moved meanwhile: a pass with no progress ends it
             break
     return done
 
@@ -274,7 +279,7 @@ async def cancel_all(db: AsyncDatabase, automation_id: str, reason: str) -> int:
             done += result.modified_count
             for r in found:
                 await release_entry(db, r)
-            if len(found) < _PAGE and result.modified_count == len(found):
+            if result.modified_count == 0:
                 break
     return done
 
@@ -312,3 +317,16 @@ async def pause_one(db: AsyncDatabase, run: dict) -> dict | None:
     """A run found active in a paused automation (it moved while the automation paused)."""
     return await update_guarded(db, run, {"status": "paused", "wake_ms": runs.NEVER_MS,
                                           "resume_ms": run["wake_ms"] if run["phase"] == "waiting" else runs.now_ms()})
+
+
+async def note_engine_error(db: AsyncDatabase, run_id: str, error: str, limit: int) -> bool:
+    """Count an unexpected error advancing an active run; at `limit` the run fails with it
+    (a run the engine cannot move is set aside, not retried forever). True when it failed."""
+    run = await db.automation_runs.find_one_and_update(
+        {"_id": run_id, "status": "active"}, {"$inc": {"engine_errors": 1}}, return_document=ReturnDocument.AFTER)
+    if run is None or run.get("engine_errors", 0) < limit:
+        return False
+    failed = await update_guarded(db, run, {**_ending("failed", f"the engine failed {limit} times: {error}")})
+    if failed is not None:
+        await release_entry(db, run)
+    return failed is not None

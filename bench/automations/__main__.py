@@ -215,7 +215,7 @@ def main() -> int:
         ids = seed_contacts(stack, stack.key, total)
 
         from bench.stack import tree
-        wait_for(lambda: len(tree(worker.proc.pid)) >= args.processes + 2, "the worker processes", every=0.2)
+        wait_for(lambda: len(tree(worker.proc.pid)) >= args.processes + 1, "the worker processes", every=0.2)
         pids = stack.groups(workers=worker, scheduler=scheduler)
         before = cpu_of(pids)
         start = time.monotonic()

@@ -18,6 +18,7 @@ from mongo import contacts as contact_store
 from pipelines import automation_runs as run_rules
 from pipelines import automation_steps as step_rules
 from pipelines.automation_triggers import TRIGGER_TYPES
+from pipelines.clock import now_iso
 from pipelines.errors import Conflict, NotFound, ServerError, ValidationFailed
 
 from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
@@ -184,7 +185,10 @@ _STATUS_MOVES = {("draft", "active"), ("active", "paused"), ("paused", "active")
 @body(UpdateAutomation)
 async def update_automation(automation_id: str, data: UpdateAutomation):
     doc = await _automation_or_404(automation_id)
-    changes = data.model_dump(include=data.model_fields_set - {"trigger_config"}, exclude_none=True)
+    for field in ("name", "status", "trigger_type"):
+        if field in data.model_fields_set and getattr(data, field) is None:
+            raise ValidationFailed(f"{field}: must not be null.", path=field)
+    changes = data.model_dump(include=data.model_fields_set - {"trigger_config"})
     if "trigger_type" in changes or "trigger_config" in data.model_fields_set:
         trigger_type = changes.get("trigger_type", doc["trigger_type"])
         given = data.trigger_config if "trigger_config" in data.model_fields_set else None
@@ -199,7 +203,7 @@ async def update_automation(automation_id: str, data: UpdateAutomation):
             check_runnable(doc["steps"], _steps_path)
             await check_references(doc["steps"], _steps_path, doc["_id"])
             if doc["status"] == "draft":
-                changes["activated_at"] = run_rules.ms_iso(run_rules.now_ms())
+                changes["activated_at"] = now_iso()
     if not changes:
         return one(await _detail(doc))
     saved = await automation_store.update(db(), caller().workspace_id, automation_id, doc["version"], changes)
