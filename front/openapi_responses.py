@@ -30,6 +30,9 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "webhooks.create_trigger": (201,),
     "tracking.product_view": (201,),
     "conversions.create": (201,),
+    "automations.create_automation": (201,),
+    "automations.add_step": (201,),
+    "automations.trigger": (201,),
 }
 # Non-error answers outside 2xx: the health check reports a degraded service in the `{data}` shape.
 DEGRADED_STATUSES = {"health.health": (503, "Degraded: the body says whether the store or the broker is unreachable.")}
