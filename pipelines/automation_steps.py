@@ -31,7 +31,7 @@ from . import segment_rules
 from .errors import ValidationFailed
 from .merge_compile import compile_template
 from .merge_tags import MergeTagError, parse as parse_merge_tags
-from .outbound_http import url_problem
+from .outbound_http import target_problem
 
 STEP_TYPES = ("email", "delay", "condition", "tag", "add_to_list", "remove_from_list",
               "update_attribute", "webhook", "wait_for_event", "move_to_flow")
@@ -151,7 +151,7 @@ def _check_merge_tags(text: str, path: str) -> None:
 def _url(value, path):
     _text(2048)(value, path)
     if value:
-        problem = url_problem(value)
+        problem = target_problem(value, allow_private=True)  # shape; the guard checks the target at call time
         if problem:
             _fail(path, f"the URL {problem}.")
     return value
