@@ -57,7 +57,7 @@ def test_an_automation_worker_killed_mid_flow_loses_no_run_and_sends_no_email_tw
     tenant = stack.tenant()
     members = make_list(tenant, "Joiners")
     template = make_template(tenant)
-    flow = make_automation(tenant, [
+    make_automation(tenant, [
         {"id": "tag", "step_type": "tag", "config": {"tagName": "welcomed"}},
         {"id": "mail", "step_type": "email", "config": {"templateId": template["id"], "subject": "Welcome"}},
         {"id": "mark", "step_type": "update_attribute", "config": {"attributeName": "welcome", "attributeValue": "sent"}},

@@ -12,7 +12,7 @@ import httpx
 
 from mongo import outbox
 from tests.support.audience import events, make_contact, make_list, make_tag
-from tests.support.automations import make_automation, outcomes, runs, wait_run
+from tests.support.automations import make_automation, outcomes, runs
 from tests.support.campaigns import make_template
 from tests.support.polling import wait_until
 
