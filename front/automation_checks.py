@@ -17,7 +17,7 @@ from pipelines import automation_steps as steps_rules
 from pipelines.automation_steps import field_path
 from pipelines import automation_triggers as trigger_rules
 from pipelines.errors import ValidationFailed
-from pipelines.outbound_http import literal_target_problem
+from pipelines.outbound_http import target_problem
 
 from .runtime import caller, db, settings
 
@@ -81,7 +81,7 @@ async def check_references(steps: list[dict], path_of: PathOf, automation_id: st
             if await automation_store.get(db(), workspace_id, config["targetFlowId"]) is None:
                 _fail(f"{where}.targetFlowId", f"no automation {config['targetFlowId']!r} in this workspace.")
         elif kind == "webhook" and config["url"]:
-            problem = literal_target_problem(config["url"], settings().allow_private_targets)
+            problem = target_problem(config["url"], settings().allow_private_targets)
             if problem:
                 _fail(f"{where}.url", f"the URL {problem}; the outbound guard refuses it.")
 
