@@ -268,7 +268,7 @@ async def update_step(automation_id: str, step_id: str, data: UpdateStep):
     """Change a step's type (its config starts from the new type's defaults), its config
     (merged over the current one) or its position. Runs at the step stay at it."""
     doc = await _automation_or_404(automation_id)
-    _step_or_404(doc, step_id)
+    position = _step_or_404(doc, step_id)
     entries = [{"id": s["id"], "step_type": s["step_type"]} for s in doc["steps"]]
     entries[position] = {"id": step_id, **data.model_dump(include=data.model_fields_set - {"position"},
                                                           exclude_none=True)}

@@ -193,7 +193,8 @@ def test_an_automation_with_an_incomplete_step_cannot_be_activated(tenant):
                                  {"step_type": "email", "config": {"templateId": template["id"]}}])
     error(tenant.patch(f"/automations/{data['id']}", json={"status": "active"}), 400, "validation_error",
           "steps[1].config.subject")
-    tenant.patch(f"/automations/{data['id']}/steps/{data['steps'][1]['id']}", json={"config": {"subject": "Hi"}})
+    patched = tenant.patch(f"/automations/{data['id']}/steps/{data['steps'][1]['id']}", json={"config": {"subject": "Hi"}})
+    assert patched.status_code == 200, patched.text
     active = activate(tenant, data["id"])
     # once it runs, a step cannot be made incomplete again
     response = tenant.patch(f"/automations/{data['id']}/steps/{active['steps'][1]['id']}",
