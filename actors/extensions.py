@@ -2,7 +2,7 @@
 
 import importlib
 
-MODULES: list[str] = ["actors.webhooks", "actors.campaigns", "actors.imports"]
+MODULES: list[str] = ["actors.webhooks", "actors.campaigns", "actors.imports", "actors.automations"]
 
 
 def load() -> None:

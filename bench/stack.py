@@ -192,8 +192,9 @@ class Stack:
     """The sink, the store, a vhost and the front, started on entry (with a tenant and its
     API client); more processes with `start`; all stopped on exit, newest first."""
 
-    def __init__(self, prefix: str, smtp_connections: int, api_timeout_seconds: float):
+    def __init__(self, prefix: str, smtp_connections: int, api_timeout_seconds: float, env: dict | None = None):
         self.prefix, self.smtp_connections, self.api_timeout_seconds = prefix, smtp_connections, api_timeout_seconds
+        self.extra_env = env or {}
         self.procs: list = []
 
     def __enter__(self) -> "Stack":
@@ -208,7 +209,7 @@ class Stack:
                     "POSTROOM_BASE_URL": f"http://127.0.0.1:{port}", "POSTROOM_SECRET_KEY": uuid.uuid4().hex,
                     "POSTROOM_DATA_DIR": str(self.run_dir / "data"),
                     "POSTROOM_SMTP_CONNECTIONS": str(self.smtp_connections),
-                    "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+                    "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **self.extra_env}
         try:
             self.front = self.start("front", ["front", "--port", str(port)])
             services.wait_healthy(f"http://127.0.0.1:{port}", self.front)

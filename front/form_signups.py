@@ -4,7 +4,8 @@
         double opt-in:  record the signup `pending` (form.submitted) and send the
                         confirmation email through the normal transactional path
                         (front.sending: message document, render and send jobs)
-        single opt-in:  record it `confirmed` (form.submitted) and subscribe now
+        single opt-in:  subscribe now, and record it `confirmed` (form.submitted, naming
+                        the contact)
     confirm(token)                 the link from that email: subscribe, then `confirmed`
 
 Subscribing goes through the store functions the API uses, so it records what the API
@@ -83,9 +84,10 @@ async def submit(form: dict, raw: dict, client: str) -> Submitted:
         "expires_at": in_seconds(forms.CONFIRMATION_TTL_SECONDS) if status == form_store.PENDING else "",
         "last_sent_at": "", "message_id": None, "confirmed_at": now if status == form_store.CONFIRMED else None,
     }
-    if status == form_store.CONFIRMED:
-        await form_store.record_submission(db(), signup, form_store.submitted_event(form, signup, answer.fields))
-        await subscribe(workspace, form, signup, confirmed=False)
+    if status == form_store.CONFIRMED:  # subscribed first: the event names the contact (automations start on it)
+        contact = await subscribe(workspace, form, signup, confirmed=False)
+        await form_store.record_submission(db(), signup, form_store.submitted_event(form, signup, answer.fields,
+                                                                                  contact))
         return Submitted(status)
     message = await _confirmation_message(workspace, form, signup)  # a sender problem fails before recording
     before = await form_store.record_submission(db(), signup, form_store.submitted_event(form, signup, answer.fields))

@@ -36,6 +36,9 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "tracking.product_view": (201,),
     "conversions.create": (201,),
     "forms.create_form": (201,),
+    "automations.create_automation": (201,),
+    "automations.add_step": (201,),
+    "automations.trigger": (201,),
 }
 # The model of each operation's `data` (of each item, for a list), keyed by endpoint; a dict
 # when the shape differs per success status. tests/front/test_openapi.py checks that every

@@ -72,11 +72,13 @@ async def delete(db: AsyncDatabase, workspace_id: str, form_id: str) -> bool:
 
 # --- signups ------------------------------------------------------------------------------
 
-def submitted_event(form: dict, signup: dict, fields: dict) -> dict:
-    """form.submitted: `{form: {id, name}, email, fields, status}` (status pending or confirmed)."""
+def submitted_event(form: dict, signup: dict, fields: dict, contact: dict | None = None) -> dict:
+    """form.submitted: `{form: {id, name}, email, contact, fields, status}` (status pending
+    or confirmed; `contact` {id, email} once the address is a subscribed contact, else null)."""
     return outbox.event_document(form["workspace_id"], "form.submitted", {
-        "form": {"id": form["_id"], "name": form["name"]}, "email": signup["email"], "fields": fields,
-        "status": signup["status"]})
+        "form": {"id": form["_id"], "name": form["name"]}, "email": signup["email"],
+        "contact": {"id": contact["_id"], "email": contact["email"]} if contact else None,
+        "fields": fields, "status": signup["status"]})
 
 
 async def record_submission(db: AsyncDatabase, signup: dict, event: dict) -> dict | None:

@@ -33,7 +33,8 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
                  "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
-                 "send_limits", "inbound_reports", "domains", "contact_import", "forms"]
+                 "send_limits", "inbound_reports", "domains", "contact_import", "automations",
+                 "automation_runs", "forms"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

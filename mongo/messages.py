@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from pipelines import delivery_status, mail_streams, recipients
 from pipelines.clock import in_seconds, now_iso
@@ -21,6 +22,16 @@ from pipelines.clock import in_seconds, now_iso
 async def insert_many(db: AsyncDatabase, docs: list[dict]) -> None:
     if docs:
         await db.messages.insert_many(docs, ordered=True)
+
+
+async def insert_once(db: AsyncDatabase, doc: dict) -> bool:
+    """Insert a message whose `_id` is derived from what makes it (an automation's run and
+    step); False when it exists already: the same step ran before and this is a repeat."""
+    try:
+        await db.messages.insert_one(doc)
+    except DuplicateKeyError:
+        return False
+    return True
 
 
 async def get(db: AsyncDatabase, workspace_id: str, message_id: str) -> dict | None:

@@ -18,6 +18,7 @@ from pymongo import InsertOne, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from pipelines.automation_triggers import CONSUMED_EVENTS
 from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
 
@@ -30,6 +31,8 @@ def event_document(workspace_id: str, event: str, data: dict, event_id: str | No
         "data": data,
         "timestamp": now_iso(),
         "dispatched": False,
+        # automations read the events that can start a run or end a wait, once (ops/automation_jobs.py)
+        "automations_pending": event in CONSUMED_EVENTS,
     }
 
 
@@ -38,7 +41,7 @@ PENDING = "outbox_pending"              # the events not yet relayed
 PENDING_AT = "outbox_pending_at"        # when the newest was written; "" when none wait
 PENDING_TOKEN = "outbox_pending_token"  # the newest event's id: guards clearing the marker
 CARRIER_FIELDS = (PENDING, PENDING_AT, PENDING_TOKEN)
-CARRIERS = ("contacts", "conversions", "form_signups")  # collections whose writes carry events
+CARRIERS = ("contacts", "conversions", "automation_runs", "form_signups")  # collections whose writes carry events
 STRANDED_AFTER_SECONDS = 30             # a relay this late is taken to have died
 
 
@@ -189,3 +192,15 @@ async def mark_dispatched(db: AsyncDatabase, event_ids: list[str]) -> None:
     await db.outbox.bulk_write([UpdateOne({"_id": e, "dispatched": False},
                                           {"$set": {"dispatched": True, "dispatched_at": at}})
                                 for e in event_ids], ordered=False)
+
+
+async def pending_for_automations(db: AsyncDatabase, limit: int = 500) -> list[dict]:
+    """Events automations have not read yet (the triggers and event waits), oldest first."""
+    return await db.outbox.find({"automations_pending": True}, sort=[("timestamp", 1)], limit=limit).to_list()
+
+
+async def mark_read_by_automations(db: AsyncDatabase, event_ids: list[str]) -> None:
+    if event_ids:
+        await db.outbox.bulk_write([UpdateOne({"_id": e, "automations_pending": True},
+                                              {"$set": {"automations_pending": False}}) for e in event_ids],
+                                   ordered=False)

@@ -12,10 +12,11 @@ from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from pipelines.automation_triggers import TAG_ADDED_EVENT
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
-from . import memberships
+from . import memberships, outbox
 
 INDEXES: dict[str, list] = {
     "tags": [IndexModel([("workspace_id", ASCENDING), ("name_key", ASCENDING)], unique=True,
@@ -48,6 +49,20 @@ async def create(db: AsyncDatabase, workspace_id: str, *, name: str, color: str,
 
 async def get(db: AsyncDatabase, workspace_id: str, tag_id: str) -> dict | None:
     return await db.tags.find_one({"_id": tag_id, "workspace_id": workspace_id})
+
+
+async def find_by_name(db: AsyncDatabase, workspace_id: str, name: str) -> dict | None:
+    return await db.tags.find_one({"workspace_id": workspace_id, "name_key": name.lower()})
+
+
+async def assign(db: AsyncDatabase, tag: dict, contact_ids: list[str]) -> memberships.Outcome:
+    """Tag contacts; each contact newly tagged carries `contact.tag_added` (an internal event:
+    automations with a tag_added trigger read it; not in spec §6, so never delivered)."""
+    def event_for(contact: dict) -> dict:
+        return outbox.event_document(tag["workspace_id"], TAG_ADDED_EVENT, {
+            "tag": {"id": tag["_id"], "name": tag["name"]},
+            "contact": {"id": contact["_id"], "email": contact["email"]}})
+    return await memberships.add(db, tag["workspace_id"], "tags", tag["_id"], contact_ids, event_for=event_for)
 
 
 async def existing_ids(db: AsyncDatabase, workspace_id: str, tag_ids: list[str]) -> set[str]:

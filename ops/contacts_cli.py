@@ -12,7 +12,6 @@ or an unknown workspace, list, tag or segment; 2 a file that cannot be imported 
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import json
 import sys

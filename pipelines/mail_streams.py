@@ -22,8 +22,12 @@ SENDER_ID = "postroom"
 MARKETING_ONLY_REASONS = frozenset({"unsubscribe"})
 
 
+# Message kinds that are always marketing mail (a campaign's, an automation's email step).
+MARKETING_KINDS = ("campaign", "automation")
+
+
 def stream_of(message: dict) -> str:
-    if message.get("kind") == "campaign":
+    if message.get("kind") in MARKETING_KINDS:
         return MARKETING
     return message.get("stream") or TRANSACTIONAL
 

@@ -216,7 +216,7 @@ def _tls_context() -> ssl.SSLContext:
     return _default_tls
 
 
-async def _exchange(target: httpx.URL, body: bytes, headers: dict[str, str], allow_private: bool,
+async def _exchange(method: str, target: httpx.URL, body: bytes | None, headers: dict[str, str], allow_private: bool,
                     tls: ssl.SSLContext | None) -> tuple[int, str]:
     port = target.port or (443 if target.scheme == "https" else 80)
     host = target.raw_host.decode("ascii")  # IDNA-encoded: what DNS, Host and SNI carry
@@ -227,11 +227,11 @@ async def _exchange(target: httpx.URL, body: bytes, headers: dict[str, str], all
     async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False,
                                  verify=tls or _tls_context()) as client:
         for index, ip in enumerate(addresses):  # the checked addresses, and nothing else
-            request = client.build_request("POST", target.copy_with(host=ip), content=body,
+            outgoing = client.build_request(method, target.copy_with(host=ip), content=body,
                                            headers={**headers, "Host": host_header},
                                            extensions=extensions)
             try:
-                response = await client.send(request, stream=True)
+                response = await client.send(outgoing, stream=True)
             except httpx.ConnectError:
                 if index == len(addresses) - 1:
                     raise
@@ -253,6 +253,13 @@ async def post(url: str, body: bytes, headers: dict[str, str], *, allow_private:
     """POST `body` to `url` under the guard. Never raises: the result says what happened
     (status 0 and an error when no HTTP answer came back; `permanent` when trying again
     cannot help: a URL the sender cannot read, or a target the guard refuses)."""
+    return await request("POST", url, body, headers, allow_private=allow_private,
+                         timeout_seconds=timeout_seconds, tls=tls)
+
+
+async def request(method: str, url: str, body: bytes | None, headers: dict[str, str], *, allow_private: bool,
+                  timeout_seconds: float = TIMEOUT_SECONDS, tls: ssl.SSLContext | None = None) -> HttpResult:
+    """`post` with any method (GET sends no body): automation webhook steps."""
     started = time.monotonic()
 
     def elapsed() -> int:
@@ -263,7 +270,7 @@ async def post(url: str, body: bytes, headers: dict[str, str], *, allow_private:
         problem = _literal_problem(target, allow_private)
         if problem:
             raise TargetRefused(problem)
-        status, excerpt = await asyncio.wait_for(_exchange(target, body, headers, allow_private, tls),
+        status, excerpt = await asyncio.wait_for(_exchange(method, target, body, headers, allow_private, tls),
                                                  timeout=timeout_seconds)
     except InvalidTarget as error:
         return HttpResult(0, elapsed(), f"refused: the URL {error}", permanent=True)

@@ -32,6 +32,7 @@ import datetime as dt
 from . import retry_schedule
 from .clock import iso, now_iso, parse_iso, utcnow
 from .transport import Outcome
+from .mail_streams import MARKETING_KINDS
 
 DEFAULT_LIFETIME_SECONDS = 5 * 24 * 3600
 
@@ -89,8 +90,8 @@ def _count(plan: OutcomePlan, message: dict, **fields: int) -> None:
 
 def _send_kind(message: dict) -> str:
     """Analytics: a send is a message the receiving server gave a final answer (accepted
-    or refused), counted as a campaign or an API send."""
-    return "campaign_sends" if message.get("kind") == "campaign" else "api_sends"
+    or refused), counted as a campaign send (automation emails too: marketing mail) or an API send."""
+    return "campaign_sends" if message.get("kind") in MARKETING_KINDS else "api_sends"
 
 
 def _line(outcome: Outcome) -> str:

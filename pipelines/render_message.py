@@ -12,12 +12,14 @@ from .clock import parse_iso, utcnow
 from .dkim import Signer, signer_key
 from .errors import PostroomError
 from .mail_streams import MARKETING, shared_headers, stream_of
+from .merge_compile import compile_template
 from .mime import compose, verp_return_path
 from .personalise import (ADDITIONS_MARGIN_BYTES, CompiledContent, compile_content, recipient_data, render_content,
                           system_fields)
 from .recipients import owed_recipients
 from .settings import Settings
 from . import tracking_rewrite, unsubscribe_headers
+from .preheader import with_preheader
 
 _log = logging.getLogger(__name__)
 
@@ -93,6 +95,8 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
     fields = message_data(message, ctx)
     subject, html, text = render_content(message_content(message, ctx), fields, max_html_bytes=s.max_html_bytes)
+    if html is not None and message.get("preview_text"):  # automation emails' previewText
+        html = with_preheader(html, compile_template(message["preview_text"], "text").render(fields))
     if html is not None:  # open pixel and click redirects, as the message's track_* flags ask
         html = tracked_html(html, message, s)
     signing_domain = message.get("signing_domain") or s.shared_domain

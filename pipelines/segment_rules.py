@@ -227,6 +227,12 @@ def compile_conditions(conditions: Any, path: str = "conditions") -> dict:
     return {"$and" if match == "all" else "$or": compiled}
 
 
+def compile_rule(rule: Any, path: str) -> dict:
+    """One rule checked and compiled; errors name `path.field`, `path.operator`, `path.value`
+    (automation condition steps check their rule with it)."""
+    return _Rule(rule, path).compile()
+
+
 def references(conditions: dict, path: str = "conditions") -> dict[str, dict[str, str]]:
     """Tag and list ids the (already compiled, so valid) conditions refer to, each with
     the path of the value naming it: {"tags": {id: path}, "lists": {id: path}}."""

@@ -17,7 +17,7 @@ MAILTO_PREFIX = "unsubscribe+"
 
 
 def headers(message: dict, unsubscribe_url: str, *, bounce_domain: str) -> dict[str, str]:
-    """The headers for marketing mail to one recipient (campaign mail always is); none for
+    """The headers for marketing mail to one recipient (campaign and automation mail always is); none for
     transactional mail (a receipt or a password reset is not a list one unsubscribes from),
     nor for a message to several addresses, whose one-click link could not say whom to
     unsubscribe (its footer's page asks)."""

@@ -20,6 +20,7 @@ BLUEPRINT_MODULES = [
     "front.routes.campaigns",
     "front.routes.tracking",
     "front.routes.conversions",
+    "front.routes.automations",
     "front.routes.pages",
     "front.routes.forms",
     "front.routes.form_pages",

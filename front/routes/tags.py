@@ -122,8 +122,7 @@ async def tag_contacts(tag_id: str, params: PageQuery):
 @body(TagContacts)
 async def assign(tag_id: str, data: TagContacts):
     """Assign the tag; answers {tag_id, assigned, already_assigned, not_found}."""
-    await _tag_or_404(tag_id)
-    outcome = await memberships.add(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
+    outcome = await tag_store.assign(db(), await _tag_or_404(tag_id), data.contact_ids)
     return one({"tag_id": tag_id, "assigned": len(outcome.changed),
                 "already_assigned": len(outcome.unchanged), "not_found": outcome.not_found})
 

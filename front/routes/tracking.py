@@ -10,7 +10,8 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
-from mongo import tracking
+from mongo import outbox, tracking
+from pipelines.automation_triggers import PRODUCT_VIEWED_EVENT
 
 from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text, check_product_fields
@@ -62,4 +63,8 @@ async def product_view(data: ProductView):
     product["metadata"] = data.metadata or {}
     product.update(extra)
     event = await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "page_viewed", product)
-    return one(product_view_view(event, contact["email"]), 201)
+    view = product_view_view(event, contact["email"])
+    await outbox.record(db(), who.workspace_id, PRODUCT_VIEWED_EVENT,  # what automations read
+                        {"contact_id": contact["_id"], "contact_email": contact["email"], "product": product,
+                         "viewed_at": event["at"]}, event_id=f"{event['_id']}:{PRODUCT_VIEWED_EVENT}")
+    return one(view, 201)

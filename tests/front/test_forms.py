@@ -134,6 +134,7 @@ def test_a_single_opt_in_json_submission_subscribes_at_once_with_the_usual_event
     assert members(tenant, news["id"]) == [contact["email"]]
     [submitted] = events(service, tenant, "form.submitted")
     assert submitted["data"] == {"form": {"id": form["id"], "name": form["name"]}, "email": contact["email"],
+                                 "contact": {"id": contact["id"], "email": contact["email"]},
                                  "fields": {"first_name": "Ann", "seats": 3, "beta": True,
                                             "birthday": "1990-02-03"},
                                  "status": "confirmed"}
@@ -154,6 +155,7 @@ def test_double_opt_in_joins_the_lists_only_once_the_emailed_link_is_followed(se
     assert "Check your inbox" in page.text and "we have sent you an email" in page.text
     [pending] = events(service, tenant, "form.submitted")
     assert pending["data"]["status"] == "pending" and pending["data"]["fields"] == {"first_name": "Bo"}
+    assert pending["data"]["contact"] is None  # not a contact until confirmed
     assert contact_by_email(tenant, email) is None and members(tenant, news["id"]) == []
 
     [mail] = service.smtp.wait_for(email)

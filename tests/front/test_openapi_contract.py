@@ -29,6 +29,8 @@ OPERATIONS = [
     ("POST", "/api/v1/tags", (VALID, INVALID)),
     ("GET", "/api/v1/contacts", (VALID, INVALID)),
     ("GET", "/api/v1/api-key/permissions", (VALID,)),
+    ("POST", "/api/v1/automations", (VALID, INVALID)),
+    ("GET", "/api/v1/automations", (VALID, INVALID)),
     ("GET", "/api/v1/health", (VALID,)),
 ]
 CASES = [(method, path, mode) for method, path, modes in OPERATIONS for mode in modes]

@@ -2,6 +2,7 @@
 counts and latency, the worker pool's Dramatiq and delivery metrics (multiprocess, through
 Dramatiq's exposition server), the scheduler's lag."""
 
+import uuid
 import re
 
 import httpx
@@ -57,14 +58,14 @@ def test_the_numbers_move_when_mail_and_webhooks_flow(metrics_stack):
             sent = tenant.post("/email/send", json={"to": to, "subject": f"Hi {n}", "html": "<p>Hello</p>"})
             assert sent.status_code in (200, 201, 202), sent.text
         assert tenant.post("/contacts", json={"email": "dee@example.org"}).status_code == 201
-        assert tenant.get("/contacts/nope").status_code == 404
+        assert tenant.get(f"/contacts/{uuid.uuid4()}").status_code == 404
         stack.smtp.wait_for("cy@hotmail.fr", timeout=60)
         receiver.wait_for(lambda r: r.accepted("contact.created"), what="the webhook delivery")
 
         front = scrape(ports["front"])
         assert value(front, "postroom_http_requests_total", route="/api/v1/email/send", method="POST") - \
             value(before, "postroom_http_requests_total", route="/api/v1/email/send", method="POST") == 3
-        assert value(front, "postroom_http_requests_total", route="/api/v1/contacts/<contact_id>",
+        assert value(front, "postroom_http_requests_total", route="/api/v1/contacts/<uuid:contact_id>",
                      status="404") >= 1
         assert value(front, "postroom_http_request_seconds_count", route="/api/v1/email/send") >= 3
 

@@ -46,7 +46,7 @@ def test_every_service_runs_a_postroom_command_the_cli_accepts_and_restarts_alwa
 
 
 def test_the_target_starts_a_worker_pool_for_every_queue_with_actors():
-    assert set(worker_queues_started_by_the_target()) == set(QUEUES) - {"automations"}
+    assert set(worker_queues_started_by_the_target()) == set(QUEUES)
 
 
 def test_a_stopping_worker_pool_is_signalled_alone_and_given_its_grace_period():

@@ -4,7 +4,6 @@ parser reads back the same headers and bodies, whatever the text."""
 import email
 import email.policy
 import re
-import time
 from email.header import decode_header, make_header
 
 from hypothesis import given, settings

@@ -41,11 +41,14 @@ class ControlledClock:
 
 @contextlib.contextmanager
 def private_stack(service, store_url, run_dir, name: str, env: dict | None = None,
-                  scheduler_env: dict | None = None, sink_options: dict | None = None):
+                  scheduler_env: dict | None = None, sink_options: dict | None = None, amqp_query: str = ""):
     """Yields a harness `Service` with `start_worker(name)` and `vhost`; `env` adds settings
     for every process, `scheduler_env` for the scheduler alone (e.g. a ControlledClock),
-    `sink_options` configure its SMTP sink (SMTPUTF8, TLS, …)."""
+    `sink_options` configure its SMTP sink (SMTPUTF8, TLS, …); `amqp_query` is added to the
+    broker URL (e.g. `heartbeat=0` for processes whose clock jumps)."""
     vhost, amqp = services.create_vhost()
+    if amqp_query:
+        amqp = f"{amqp}?{amqp_query}"
     sink = SmtpSink(**(sink_options or {})).start()
     port = embedded_store.free_port()
     database = f"postroom_{name}_{uuid.uuid4().hex[:8]}"
@@ -60,8 +63,9 @@ def private_stack(service, store_url, run_dir, name: str, env: dict | None = Non
     stack = Service(base_url=f"http://127.0.0.1:{port}", env=stack_env, store=store, log_dir=log_dir, smtp=sink)
     workers = []
 
-    def start_worker(worker_name):
-        worker = services.Process(worker_name, ["worker", "-p", "1", "-t", "8"], stack_env, log_dir)
+    def start_worker(worker_name, queues: str | None = None):
+        args = ["worker", "-p", "1", "-t", "8"] + (["--queues", queues] if queues else [])
+        worker = services.Process(worker_name, args, stack_env, log_dir)
         workers.append(worker)
         return worker
     stack.start_worker = start_worker

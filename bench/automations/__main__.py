@@ -1,0 +1,268 @@
+"""bench/automations: 10,000 contacts join a list whose list_joined automation runs a
+6-step flow — tag, delay (1 day), condition, email, update_attribute, webhook to a local
+receiver — through the whole stack (front → outbox → scheduler → `automations` actor →
+render → send → SMTP sink; webhooks to a local HTTP receiver), beside the same contacts in
+a plain campaign send in the same run. Then the scheduler's due pass (find due runs, hand
+them off) timed at 1,000 and 100,000 waiting runs with 100 due.
+
+    .venv/bin/python -m bench.automations [--contacts 10000] [--processes 2] [--threads 8]
+
+Starts its own embedded store, RabbitMQ vhost, front, scheduler and workers. The delay is
+forced due by setting the waiting runs' wake time to now in the store (the clock test in
+tests/e2e/test_automation_clock.py moves a real clock instead). Prints runs started per
+second (joins → run documents), steps per second, the time until every run completed,
+the campaign's time for the same contacts, and the due-pass times."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import time
+import uuid
+
+from bench.stack import Stack, cpu_of, print_cpu
+from ops import embedded_store
+
+SEED_CHUNK = 5000
+JOIN_CHUNK = 500
+TEMPLATE = ("<html><body><h1>Welcome {{first_name|there}}</h1>"
+            + "<p>Thanks for joining. <a href=\"https://shop.example/start\">Start here</a>.</p>" * 5
+            + "<p><a href=\"{{unsubscribe_url}}\">Unsubscribe</a></p></body></html>")
+
+
+# --- the webhook receiver: a separate process answering 200 to every request, counting them ---
+
+class _Http(asyncio.Protocol):
+    def __init__(self, counter):
+        self.counter, self.buf = counter, b""
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def data_received(self, data):
+        self.buf += data
+        head_end = self.buf.find(b"\r\n\r\n")
+        if head_end < 0:
+            return
+        length = 0
+        for line in self.buf[:head_end].split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        if len(self.buf) < head_end + 4 + length:
+            return
+        with self.counter.get_lock():
+            self.counter.value += 1
+        self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        self.transport.close()
+
+
+def _receiver_main(port, counter, ready):
+    async def serve():
+        server = await asyncio.get_running_loop().create_server(lambda: _Http(counter), "127.0.0.1", port)
+        ready.set()
+        await server.serve_forever()
+    asyncio.run(serve())
+
+
+def start_receiver():
+    port, counter, ready = embedded_store.free_port(), multiprocessing.Value("q", 0), multiprocessing.Event()
+    process = multiprocessing.Process(target=_receiver_main, args=(port, counter, ready), daemon=True)
+    process.start()
+    ready.wait(30)
+    return process, port, counter
+
+
+# --- store access for set-up and progress --------------------------------------------------------
+
+def store_call(url: str, database: str, fn):
+    from mongo.client import connect
+
+    async def go():
+        client, db = connect(url, database)
+        try:
+            return await fn(db)
+        finally:
+            await client.close()
+    return asyncio.run(go())
+
+
+def seed_contacts(stack, key: str, count: int) -> list[str]:
+    from mongo import api_keys, contacts
+
+    async def go(db):
+        workspace_id = (await api_keys.find_by_key(db, key))["workspace_id"]
+        ids = []
+        for first in range(0, count, SEED_CHUNK):
+            docs = [contacts.new_document(workspace_id, email=f"a{i:06d}@bench{i % 50}.example",
+                                          first_name=f"Reader {i}", attributes={"plan": "pro" if i % 2 else "free"})
+                    for i in range(first, min(count, first + SEED_CHUNK))]
+            await db.contacts.insert_many(docs)
+            ids += [d["_id"] for d in docs]
+        return ids
+    return store_call(stack.store_url, stack.database, go)
+
+
+def run_counts(stack) -> dict[str, int]:
+    async def go(db):
+        rows = await (await db.automation_runs.aggregate([{"$group": {"_id": "$phase", "n": {"$sum": 1}}}])).to_list()
+        done = await (await db.automation_runs.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])).to_list()
+        return {**{f"phase:{r['_id']}": r["n"] for r in rows}, **{r["_id"]: r["n"] for r in done}}
+    return store_call(stack.store_url, stack.database, go)
+
+
+def history_entries(stack) -> int:
+    async def go(db):
+        rows = await (await db.automation_runs.aggregate([{"$unwind": "$history"}, {"$group": {"_id": None, "n": {"$sum": 1}}}])).to_list()
+        return rows[0]["n"] if rows else 0
+    return store_call(stack.store_url, stack.database, go)
+
+
+def force_delays_due(stack) -> int:
+    async def go(db):
+        result = await db.automation_runs.update_many({"phase": "waiting"}, {"$set": {"wake_ms": 0}})
+        return result.modified_count
+    return store_call(stack.store_url, stack.database, go)
+
+
+def wait_for(check, what: str, timeout: float = 3600, every: float = 1.0, report: float = 30.0):
+    start = last = time.monotonic()
+    while True:
+        value = check()
+        if value:
+            return time.monotonic()
+        if time.monotonic() - start > timeout:
+            raise RuntimeError(f"{what} not reached in {timeout}s")
+        if time.monotonic() - last > report:
+            print(f"  … waiting for {what} ({time.monotonic() - start:.0f}s)", flush=True)
+            last = time.monotonic()
+        time.sleep(every)
+
+
+# --- the scheduler's due pass ------------------------------------------------------------------------
+
+def due_pass_times(url: str, sizes: list[int], due: int = 100, repeat: int = 5) -> dict[int, float]:
+    """Median time of one due pass (mongo.automation_runs.due + hand_off) over `size` waiting
+    runs of which `due` have come due; the handed-off runs are made due again between passes."""
+    from mongo import automation_runs as run_store
+    from mongo.indexes import ensure_indexes
+    from pipelines import automation_runs as runs
+
+    async def go(db):
+        await ensure_indexes(db)
+        far = runs.now_ms() + 30 * 86400 * 1000
+        out, made = {}, 0
+        for size in sizes:
+            while made < size:
+                batch = [{"_id": f"run_bench_{i:08d}", "workspace_id": "bench", "automation_id": "bench",
+                          "contact_id": f"c{i}", "status": "active", "phase": "waiting", "version": 0,
+                          "wake_ms": far + i, "wait_event": "", "history": []}
+                         for i in range(made, min(size, made + SEED_CHUNK))]
+                await db.automation_runs.insert_many(batch)
+                made += len(batch)
+            due_ids = [f"run_bench_{i:08d}" for i in range(0, size, size // due)][:due]
+            times = []
+            for _ in range(repeat):
+                await db.automation_runs.update_many({"_id": {"$in": due_ids}},
+                                                     {"$set": {"wake_ms": 0, "phase": "waiting"}})
+                started = time.perf_counter()
+                found = await run_store.due(db, runs.now_ms(), 500)
+                await run_store.hand_off(db, found, runs.now_ms())
+                times.append(time.perf_counter() - started)
+                assert len(found) == due, (len(found), due)
+            out[size] = statistics.median(times)
+        return out
+    return store_call(url, f"bench_due_{uuid.uuid4().hex[:8]}", go)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.automations")
+    parser.add_argument("--contacts", type=int, default=10_000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
+    parser.add_argument("--waiting", default="1000,100000", help="waiting-run counts for the due-pass timing")
+    args = parser.parse_args()
+    total = args.contacts
+    receiver, receiver_port, hooks = start_receiver()
+
+    with Stack("postroom-bench-automations-", args.connections, api_timeout_seconds=600,
+               env={"POSTROOM_ALLOW_PRIVATE_TARGETS": "1"}) as stack:
+        scheduler = stack.start("scheduler", ["scheduler"])
+        worker = stack.start("worker", ["worker", "--queues", "automations,campaigns,render,send,webhooks",
+                                        "-p", str(args.processes), "-t", str(args.threads)])
+        api = stack.api
+        members = api.post("/lists", json={"name": "Joiners"}).json()["data"]
+        template = api.post("/templates", json={"name": "Welcome", "html": TEMPLATE}).json()["data"]
+        flow = api.post("/automations", json={
+            "name": "Welcome flow", "trigger_type": "list_joined", "trigger_config": {"list_id": members["id"]},
+            "steps": [
+                {"id": "tag", "step_type": "tag", "config": {"tagName": "joined"}},
+                {"id": "wait", "step_type": "delay", "config": {"duration": 1, "unit": "days"}},
+                {"id": "check", "step_type": "condition",
+                 "config": {"field": "subscribed", "operator": "equals", "value": True, "falseBranchStepId": "mark"}},
+                {"id": "mail", "step_type": "email", "config": {"templateId": template["id"],
+                                                                "subject": "Welcome, {{first_name}}"}},
+                {"id": "mark", "step_type": "update_attribute",
+                 "config": {"attributeName": "onboarded", "attributeValue": "yes"}},
+                {"id": "hook", "step_type": "webhook", "config": {
+                    "url": f"http://127.0.0.1:{receiver_port}/hook", "body": {"email": "{{email}}"}}}]}).json()["data"]
+        assert api.patch(f"/automations/{flow['id']}", json={"status": "active"}).status_code == 200
+        print(f"seeding {total:,} contacts …", flush=True)
+        ids = seed_contacts(stack, stack.key, total)
+
+        from bench.stack import tree
+        wait_for(lambda: len(tree(worker.proc.pid)) >= args.processes + 1, "the worker processes", every=0.2)
+        pids = stack.groups(workers=worker, scheduler=scheduler)
+        before = cpu_of(pids)
+        start = time.monotonic()
+        for first in range(0, total, JOIN_CHUNK):
+            api.post(f"/lists/{members['id']}/members", json={"contact_ids": ids[first:first + JOIN_CHUNK]})
+        joined = time.monotonic()
+        print(f"{total:,} joins answered in {joined - start:.1f}s", flush=True)
+        all_started = wait_for(lambda: run_counts(stack).get("active", 0) + run_counts(stack).get("completed", 0)
+                               >= total, "every run started")
+        at_delay = wait_for(lambda: run_counts(stack).get("phase:waiting", 0) >= total, "every run at the delay")
+        steps_before = history_entries(stack)
+        forced = time.monotonic()
+        print(f"forcing {force_delays_due(stack):,} delays due", flush=True)
+        done = wait_for(lambda: run_counts(stack).get("completed", 0) >= total, "every run completed")
+        mails_done = wait_for(lambda: stack.counter.value >= total, "every email accepted", every=0.2)
+        steps = history_entries(stack)
+        used = {name: sec - before[name] for name, sec in cpu_of(pids).items()}
+        flow_wall = (at_delay - start) + (done - forced)
+
+        print(f"runs started per second (joins → runs): {total / (all_started - start):,.0f}")
+        print(f"steps per second (history entries, {steps:,} over the engine's {flow_wall:.1f}s): "
+              f"{steps / flow_wall:,.0f}  (before the delay: {steps_before / (at_delay - start):,.0f}/s, "
+              f"after: {(steps - steps_before) / (done - forced):,.0f}/s)")
+        print(f"time until every run reached the delay: {at_delay - start:.1f}s; from the delay forced due "
+              f"until every run completed: {done - forced:.1f}s (emails accepted by then: "
+              f"{max(mails_done, done) - forced:.1f}s); webhooks received: {hooks.value:,}")
+        print_cpu("the automation", used, (at_delay - start) + (done - forced))
+
+        sent_before = stack.counter.value
+        campaign = api.post("/campaigns", json={"name": "Same people", "subject": "Welcome, {{first_name}}",
+                                                "template_id": template["id"], "list_id": members["id"]}).json()["data"]
+        started_campaign = time.monotonic()
+        answer = api.post(f"/campaigns/{campaign['id']}/send/api", headers={"Idempotency-Key": uuid.uuid4().hex})
+        answer.raise_for_status()
+        campaign_done = wait_for(lambda: stack.counter.value >= sent_before + total, "every campaign email", every=0.2)
+        campaign_wall = campaign_done - started_campaign
+        print(f"plain campaign to the same {total:,} contacts: {campaign_wall:.1f}s "
+              f"({total / campaign_wall:,.0f} recipients/s); the flow took {flow_wall:.1f}s of engine time "
+              f"for 6 steps each ({flow_wall / campaign_wall:.1f}× the campaign)")
+
+        sizes = [int(n) for n in args.waiting.split(",")]
+        print(f"scheduler due pass, 100 due among waiting runs: ", end="", flush=True)
+        times = due_pass_times(stack.store_url, sizes)
+        print(", ".join(f"{n:,} waiting {t * 1000:.1f} ms" for n, t in times.items()))
+    receiver.terminate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,367 @@
+"""Automations: flows of steps run for each contact a trigger brings in (README
+"Automations"). The engine is actors/automations.py; triggers are read from the outbox by
+ops/automation_jobs.py; step and trigger rules are pipelines/automation_steps.py and
+pipelines/automation_triggers.py."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+from quart import Blueprint
+
+from mongo import automation_runs as run_store
+from mongo import automations as automation_store
+from mongo import contacts as contact_store
+from pipelines import automation_runs as run_rules
+from pipelines import automation_steps as step_rules
+from pipelines.automation_triggers import TRIGGER_TYPES
+from pipelines.clock import now_iso
+from pipelines.errors import Conflict, NotFound, ServerError, ValidationFailed
+
+from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
+                                 referring_step, successors_of_removed)
+from ..commerce_types import Metadata
+from ..enqueue import enqueue
+from ..pagination import PageQuery, page
+from ..responses import one
+from ..runtime import caller, db
+from ..types import EmailAddress, Id, Strict
+from ..validation import body, query
+
+bp = Blueprint("automations", __name__, url_prefix="/api/v1")
+log = logging.getLogger("postroom.front")
+
+AutomationName = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+StepId = Annotated[str, StringConstraints(pattern=step_rules.STEP_ID.pattern)]
+StepType = Literal[step_rules.STEP_TYPES]
+CONFIG_HELP = ("The step type's settings (README \"Automations\" has the table). Omitted fields take the "
+               "type's defaults on create and keep their value on update.")
+
+
+class StepIn(Strict):
+    id: StepId | None = Field(None, description="Optional id of your own (1-64 letters, digits, _ or -), so "
+                                                "branches can name steps created in the same request.")
+    step_type: StepType
+    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+
+
+class CreateAutomation(Strict):
+    name: AutomationName
+    trigger_type: Literal[TRIGGER_TYPES]
+    trigger_config: dict[str, Any] | None = Field(None, description=(
+        "Per trigger type (README); `reentry`: never (default), after_exit, always."))
+    steps: Annotated[list[StepIn], Field(max_length=step_rules.MAX_STEPS)] = Field(default_factory=list)
+
+
+class UpdateAutomation(Strict):
+    name: AutomationName = None
+    status: Literal["draft", "active", "paused"] = Field(None, description=(
+        "draft → active, active → paused, paused → active; anything else is 409 conflict."))
+    trigger_type: Literal[TRIGGER_TYPES] = None
+    trigger_config: dict[str, Any] | None = None
+
+
+class AddStep(Strict):
+    id: StepId | None = None
+    step_type: StepType
+    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    position: Annotated[int, Field(ge=0)] | None = Field(None, description="0-based; default: after the last step.")
+
+
+class BatchStep(Strict):
+    id: StepId | None = Field(None, description="An existing step keeps its id (runs at it stay there); "
+                                                "without id (or a new one) the step is created.")
+    step_type: StepType | None = Field(None, description="Required for a new step.")
+    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+
+
+class ReplaceSteps(Strict):
+    steps: Annotated[list[BatchStep], Field(max_length=step_rules.MAX_STEPS, description=(
+        "The automation's whole new step list, in order. Steps left out are removed: runs at one "
+        "move on to the next step that remains."))]
+
+
+class UpdateStep(Strict):
+    step_type: StepType = None
+    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    position: Annotated[int, Field(ge=0)] = Field(None, description="Move the step to this 0-based position.")
+
+
+class TriggerRun(Strict):
+    contact_id: Id | None = Field(None, description="The contact, by id (or give email).")
+    email: EmailAddress | None = Field(None, description="The contact, by address (or give contact_id).")
+    trigger_data: Metadata | None = Field(None, description="Kept on the run; its keys are merge tags in the "
+                                                            "run's emails and webhook bodies.")
+
+
+class AutomationQuery(PageQuery):
+    status: Literal["draft", "active", "paused"] | None = None
+
+
+class RunQuery(PageQuery):
+    status: Literal[run_rules.STATUSES] | None = None
+
+
+def _steps_path(index: int) -> str:
+    return f"steps[{index}]"
+
+
+async def _automation_or_404(automation_id: str) -> dict:
+    doc = await automation_store.get(db(), caller().workspace_id, automation_id)
+    if doc is None:
+        raise NotFound("No such automation in this workspace.")
+    return doc
+
+
+def _changed_meanwhile() -> Conflict:
+    return Conflict("The automation changed while this request was applied; read it again and retry.")
+
+
+async def _detail(doc: dict) -> dict:
+    stats = await automation_store.run_stats(db(), doc["_id"])
+    out = automation_store.view(doc)
+    by_status = stats["by_status"]
+    out["stats"] = {**{s: by_status.get(s, 0) for s in run_rules.STATUSES}, "total": sum(by_status.values())}
+    for step in out["steps"]:
+        step["stats"] = {"at": stats["at"].get(step["id"], 0), "passed": stats["passed"].get(step["id"], 0),
+                         "failed": stats["failed_at"].get(step["id"], 0)}
+    return out
+
+
+async def _save_steps(doc: dict, steps: list[dict], path_of) -> dict:
+    """Store a new step list (checked against the automation's status), and move the runs
+    at steps that are gone."""
+    if doc["status"] != "draft":
+        check_runnable(steps, path_of)
+    await check_references(steps, path_of, doc["_id"], unchanged=doc["steps"])
+    successors = successors_of_removed(doc["steps"], steps)
+    removed = {**doc.get("removed_steps", {}), **successors}
+    saved = await automation_store.update(db(), caller().workspace_id, doc["_id"], doc["version"],
+                                          {"steps": steps, "removed_steps": removed})
+    if saved is None:
+        raise _changed_meanwhile()
+    if successors:
+        for run_id in await run_store.move_off_steps(db(), saved, successors):
+            await _hand_to_engine({"_id": run_id, "status": "active"})
+    return saved
+
+
+@bp.get("/automations")
+@query(AutomationQuery)
+async def list_automations(params: AutomationQuery):
+    items, total = await automation_store.page(db(), caller().workspace_id, params.status,
+                                               limit=params.limit, offset=params.offset)
+    return page([automation_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+
+
+@bp.post("/automations")
+@body(CreateAutomation)
+async def create_automation(data: CreateAutomation):
+    """A new automation in status draft; answers it with its steps."""
+    who = caller()
+    trigger_config = await checked_trigger(data.trigger_type, data.trigger_config)
+    steps = build_steps([s.model_dump(exclude_none=True) for s in data.steps], _steps_path)
+    await check_references(steps, _steps_path, None)
+    doc = automation_store.new_document(who.workspace_id, name=data.name, trigger_type=data.trigger_type,
+                                        trigger_config=trigger_config, steps=steps, key_id=who.key_id,
+                                        sandbox=who.sandbox)
+    await automation_store.insert(db(), doc)
+    return one(await _detail(doc), 201)
+
+
+@bp.get("/automations/<automation_id>")
+async def get_automation(automation_id: str):
+    """The automation, its steps in order, and run statistics (per status; per step: at, passed, failed)."""
+    return one(await _detail(await _automation_or_404(automation_id)))
+
+
+_STATUS_MOVES = {("draft", "active"), ("active", "paused"), ("paused", "active")}
+
+
+@bp.patch("/automations/<automation_id>")
+@body(UpdateAutomation)
+async def update_automation(automation_id: str, data: UpdateAutomation):
+    doc = await _automation_or_404(automation_id)
+    for field in ("name", "status", "trigger_type"):
+        if field in data.model_fields_set and getattr(data, field) is None:
+            raise ValidationFailed(f"{field}: must not be null.", path=field)
+    changes = data.model_dump(include=data.model_fields_set - {"trigger_config"})
+    if "trigger_type" in changes or "trigger_config" in data.model_fields_set:
+        trigger_type = changes.get("trigger_type", doc["trigger_type"])
+        given = data.trigger_config if "trigger_config" in data.model_fields_set else None
+        changes["trigger_config"] = await checked_trigger(trigger_type, given)
+    status = changes.get("status")
+    if status == doc["status"]:
+        del changes["status"]
+    elif status is not None:
+        if (doc["status"], status) not in _STATUS_MOVES:
+            raise Conflict(f"An automation cannot go from {doc['status']} to {status}.")
+        if status == "active":
+            check_runnable(doc["steps"], _steps_path)
+            await check_references(doc["steps"], _steps_path, doc["_id"])
+            if doc["status"] == "draft":
+                changes["activated_at"] = now_iso()
+    if not changes:
+        return one(await _detail(doc))
+    saved = await automation_store.update(db(), caller().workspace_id, automation_id, doc["version"], changes)
+    if saved is None:
+        raise _changed_meanwhile()
+    if status == "paused":
+        await run_store.pause_all(db(), automation_id)
+    elif status == "active" and doc["status"] == "paused":
+        await run_store.resume_all(db(), automation_id)
+    return one(await _detail(saved))
+
+
+@bp.delete("/automations/<automation_id>")
+async def delete_automation(automation_id: str):
+    """Soft delete: gone from every read; its active and paused runs are cancelled."""
+    doc = await automation_store.soft_delete(db(), caller().workspace_id, automation_id)
+    if doc is None:
+        raise NotFound("No such automation in this workspace.")
+    cancelled = await run_store.cancel_all(db(), automation_id, "the automation was deleted")
+    return one({"id": automation_id, "deleted": True, "runs_cancelled": cancelled})
+
+
+@bp.post("/automations/<automation_id>/steps")
+@body(AddStep)
+async def add_step(automation_id: str, data: AddStep):
+    """Insert a step at `position` (default: last); answers the step."""
+    doc = await _automation_or_404(automation_id)
+    entries = [{"id": s["id"], "step_type": s["step_type"], "config": s["config"]} for s in doc["steps"]]
+    position = len(entries) if data.position is None else min(data.position, len(entries))
+    if data.id is not None and any(s["id"] == data.id for s in doc["steps"]):
+        raise ValidationFailed(f"id: step id {data.id!r} is used already.", path="id")
+    entries.insert(position, data.model_dump(exclude={"position"}, exclude_none=True))
+
+    def path_of(index: int) -> str:  # the new step's fields are the body's own; others are steps[i]
+        return "" if index == position else f"steps[{index}]"
+    steps = build_steps(entries, path_of, doc["steps"])
+    saved = await _save_steps(doc, steps, path_of)
+    return one(automation_store.step_view(saved["steps"][position], position), 201)
+
+
+@bp.put("/automations/<automation_id>/steps")
+@body(ReplaceSteps)
+async def replace_steps(automation_id: str, data: ReplaceSteps):
+    """Batch update: the whole step list in its new order (reorder, update configs, add, and
+    remove by leaving out). Answers the automation."""
+    doc = await _automation_or_404(automation_id)
+    steps = build_steps([s.model_dump(exclude_none=True) for s in data.steps], _steps_path, doc["steps"])
+    saved = await _save_steps(doc, steps, _steps_path)
+    return one(await _detail(saved))
+
+
+def _step_or_404(doc: dict, step_id: str) -> int:
+    position = step_rules.position_of(doc["steps"], step_id)
+    if position is None:
+        raise NotFound("No such step in this automation.")
+    return position
+
+
+@bp.patch("/automations/<automation_id>/steps/<step_id>")
+@body(UpdateStep)
+async def update_step(automation_id: str, step_id: str, data: UpdateStep):
+    """Change a step's type (its config starts from the new type's defaults), its config
+    (merged over the current one) or its position. Runs at the step stay at it."""
+    doc = await _automation_or_404(automation_id)
+    position = _step_or_404(doc, step_id)
+    entries = [{"id": s["id"], "step_type": s["step_type"]} for s in doc["steps"]]
+    entries[position] = {"id": step_id, **data.model_dump(include=data.model_fields_set - {"position"},
+                                                          exclude_none=True)}
+    entries[position].setdefault("step_type", doc["steps"][position]["step_type"])
+    if "config" in data.model_fields_set and data.config is None:
+        raise ValidationFailed("config: must be an object.", path="config")
+    target = position if data.position is None else min(data.position, len(entries) - 1)
+    entries.insert(target, entries.pop(position))
+    def path_of(index: int) -> str:
+        return "" if index == target else f"steps[{index}]"
+    steps = build_steps(entries, path_of, doc["steps"])
+    saved = await _save_steps(doc, steps, path_of)
+    return one(automation_store.step_view(saved["steps"][target], target))
+
+
+@bp.delete("/automations/<automation_id>/steps/<step_id>")
+async def delete_step(automation_id: str, step_id: str):
+    """Remove a step; the others close up. Runs at it move on to the step that followed."""
+    doc = await _automation_or_404(automation_id)
+    _step_or_404(doc, step_id)
+    remaining = [s for s in doc["steps"] if s["id"] != step_id]
+    referring = referring_step(remaining, {step_id})
+    if referring:
+        index, field, _ = referring
+        raise Conflict(f"Step {remaining[index]['id']!r} (position {index}) branches to this step with {field}; "
+                       "point it elsewhere first.")
+    await _save_steps(doc, remaining, _steps_path)
+    return one({"id": step_id, "deleted": True})
+
+
+@bp.post("/automations/<automation_id>/trigger")
+@body(TriggerRun)
+async def trigger(automation_id: str, data: TriggerRun):
+    """Start a run for one contact now (any trigger type; re-entry rules apply). 201 with the run;
+    404 contact_not_found; 409 conflict when the automation is not active or re-entry refuses."""
+    doc = await _automation_or_404(automation_id)
+    if (data.contact_id is None) == (data.email is None):
+        raise ValidationFailed("Give exactly one of contact_id or email.",
+                               path="email" if data.email is not None else "contact_id")
+    workspace_id = caller().workspace_id
+    if data.contact_id is not None:
+        contact, path = await contact_store.get(db(), workspace_id, data.contact_id), "contact_id"
+    else:
+        contact, path = await contact_store.find_by_email(db(), workspace_id, data.email), "email"
+    if contact is None:
+        raise NotFound("No such contact in this workspace.", code="contact_not_found", path=path)
+    if doc["status"] != "active":
+        raise Conflict(f"The automation is {doc['status']}; only an active automation starts runs.")
+    [started] = await run_store.start_many(db(), [run_store.StartRequest(
+        automation=doc, contact=contact, source=f"api:{uuid.uuid4().hex}",
+        trigger={"type": "api", "data": data.trigger_data or {}})])
+    if not started.created:
+        raise Conflict(f"The contact is in this automation already or has been through it "
+                       f"(reentry: {doc['trigger_config'].get('reentry')}).")
+    await _hand_to_engine(started.run)
+    return one(run_rules.view(started.run, doc["steps"]), 201)
+
+
+async def _hand_to_engine(run: dict) -> None:
+    """Enqueue the run's first step. Stored is enough: if this enqueue fails, the scheduler
+    hands the run over once its hand-off grace is out, so the request still succeeds."""
+    if run["status"] != "active":
+        return
+    from actors.automations import advance_runs
+    try:
+        await enqueue(advance_runs, [run["_id"]])
+    except ServerError:
+        log.warning("run %s stored; the scheduler will hand it to the engine", run["_id"])
+
+
+@bp.get("/automations/<automation_id>/runs")
+@query(RunQuery)
+async def list_runs(automation_id: str, params: RunQuery):
+    """The automation's runs, newest first: contact, status, current step, history, next wake-up, error."""
+    doc = await _automation_or_404(automation_id)
+    items, total = await run_store.page(db(), automation_id, params.status, limit=params.limit,
+                                        offset=params.offset)
+    return page([run_rules.view(r, doc["steps"]) for r in items], total=total, limit=params.limit,
+                offset=params.offset)
+
+
+@bp.post("/automations/<automation_id>/runs/<run_id>/cancel")
+async def cancel_run(automation_id: str, run_id: str):
+    """An active or paused run → cancelled; any other status is 409 conflict."""
+    doc = await _automation_or_404(automation_id)
+    workspace_id = caller().workspace_id
+    for _ in range(5):  # a worker may move the run between our read and our write: read again
+        run = await run_store.get(db(), workspace_id, automation_id, run_id)
+        if run is None:
+            raise NotFound("No such run of this automation.")
+        if run["status"] not in run_rules.OPEN_STATUSES:
+            raise Conflict(f"The run is {run['status']}; only an active or paused run can be cancelled.")
+        if await run_store.cancel(db(), run, "cancelled through the API"):
+            [run] = await run_store.load(db(), [run_id])
+            return one(run_rules.view(run, doc["steps"]))
+    raise _changed_meanwhile()

@@ -1,0 +1,332 @@
+"""Automation runs (`automation_runs`, shape in pipelines/automation_runs.py) and the
+re-entry guard (`automation_entries`, one per automation and contact with `after_exit`).
+
+Every write to a run is a compare-and-set on its integer `version` (never on a timestamp),
+by `_id` with flat filters: the embedded store takes its fast path only for those.
+flow.triggered travels in the inserted run, flow.completed in the write that completes
+it (the outbox's carrier fields), so each exists exactly when its change does."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from pipelines import automation_runs as runs
+from pipelines.automation_triggers import run_id as derive_run_id, run_source
+from pipelines.clock import in_seconds, now_iso, utcnow
+
+from . import outbox
+
+INDEXES: dict[str, list] = {
+    "automation_runs": [
+        # the scheduler's due pass: integer epoch ms, so the range is index-bound
+        IndexModel([("wake_ms", ASCENDING)], name="wake"),
+        # a contact's event ends the waits of its runs waiting for that event type
+        IndexModel([("workspace_id", ASCENDING), ("contact_id", ASCENDING), ("wait_event", ASCENDING)],
+                   name="ws_contact_wait"),
+        IndexModel([("automation_id", ASCENDING), ("status", ASCENDING), ("created_at", DESCENDING)],
+                   name="automation_status_created"),
+        IndexModel([("automation_id", ASCENDING), ("created_at", DESCENDING)], name="automation_created"),
+    ],
+    "outbox": [IndexModel([("automations_pending", ASCENDING), ("timestamp", ASCENDING)],
+                          name="automations_pending")],
+}
+
+# A re-entry claim whose run never got stored (its writer died in between) is free after this.
+STALE_CLAIM_SECONDS = 60
+_PAGE = 1000
+
+
+@dataclasses.dataclass
+class Started:
+    run: dict | None
+    created: bool        # False: the run existed already (the same trigger), or re-entry refused it
+    refused: bool = False
+
+
+@dataclasses.dataclass
+class StartRequest:
+    automation: dict
+    contact: dict        # {_id, email}
+    source: str          # what fired: an event id, "api:<uuid>", "date:<day>", "move:<run>:<seq>"
+    trigger: dict        # {type, event_id?, data}
+
+
+def _guarded(run: dict) -> dict:
+    return {"_id": run["_id"], "version": run["version"]}
+
+
+async def _claim_entry(db: AsyncDatabase, automation_id: str, contact_id: str, run_id: str) -> bool:
+    """The contact's one open run of an `after_exit` automation: ours, or refused."""
+    key, at = f"{automation_id}:{contact_id}", now_iso()
+    try:
+        await db.automation_entries.insert_one({"_id": key, "run_id": run_id, "at": at})
+        return True
+    except DuplicateKeyError:
+        pass
+    taken = await db.automation_entries.update_one({"_id": key, "run_id": ""}, {"$set": {"run_id": run_id, "at": at}})
+    if taken.modified_count:
+        return True
+    entry = await db.automation_entries.find_one({"_id": key})
+    if entry is None or entry["run_id"] == run_id:
+        return entry is not None
+    holder = await db.automation_runs.find_one({"_id": entry["run_id"]}, {"status": 1})
+    if holder is None and entry["at"] < in_seconds(-STALE_CLAIM_SECONDS):
+        retaken = await db.automation_entries.update_one({"_id": key, "run_id": entry["run_id"]},
+                                                         {"$set": {"run_id": run_id, "at": at}})
+        return retaken.modified_count == 1
+    return False
+
+
+async def release_entry(db: AsyncDatabase, run: dict) -> None:
+    """An ended run frees its contact for the automation's next trigger (after_exit)."""
+    if run.get("reentry") == "after_exit":
+        await db.automation_entries.update_one({"_id": f"{run['automation_id']}:{run['contact_id']}",
+                                                "run_id": run["_id"]}, {"$set": {"run_id": ""}})
+
+
+async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[Started]:
+    """Start a run for each request, or find the one the same trigger started before. One
+    bulk insert (duplicates refused by `_id`) and one relay for the lot."""
+    now = utcnow()
+    planned: list[tuple[StartRequest, dict, list[dict]]] = []
+    results: dict[str, Started] = {}
+    for req in requests:
+        automation, contact = req.automation, req.contact
+        reentry = automation["trigger_config"].get("reentry", "never")
+        rid = derive_run_id(automation["_id"], contact["_id"], run_source(reentry, req.source))
+        if rid in results or any(doc["_id"] == rid for _, doc, _ in planned):
+            continue  # the same run twice in one batch (two events of one contact, reentry never)
+        if reentry == "after_exit" and not await _claim_entry(db, automation["_id"], contact["_id"], rid):
+            results[rid] = Started(None, created=False, refused=True)
+            continue
+        steps = automation["steps"]
+        doc = runs.new_run(run_id=rid, automation=automation, contact=contact, trigger=req.trigger,
+                           first_step=steps[0]["id"] if steps else None, now=now)
+        doc["reentry"] = reentry
+        events = [outbox.event_document(automation["workspace_id"], "flow.triggered",
+                                        runs.flow_event_data(doc, automation), event_id=f"{rid}:flow.triggered")]
+        if doc["status"] == "completed":  # no steps: done at once
+            events.append(outbox.event_document(automation["workspace_id"], "flow.completed",
+                                                runs.flow_event_data(doc, automation),
+                                                event_id=f"{rid}:flow.completed"))
+        planned.append((req, doc, events))
+    duplicates: set[str] = set()
+    if planned:
+        try:
+            await db.automation_runs.bulk_write([InsertOne(outbox.inserted_with(doc, events))
+                                                 for _, doc, events in planned], ordered=False)
+        except BulkWriteError as error:
+            if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+                raise
+            duplicates = {planned[e["index"]][1]["_id"] for e in error.details["writeErrors"]}
+    created = [doc for _, doc, _ in planned if doc["_id"] not in duplicates]
+    if created:
+        await outbox.relay(db, "automation_runs", [d["_id"] for d in created])
+        for doc in created:
+            if doc["status"] != "active":
+                await release_entry(db, doc)
+    existing = {d["_id"]: d for d in await db.automation_runs.find({"_id": {"$in": sorted(duplicates)}}).to_list()} \
+        if duplicates else {}
+    for req, doc, _ in planned:
+        if doc["_id"] in duplicates:
+            found = existing.get(doc["_id"])
+            if found is not None and found["status"] in runs.ENDED_STATUSES:
+                await release_entry(db, found)  # a repeated trigger of an ended run claimed for nothing
+            results[doc["_id"]] = Started(found, created=False, refused=True)
+        else:
+            results[doc["_id"]] = Started(doc, created=True)
+    order, seen = [], set()
+    for req in requests:
+        reentry = req.automation["trigger_config"].get("reentry", "never")
+        rid = derive_run_id(req.automation["_id"], req.contact["_id"], run_source(reentry, req.source))
+        first = results[rid]
+        order.append(first if rid not in seen else Started(first.run, created=False, refused=True))
+        seen.add(rid)
+    return order
+
+
+async def load(db: AsyncDatabase, run_ids: list[str]) -> list[dict]:
+    return await db.automation_runs.find({"_id": {"$in": list(run_ids)}}).to_list()
+
+
+async def get(db: AsyncDatabase, workspace_id: str, automation_id: str, run_id: str) -> dict | None:
+    return await db.automation_runs.find_one({"_id": run_id, "workspace_id": workspace_id,
+                                              "automation_id": automation_id})
+
+
+async def page(db: AsyncDatabase, automation_id: str, status: str | None, *, limit: int,
+               offset: int) -> tuple[list[dict], int]:
+    query: dict = {"automation_id": automation_id}
+    if status:
+        query["status"] = status
+    items = await db.automation_runs.find(query, {field: 0 for field in outbox.CARRIER_FIELDS},
+                                          sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
+                                          skip=offset, limit=limit).to_list()
+    return items, await db.automation_runs.count_documents(query)
+
+
+async def transition(db: AsyncDatabase, run: dict, update: dict, automation: dict) -> bool:
+    """Apply `update` (pipelines.automation_runs.transition) if the run is still at the
+    version we read. A run completing carries flow.completed in the same write; an ended
+    run frees its re-entry claim."""
+    events = []
+    if update["$set"].get("status") == "completed":
+        done = runs.applied(run, update)
+        events.append(outbox.event_document(run["workspace_id"], "flow.completed",
+                                            runs.flow_event_data(done, automation),
+                                            event_id=f"{run['_id']}:flow.completed"))
+    if events:
+        update = outbox.carrying(update, list(events))
+    result = await db.automation_runs.update_one(_guarded(run), update)
+    if result.matched_count != 1:
+        return False
+    if events:
+        await outbox.relay(db, "automation_runs", [run["_id"]], {e["_id"] for e in events})
+    if update["$set"].get("status") in runs.ENDED_STATUSES:
+        await release_entry(db, run)
+    return True
+
+
+async def due(db: AsyncDatabase, now_ms: int, limit: int) -> list[dict]:
+    """Runs whose wake time has passed, earliest first (index-bound on `wake_ms`)."""
+    return await db.automation_runs.find({"wake_ms": {"$lte": now_ms}},
+                                         {"_id": 1, "version": 1, "phase": 1, "status": 1, "wake_ms": 1},
+                                         sort=[("wake_ms", ASCENDING)], limit=limit).to_list()
+
+
+async def hand_off(db: AsyncDatabase, found: list[dict], now_ms: int) -> None:
+    """Due runs go to the broker: the wait (or a webhook attempt's lease) is over, so
+    `waiting`/`calling` become `due`, and the next hand-off is a grace period away."""
+    until = now_ms + runs.HANDOFF_GRACE_SECONDS * 1000
+    ops = [UpdateOne({**_guarded(r), "status": "active"},
+                     {"$set": {"version": r["version"] + 1, "wake_ms": until,
+                               "phase": "due" if r["phase"] in ("waiting", "calling") else r["phase"]}})
+           for r in found]
+    if ops:
+        await db.automation_runs.bulk_write(ops, ordered=False)
+
+
+async def waiting_for(db: AsyncDatabase, workspace_id: str, contact_id: str, wait_event: str) -> list[dict]:
+    return await db.automation_runs.find({"workspace_id": workspace_id, "contact_id": contact_id,
+                                          "wait_event": wait_event}).to_list()
+
+
+async def _open_runs(db: AsyncDatabase, automation_id: str, status: str) -> list[dict]:
+    return await db.automation_runs.find({"automation_id": automation_id, "status": status},
+                                         {"_id": 1, "version": 1, "phase": 1, "wake_ms": 1, "resume_ms": 1,
+                                          "automation_id": 1, "contact_id": 1, "reentry": 1},
+                                         limit=_PAGE).to_list()
+
+
+async def pause_all(db: AsyncDatabase, automation_id: str) -> int:
+    """The automation's active runs → paused: nothing is due until they resume, and a
+    wait keeps its wake time (`resume_ms`). A run a worker moves meanwhile fails its guard
+    here, and that worker pauses it itself (it checks its automation's status)."""
+    now, done = runs.now_ms(), 0
+    while found := await _open_runs(db, automation_id, "active"):
+        result = await db.automation_runs.bulk_write([UpdateOne(_guarded(r), {"$set": {
+            "status": "paused", "version": r["version"] + 1, "wake_ms": runs.NEVER_MS,
+            "resume_ms": r["wake_ms"] if r["phase"] == "waiting" else now, "updated_at": now_iso()}})
+            for r in found], ordered=False)
+        done += result.modified_count
+        if result.modified_count == 0:  # every one moved meanwhile: a pass with no progress ends it
+            break
+    return done
+
+
+async def resume_all(db: AsyncDatabase, automation_id: str) -> int:
+    """Paused runs → active with their wake time back: waits that ran out meanwhile are
+    due at once, the rest wait on."""
+    done = 0
+    while found := await _open_runs(db, automation_id, "paused"):
+        result = await db.automation_runs.bulk_write([UpdateOne(_guarded(r), {"$set": {
+            "status": "active", "version": r["version"] + 1, "wake_ms": r["resume_ms"], "updated_at": now_iso()}})
+            for r in found], ordered=False)
+        done += result.modified_count
+        if result.modified_count == 0:  # every one moved meanwhile: a pass with no progress ends it
+            break
+    return done
+
+
+def _ending(status: str, reason: str | None) -> dict:
+    at = now_iso()
+    return {"status": status, "phase": "", "wake_ms": runs.NEVER_MS, "wait_event": "", "ended_at": at,
+            "updated_at": at, "error": reason}
+
+
+async def cancel(db: AsyncDatabase, run: dict, reason: str | None = None) -> bool:
+    """An active or paused run → cancelled (guarded on its version)."""
+    result = await db.automation_runs.update_one(
+        {**_guarded(run), "status": {"$in": list(runs.OPEN_STATUSES)}},
+        {"$set": {**_ending("cancelled", reason), "version": run["version"] + 1}})
+    if result.modified_count:
+        await release_entry(db, run)
+    return result.modified_count == 1
+
+
+async def cancel_all(db: AsyncDatabase, automation_id: str, reason: str) -> int:
+    """Every open run of a deleted automation → cancelled."""
+    done = 0
+    for status in runs.OPEN_STATUSES:
+        while found := await _open_runs(db, automation_id, status):
+            result = await db.automation_runs.bulk_write(
+                [UpdateOne(_guarded(r), {"$set": {**_ending("cancelled", reason), "version": r["version"] + 1}})
+                 for r in found], ordered=False)
+            done += result.modified_count
+            for r in found:
+                await release_entry(db, r)
+            if result.modified_count == 0:
+                break
+    return done
+
+
+async def move_off_steps(db: AsyncDatabase, automation: dict, successors: dict[str, str | None]) -> list[str]:
+    """Runs at steps that were removed move to the step that followed (`successors`:
+    removed step id → the next surviving step, None past the end: the run completes), ready
+    at once — a removed delay no longer holds them. Nothing points at a removed step after.
+    Returns the active runs now ready (for the caller to hand to the engine)."""
+    ready = []
+    for removed, successor in successors.items():
+        found = await db.automation_runs.find({"automation_id": automation["_id"],
+                                               "status": {"$in": list(runs.OPEN_STATUSES)},
+                                               "step_id": removed}).to_list()
+        for run in found:
+            step = {"id": removed, "step_type": "removed"}
+            move = runs.Move(entry=runs.entry(step, "step_removed"), step_id=successor, passed=False,
+                             status=run["status"])
+            update = runs.transition(run, move)
+            if run["status"] == "paused" and successor is not None:
+                update["$set"].update(wake_ms=runs.NEVER_MS, resume_ms=runs.now_ms())
+            if await transition(db, run, update, automation) and run["status"] == "active" and successor:
+                ready.append(run["_id"])
+    return ready
+
+
+async def update_guarded(db: AsyncDatabase, run: dict, fields: dict) -> dict | None:
+    """Set `fields` if the run is still at the version we read; the run as it now is, or None."""
+    fields = {**fields, "version": run["version"] + 1, "updated_at": now_iso()}
+    result = await db.automation_runs.update_one(_guarded(run), {"$set": fields})
+    return {**run, **fields} if result.matched_count == 1 else None
+
+
+async def pause_one(db: AsyncDatabase, run: dict) -> dict | None:
+    """A run found active in a paused automation (it moved while the automation paused)."""
+    return await update_guarded(db, run, {"status": "paused", "wake_ms": runs.NEVER_MS,
+                                          "resume_ms": run["wake_ms"] if run["phase"] == "waiting" else runs.now_ms()})
+
+
+async def note_engine_error(db: AsyncDatabase, run_id: str, error: str, limit: int) -> bool:
+    """Count an unexpected error advancing an active run; at `limit` the run fails with it
+    (a run the engine cannot move is set aside, not retried forever). True when it failed."""
+    run = await db.automation_runs.find_one_and_update(
+        {"_id": run_id, "status": "active"}, {"$inc": {"engine_errors": 1}}, return_document=ReturnDocument.AFTER)
+    if run is None or run.get("engine_errors", 0) < limit:
+        return False
+    failed = await update_guarded(db, run, {**_ending("failed", f"the engine failed {limit} times: {error}")})
+    if failed is not None:
+        await release_entry(db, run)
+    return failed is not None
