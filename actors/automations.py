@@ -244,10 +244,10 @@ class Engine:
         if found is None:
             raise Stop("failed", f"the list {step['config']['listId']} no longer exists")
         if step["step_type"] == "add_to_list":
-            changed = (await lists.add_members(self.db, found, [contact["_id"]])).changed
+            changed = (await lists.add_members(self.db, found, [contact["_id"]], reason="automation")).changed
             done = "added" if changed else "already_member"
         else:
-            changed = (await lists.remove_members(self.db, found, [contact["_id"]])).changed
+            changed = (await lists.remove_members(self.db, found, [contact["_id"]], reason="automation")).changed
             done = "removed" if changed else "not_member"
         return Move(entry(step, done, found["name"]), step_id=_next(automation, step))
 

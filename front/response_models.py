@@ -550,6 +550,66 @@ class Conversion(Answer):
     created_at: Timestamp
 
 
+# --- automations -----------------------------------------------------------------------------
+
+class StepStats(Answer):
+    at: int = Field(description="Runs at this step now.")
+    passed: int
+    failed: int
+
+
+class AutomationStep(Answer):
+    id: str
+    step_type: str
+    config: dict[str, Any]
+    position: int
+    stats: StepStats | None = Field(None, description="On a single automation's answers.")
+
+
+class Automation(Answer):
+    id: str
+    name: str
+    status: str
+    trigger_type: str
+    trigger_config: dict[str, Any]
+    steps: list[AutomationStep]
+    created_at: Timestamp
+    updated_at: Timestamp
+    activated_at: Timestamp | None
+    stats: dict[str, int] | None = Field(None, description="Runs by status and `total` (single automation).")
+
+
+class AutomationDeleted(Deleted):
+    runs_cancelled: int
+
+
+class RunStep(Answer):
+    id: str
+    position: int | None
+    step_type: str | None
+
+
+class RunContact(Answer):
+    id: str
+    email: str
+
+
+class AutomationRun(Answer):
+    id: str
+    automation_id: str
+    contact: RunContact
+    status: str
+    current_step: RunStep | None
+    waiting_for: str | None
+    next_wake_at: Timestamp | None
+    history: list[dict[str, Any]]
+    error: str | None
+    trigger: dict[str, Any]
+    started_at: Timestamp
+    updated_at: Timestamp
+    ended_at: Timestamp | None
+
+
 # --- forms -----------------------------------------------------------------------------------
 
 class FormFieldView(Answer):
