@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from pymongo.errors import PyMongoError
 from quart import Quart, g, request
 
 from mongo import api_keys as key_store
@@ -14,13 +15,13 @@ from mongo import rate_windows
 from mongo import workspaces as workspace_store
 from pipelines import api_keys
 from pipelines.clock import iso
-from pipelines.errors import Forbidden, NotFound, RateLimited, Unauthorized
+from pipelines.errors import Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed
 
 from .runtime import Caller, db, settings
 
 # Blueprints under /api/v1 that answer without a key.
 PUBLIC_ENDPOINTS = {"health.health"}
-# Email endpoints also count against the per-key email window.
+# Email sends (POSTs of this blueprint) also count their emails in the per-key email window.
 EMAIL_ENDPOINT_PREFIX = "email."
 
 
@@ -54,9 +55,9 @@ def needed_permission() -> str | None:
 
 
 async def _hit_window(caller: Caller, window: str, limit: int, now: float, *, state_attr: str,
-                      message: str, code: str) -> None:
-    """Count this request in one sliding window; its state feeds the response headers."""
-    state = await rate_windows.hit(db(), window, caller.key_id, limit=limit, now=now)
+                      message: str, code: str, cost: int = 1) -> None:
+    """Count `cost` in one sliding window; its state feeds the response headers."""
+    state = await rate_windows.hit(db(), window, caller.key_id, limit=limit, now=now, cost=cost)
     setattr(g, state_attr, state)
     if not state.allowed:
         raise RateLimited(message, retry_after=state.retry_after_seconds(now), code=code)
@@ -68,11 +69,31 @@ async def check_rate(caller: Caller) -> None:
     await _hit_window(caller, "req", general_limit, now, state_attr="rate_state",
                       message=f"Rate limit of {general_limit} requests per minute exceeded.",
                       code="rate_limited")
-    if (request.endpoint or "").startswith(EMAIL_ENDPOINT_PREFIX) and request.method == "POST":
-        email_limit = caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
-        await _hit_window(caller, "email", email_limit, now, state_attr="email_rate_state",
-                          message=f"Email rate limit of {email_limit} send requests per minute exceeded.",
-                          code="rate_limit_exceeded")
+
+
+async def count_emails(caller: Caller, emails: int) -> None:
+    """The email window counts emails, not requests: a send of N messages costs N, all or
+    nothing (429 rate_limit_exceeded with Retry-After when they do not fit now; 400 when
+    N alone is more than the key may ever send in a window). Called by the email views
+    once the request is valid; `give_back_emails` returns the units if nothing is sent."""
+    limit = caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
+    if emails > limit:
+        raise ValidationFailed(f"messages: {emails} emails are more than this key may send in a minute "
+                               f"({limit}); split them into batches of at most {limit}.", path="messages")
+    await _hit_window(caller, "email", limit, time.time(), state_attr="email_rate_state", cost=emails,
+                      message=f"Email rate limit of {limit} emails per minute exceeded: {emails} more do not "
+                              "fit in the current window.",
+                      code="rate_limit_exceeded")
+
+
+async def give_back_emails(emails: int) -> None:
+    """Best effort: with the store away the caller's own error is the answer, not this."""
+    state = g.get("email_rate_state")
+    if state is not None:
+        try:
+            await rate_windows.give_back(db(), state, emails)
+        except PyMongoError:
+            pass
 
 
 def register(app: Quart) -> None:

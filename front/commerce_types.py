@@ -3,11 +3,15 @@ product links, free-form metadata."""
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+from pipelines.errors import ValidationFailed
+from pipelines.segment_rules import ATTRIBUTE_NAME
 
 from .types import JsonObject
 
@@ -16,6 +20,10 @@ MAX_URL_CHARS = 2048
 # An amount given as a string: ASCII digits, optionally a point and more digits. Python's
 # Decimal also reads "1_000", "١" (Arabic-Indic one), "１２" (full width), " 1.5" and "1e3".
 _AMOUNT_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
+# Free-form product fields beside the known ones: how many, how deeply nested, how large.
+MAX_PRODUCT_FIELDS = 50
+MAX_PRODUCT_FIELD_DEPTH = 3
+MAX_PRODUCT_DATA_BYTES = 16 * 1024
 
 
 def _amount(value: Any) -> Decimal:
@@ -50,3 +58,31 @@ Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$"), Field(
 WebUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_web_url)]
 Metadata = Annotated[JsonObject(MAX_METADATA_BYTES), Field(
     description="Any JSON object, at most 16 KB serialised.")]
+
+
+def _depth(value: Any) -> int:
+    """Levels of objects/arrays inside a JSON value: a scalar is 0, `{"a": [1]}` is 2."""
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def check_product_fields(extra: dict[str, Any], reserved: set[str]) -> dict[str, Any]:
+    """Product fields a request adds to the known ones (`colour`, `sizes`, ...): at most
+    50, named like contact attributes, each nested at most 3 deep, 16 KB together."""
+    if len(extra) > MAX_PRODUCT_FIELDS:
+        raise ValidationFailed(f"At most {MAX_PRODUCT_FIELDS} product fields beside the known ones.")
+    size = 0
+    for name, value in extra.items():
+        if name in reserved or not ATTRIBUTE_NAME.match(name):
+            raise ValidationFailed(f"{name}: product field names are 1-64 letters, digits, _ or -, and not "
+                                   f"one of {', '.join(sorted(reserved))}.", path=name)
+        if _depth(value) > MAX_PRODUCT_FIELD_DEPTH:
+            raise ValidationFailed(f"{name}: nested more than {MAX_PRODUCT_FIELD_DEPTH} levels deep.", path=name)
+        size += len(name) + len(json.dumps(value, separators=(",", ":")).encode())
+        if size > MAX_PRODUCT_DATA_BYTES:  # the field that passes the bound is named
+            raise ValidationFailed(f"{name}: the product fields beside the known ones are larger than "
+                                   f"{MAX_PRODUCT_DATA_BYTES // 1024} KB together.", path=name)
+    return extra

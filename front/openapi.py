@@ -75,7 +75,13 @@ class PostroomOpenAPI(OpenAPIProvider):
     def schema(self) -> dict:
         document = super().schema()
         components = document.setdefault("components", {})
-        components.setdefault("schemas", {}).update(responses.SCHEMAS)
+        schemas = components.setdefault("schemas", {})
+        answers = responses.answer_schemas()
+        clashes = {name for name in answers if name in schemas and schemas[name] != answers[name]}
+        if clashes:  # a request model and an answer model of one name would overwrite each other
+            raise RuntimeError(f"answer models named like request models: {sorted(clashes)}")
+        schemas.update(answers)
+        schemas.update(responses.SCHEMAS)
         components.setdefault("headers", {}).update(responses.HEADERS)
         add_links(document["paths"])
         return document

@@ -1,11 +1,16 @@
 """What every API operation answers, for the OpenAPI document: the success status and
-shape (`{data}` or a list page), the error statuses (all as the one error envelope), the
-rate-limit and idempotency headers, and the Idempotency-Key request header. Read from the
-view itself where the code says it (the `idempotent` decorator, the list query model), so
-the document follows the code."""
+shape (`{data: <model>}` or a list page of the model, typed by front/response_models.py
+through ANSWERS), the error statuses (all as the one error envelope), the rate-limit and
+idempotency headers, and the Idempotency-Key request header. Read from the view itself
+where the code says it (the `idempotent` decorator, the list query model), so the
+document follows the code."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from . import response_models as m
 from .auth import EMAIL_ENDPOINT_PREFIX
 from .idempotency import IDEMPOTENCY_ATTRIBUTE, MAX_KEY_LENGTH
 from .pagination import PageQuery
@@ -30,10 +35,136 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "webhooks.create_trigger": (201,),
     "tracking.product_view": (201,),
     "conversions.create": (201,),
+    "forms.create_form": (201,),
     "automations.create_automation": (201,),
     "automations.add_step": (201,),
     "automations.trigger": (201,),
 }
+# The model of each operation's `data` (of each item, for a list), keyed by endpoint; a dict
+# when the shape differs per success status. tests/front/test_openapi.py checks that every
+# /api/v1 operation has one, and every live answer the tests get is checked against it.
+ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
+    "health.health": m.Health,
+    "api_key.permissions": m.KeyPermissions,
+    "email.send": {200: m.EmailAccepted, 201: m.EmailScheduled, 202: m.EmailAccepted},
+    "email.send_batch": m.BatchAccepted,
+    "email.batch_status": m.BatchStatus,
+    "email.status": m.EmailStatus,
+    "email.cancel": m.EmailCancelled,
+    "contacts.list_contacts": m.Contact,
+    "contacts.create_contact": m.ContactWithLists,
+    "contacts.get_contact": m.ContactWithLists,
+    "contacts.update_contact": m.ContactWithLists,
+    "contacts.delete_contact": m.Deleted,
+    "contacts.bulk_delete": m.BulkDeleted,
+    "contacts.delete_all": m.DeletedAll,
+    "contacts.restore": m.Restored,
+    "contacts.activity_log": m.Activity,
+    "contacts.duplicates": m.ContactWithLists,
+    "contacts.start_import": m.ContactJob,
+    "contacts.get_import": m.ContactJob,
+    "contacts.start_export": m.ContactJob,
+    "contacts.get_export": m.ContactJob,
+    "tags.list_tags": m.Tag,
+    "tags.create_tag": m.Tag,
+    "tags.get_tag": m.Tag,
+    "tags.update_tag": m.Tag,
+    "tags.delete_tag": m.Deleted,
+    "tags.tag_contacts": m.Contact,
+    "tags.assign": m.TagAssigned,
+    "tags.unassign": m.TagRemoved,
+    "lists.list_lists": m.ContactList,
+    "lists.create_list": m.ContactList,
+    "lists.get_list": m.ContactList,
+    "lists.update_list": m.ContactList,
+    "lists.delete_list": m.Deleted,
+    "lists.members": m.Contact,
+    "lists.add_members": m.MembersAdded,
+    "lists.remove_members": m.MembersRemoved,
+    "segments.list_segments": m.Segment,
+    "segments.create_segment": m.Segment,
+    "segments.get_segment": m.Segment,
+    "segments.update_segment": m.Segment,
+    "segments.delete_segment": m.Deleted,
+    "segments.segment_contacts": m.Contact,
+    "segments.estimate": m.SegmentEstimate,
+    "templates.create_template": m.Template,
+    "templates.list_templates": m.TemplateSummary,
+    "templates.render_template_structure": m.RenderedHtml,
+    "templates.get_template": m.Template,
+    "templates.update_template": m.Template,
+    "templates.delete_template": m.Deleted,
+    "templates.list_template_versions": m.TemplateVersionSummary,
+    "templates.get_template_version": m.TemplateVersion,
+    "templates.restore_template_version": m.Template,
+    "campaigns.create": m.Campaign,
+    "campaigns.list_campaigns": m.Campaign,
+    "campaigns.read": m.Campaign,
+    "campaigns.send": m.CampaignSending,
+    "campaigns.schedule": m.Campaign,
+    "campaigns.cancel": m.Campaign,
+    "domains.add_domain": m.Domain,
+    "domains.list_domains": m.Domain,
+    "domains.get_domain": m.Domain,
+    "domains.verify_domain": m.DomainCheck,
+    "domains.delete_domain": m.Deleted,
+    "suppressions.list_suppressions": m.Suppression,
+    "suppressions.add_suppression": m.Suppression,
+    "suppressions.remove_suppression": m.SuppressionDeleted,
+    "bounces.list_bounces": m.Bounce,
+    "bounces.get_bounce": m.Bounce,
+    "analytics.analytics": m.Analytics,
+    "webhooks.create_trigger": m.CreatedSubscription,
+    "webhooks.list_triggers": m.Subscription,
+    "webhooks.delete_trigger": m.Success,
+    "webhooks.create_webhook": m.CreatedSubscription,
+    "webhooks.get_webhook": m.Subscription,
+    "webhooks.delete_webhook": m.Success,
+    "webhooks.rotate_secret": m.RotatedSecret,
+    "webhooks.test_webhook": m.WebhookTest,
+    "webhooks.list_deliveries": m.Delivery,
+    "tracking.product_view": m.ProductView,
+    "conversions.create": m.Conversion,
+    "conversions.list_conversions": m.Conversion,
+    "forms.list_forms": m.Form,
+    "forms.create_form": m.Form,
+    "forms.get_form": m.Form,
+    "forms.update_form": m.Form,
+    "forms.delete_form": m.Deleted,
+}
+
+
+# Operations whose success is a file, not JSON.
+CSV_ANSWERS = {"contacts.download_export": "The contacts as CSV (UTF-8, a header row), streamed."}
+
+
+def answer_model(endpoint: str, status: int) -> type[BaseModel] | None:
+    found = ANSWERS.get(endpoint)
+    return found.get(status) if isinstance(found, dict) else found
+
+
+def answer_schemas() -> dict:
+    """The JSON schemas of every answer model (and the models they use), by name, for
+    components.schemas."""
+    models = {mod for v in ANSWERS.values() for mod in (v.values() if isinstance(v, dict) else [v])}
+    _, top = models_json_schema([(model, "serialization") for model in sorted(models, key=lambda c: c.__name__)],
+                                ref_template="#/components/schemas/{model}")
+    return top.get("$defs", {})
+
+
+def _answer_ref(model: type[BaseModel] | None) -> dict:
+    return _ref("schemas", model.__name__) if model is not None else {"description": "The operation's result."}
+
+
+def _data_schema(model: type[BaseModel] | None, listing: bool) -> dict:
+    """`{data: Model}`, or a page: `{data: [Model], pagination}`."""
+    if listing:
+        return {"type": "object", "required": ["data", "pagination"],
+                "properties": {"data": {"type": "array", "items": _answer_ref(model)},
+                               "pagination": _ref("schemas", "Pagination")}}
+    return {"type": "object", "required": ["data"], "properties": {"data": _answer_ref(model)}}
+
+
 # Non-error answers outside 2xx: the health check reports a degraded service in the `{data}` shape.
 DEGRADED_STATUSES = {"health.health": (503, "Degraded: the body says whether the store or the broker is unreachable.")}
 SUCCESS_DESCRIPTIONS = {200: "Success.", 201: "Created.", 202: "Accepted: the work continues asynchronously."}
@@ -67,11 +198,6 @@ SCHEMAS = {
             },
         }},
     },
-    "Data": {
-        "type": "object",
-        "required": ["data"],
-        "properties": {"data": {"description": "The resource or the operation's result."}},
-    },
     "Pagination": {
         "type": "object",
         "required": ["total", "limit", "offset", "has_more"],
@@ -81,12 +207,6 @@ SCHEMAS = {
             "offset": {"type": "integer", "minimum": 0},
             "has_more": {"type": "boolean", "description": "offset + items on this page < total."},
         },
-    },
-    "Page": {
-        "type": "object",
-        "required": ["data", "pagination"],
-        "properties": {"data": {"type": "array", "items": {}},
-                       "pagination": {"$ref": "#/components/schemas/Pagination"}},
     },
 }
 
@@ -98,7 +218,8 @@ _RATE_HEADERS = {
 HEADERS = {
     **{f"X-RateLimit-{part}": {"description": f"Per key: {text}", "schema": schema}
        for part, (schema, text) in _RATE_HEADERS.items()},
-    **{f"X-EmailRateLimit-{part}": {"description": f"Per key, email sends only: {text}", "schema": schema}
+    **{f"X-EmailRateLimit-{part}": {"description": f"Per key, email sends only, counted in emails (a batch "
+                                                   f"costs its number of messages): {text}", "schema": schema}
        for part, (schema, text) in _RATE_HEADERS.items()},
     "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 0}},
     "X-Idempotency-Status": {"description": "`new` on the first request with an Idempotency-Key, "
@@ -147,14 +268,19 @@ def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
 
     responses: dict = {}
     for status in SUCCESS_STATUSES.get(endpoint, (200,)):
-        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status],
-                                  "content": _json("Page" if listing else "Data")}
+        if endpoint in CSV_ANSWERS:
+            content = {"text/csv": {"schema": {"type": "string", "description": CSV_ANSWERS[endpoint]}}}
+        else:
+            content = {"application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}
+        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status], "content": content}
         if success_headers:
             responses[str(status)]["headers"] = dict(success_headers)
 
     if endpoint in DEGRADED_STATUSES:
         status, description = DEGRADED_STATUSES[endpoint]
-        responses[str(status)] = {"description": description, "content": _json("Data"),
+        responses[str(status)] = {"description": description, "content": {
+            "application/json": {"schema": _data_schema(answer_model(endpoint, status) or answer_model(endpoint, 200),
+                                                        False)}},
                                   "headers": {"Retry-After": _ref("headers", "Retry-After")}}
 
     errors = [500] + ([] if endpoint in DEGRADED_STATUSES else [503])

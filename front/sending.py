@@ -57,6 +57,20 @@ async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache
     return cache[template_id]
 
 
+async def workspace_sender(workspace: dict, fields: dict,
+                           domains: dict[str, bool] | None = None) -> sender_rules.Sender:
+    """Who mail of this workspace with these `from_email` / `from_name` / `reply_to`
+    fields is from (400 missing_from_email, 403 domain_invalid)."""
+    if domains is None:
+        domains = await domain_store.verified_map(db(), workspace["_id"])
+    return sender_rules.resolve_sender(
+        from_email=fields.get("from_email"), from_name=fields.get("from_name"),
+        reply_to=fields.get("reply_to"), default_from_email=workspace.get("default_from_email"),
+        shared_local_part=workspace.get("sending_local_part")
+        or sender_rules.workspace_local_part(workspace["name"], workspace["_id"]),
+        shared_domain=settings().shared_domain, domains=domains)
+
+
 async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", index: int = 0,
                         suppression_reasons: dict[str, str] | None = None, domains: dict[str, bool] | None = None,
                         templates: dict | None = None) -> dict:
@@ -81,15 +95,8 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", ind
     check_merge_tags(clean_subject(fields["subject"]), html, fields.get("text"), path_prefix=path_prefix,
                      template_html=template["html"] if template else None,
                      template_data=fields.get("template_data"))
-    if domains is None:
-        domains = await domain_store.verified_map(db(), workspace["_id"])
     try:
-        sender = sender_rules.resolve_sender(
-            from_email=fields.get("from_email"), from_name=fields.get("from_name"),
-            reply_to=fields.get("reply_to"), default_from_email=workspace.get("default_from_email"),
-            shared_local_part=workspace.get("sending_local_part")
-            or sender_rules.workspace_local_part(workspace["name"], workspace["_id"]),
-            shared_domain=settings().shared_domain, domains=domains)
+        sender = await workspace_sender(workspace, fields, domains)
     except PostroomError as error:  # name the batch item the rule failed on
         if path_prefix and error.path:
             error.path = path_prefix + error.path

@@ -105,7 +105,7 @@ def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_
         if math.isinf(value) or math.isnan(value):
             _fail(loc, "Number out of range.")
     elif isinstance(value, BaseModel):
-        for name, item in value.__dict__.items():
+        for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
             _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, dict):
         for name, item in value.items():

@@ -32,7 +32,7 @@ from pipelines.contact_csv import ContactRow, RowError
 from pipelines.ids import new_uuid
 
 from . import contacts, outbox, suppressions
-from .lists import member_event
+from .lists import joining_events
 
 INDEXES: dict[str, list] = {
     "contact_jobs": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
@@ -40,6 +40,7 @@ INDEXES: dict[str, list] = {
 
 FILE_CHUNK_BYTES = 1024 * 1024
 MAX_STORED_ERRORS = 1000
+IMPORT_REASON = "import"  # the `reason` of the contact.subscribed an import's list join records
 
 
 @dataclass
@@ -93,8 +94,8 @@ async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outc
         if tag_id:
             doc["tags"] = [tag_id]
         events = [outbox.event_document(workspace_id, "contact.created", {"contact": contacts.view(doc)})]
-        if list_doc:
-            events.append(member_event(list_doc, "list.member_added", doc))
+        if list_doc:  # list.member_added and contact.subscribed (with the list)
+            events.extend(joining_events(list_doc, doc, IMPORT_REASON))
         docs.append(outbox.inserted_with(doc, events))
     if not docs:
         return []
@@ -135,7 +136,7 @@ async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, o
                                                 {"contact": contacts.view(after), "changed": sorted(changes)}))
         if joins:
             update["$addToSet"] = {"lists": list_doc["_id"]}
-            events.append(member_event(list_doc, "list.member_added", current))
+            events.extend(joining_events(list_doc, after, IMPORT_REASON))
         if tags:
             update.setdefault("$addToSet", {})["tags"] = tag_id
         event_ids.update(e["_id"] for e in events)

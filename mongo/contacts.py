@@ -153,10 +153,10 @@ async def find_by_emails(db: AsyncDatabase, workspace_id: str, emails: list[str]
 
 
 async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
-                   fields: tuple[str, ...] = ("_id",)) -> list[dict]:
-    """The live contacts among `contact_ids` (projected to `fields`)."""
+                   fields: tuple[str, ...] | None = ("_id",)) -> list[dict]:
+    """The live contacts among `contact_ids` (projected to `fields`; None: whole)."""
     return await db.contacts.find(live(workspace_id, {"_id": {"$in": list(contact_ids)}}),
-                                  {f: 1 for f in fields}).to_list()
+                                  {f: 1 for f in fields} if fields is not None else None).to_list()
 
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
@@ -199,7 +199,7 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
             changes["unsubscribed_at"] = None if changes["subscribed"] else now
         changes["updated_at"] = now
         after = {**current, **changes}
-        events = [_subscription_event(workspace_id, after, "api")] if "subscribed" in changes else []
+        events = [subscription_event(workspace_id, after, "api")] if "subscribed" in changes else []
         events.append(outbox.event_document(workspace_id, "contact.updated",
                                             {"contact": view(after), "changed": changed}))
         try:  # update_one, not find_one_and_update: the embedded store's answers None there
@@ -214,9 +214,16 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
     raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
 
 
-def _subscription_event(workspace_id: str, contact: dict, reason: str) -> dict:
-    event = "contact.subscribed" if contact["subscribed"] else "contact.unsubscribed"
-    return outbox.event_document(workspace_id, event, {"contact": view(contact), "reason": reason})
+def subscription_event(workspace_id: str, contact: dict, reason: str, *, subscribed: bool | None = None,
+                       list_doc: dict | None = None) -> dict:
+    """contact.subscribed / contact.unsubscribed: `{contact, reason, list}`. `list` is null
+    for the contact's own subscription flag, `{id, name}` when the contact joined
+    (`subscribed` True) or left a static list."""
+    if subscribed is None:
+        subscribed = bool(contact["subscribed"])
+    event = "contact.subscribed" if subscribed else "contact.unsubscribed"
+    listed = {"id": list_doc["_id"], "name": list_doc["name"]} if list_doc is not None else None
+    return outbox.event_document(workspace_id, event, {"contact": view(contact), "reason": reason, "list": listed})
 
 
 async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, subscribed: bool,
@@ -230,7 +237,7 @@ async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, 
     now = now_iso()
     changes = {"subscribed": subscribed, "updated_at": now, "unsubscribed_at": None if subscribed else now}
     after = {**current, **changes}
-    event = _subscription_event(workspace_id, after, reason)
+    event = subscription_event(workspace_id, after, reason)
     result = await db.contacts.update_one(live(workspace_id, {"_id": contact_id, "subscribed": not subscribed}),
                                           versions.bump(outbox.carrying({"$set": changes}, [event])))
     if result.matched_count != 1:

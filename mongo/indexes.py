@@ -34,7 +34,7 @@ for _carrier in outbox.CARRIERS:
 INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
                  "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
                  "send_limits", "inbound_reports", "domains", "contact_import", "automations",
-                 "automation_runs"]
+                 "automation_runs", "forms"]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -3,7 +3,8 @@
 `type` is `static` (members are the contacts whose `lists` array holds the list id) or
 `dynamic` (members are the contacts matching `conditions`, the segment rule language;
 `conditions` is None for static lists). Adding and removing members of a static list
-records list.member_added / list.member_removed, one event per contact that changed."""
+records list.member_added / list.member_removed and contact.subscribed /
+contact.unsubscribed (with the list in `data`), per contact that changed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
 from . import memberships, outbox
+from .contacts import subscription_event
 
 TYPES = ("static", "dynamic")
 
@@ -88,11 +90,24 @@ def member_event(list_doc: dict, event: str, contact: dict) -> dict:
         "contact": {"id": contact["_id"], "email": contact["email"]}})
 
 
-async def add_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str]) -> memberships.Outcome:
+def joining_events(list_doc: dict, contact: dict, reason: str) -> list[dict]:
+    """What a contact joining a static list records: list.member_added and contact.subscribed."""
+    return [member_event(list_doc, "list.member_added", contact),
+            subscription_event(list_doc["workspace_id"], contact, reason, subscribed=True, list_doc=list_doc)]
+
+
+def leaving_events(list_doc: dict, contact: dict, reason: str) -> list[dict]:
+    return [member_event(list_doc, "list.member_removed", contact),
+            subscription_event(list_doc["workspace_id"], contact, reason, subscribed=False, list_doc=list_doc)]
+
+
+async def add_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str],
+                      reason: str = "api") -> memberships.Outcome:
     return await memberships.add(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids,
-                                 event_for=lambda c: member_event(list_doc, "list.member_added", c))
+                                 event_for=lambda c: joining_events(list_doc, c, reason))
 
 
-async def remove_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str]) -> memberships.Outcome:
+async def remove_members(db: AsyncDatabase, list_doc: dict, contact_ids: list[str],
+                         reason: str = "api") -> memberships.Outcome:
     return await memberships.remove(db, list_doc["workspace_id"], "lists", list_doc["_id"], contact_ids,
-                                    event_for=lambda c: member_event(list_doc, "list.member_removed", c))
+                                    event_for=lambda c: leaving_events(list_doc, c, reason))

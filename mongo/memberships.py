@@ -29,18 +29,18 @@ class Outcome:
     not_found: list[str]      # ids that are not live contacts of the workspace
 
 
-EventFor = Callable[[dict], dict]  # a changed contact ({_id, email}) → its outbox event
+EventFor = Callable[[dict], list[dict]]  # a changed contact (as it is now, the change made) → its outbox events
 
 
 async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
                  contact_ids: list[str], adding: bool, event_for: EventFor | None = None) -> Outcome:
     assert field in FIELDS
     wanted = list(dict.fromkeys(contact_ids))
-    docs = await existing(db, workspace_id, wanted, fields=("_id", "email", field))
+    docs = await existing(db, workspace_id, wanted, fields=None if event_for else ("_id", "email", field))
     found = {d["_id"] for d in docs}
     changed = [d for d in docs if (ref_id in d.get(field, [])) != adding]
     now = now_iso()
-    events = {d["_id"]: event_for(d) for d in changed} if event_for else {}
+    events = {d["_id"]: event_for({**d, "updated_at": now}) for d in changed} if event_for else {}
     ops = []
     for d in changed:
         if adding:
@@ -48,14 +48,14 @@ async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
         else:
             guard, update = {field: ref_id}, {"$pull": {field: ref_id}, "$set": {"updated_at": now}}
         if events:
-            update = outbox.carrying(update, [events[d["_id"]]])
+            update = outbox.carrying(update, events[d["_id"]])
         ops.append(UpdateOne({"_id": d["_id"], **guard}, versions.bump(update)))
     if ops:
         await db.contacts.bulk_write(ops, ordered=False)
     if events:  # what a concurrent caller changed first carries no event of ours: not ours to report
         written = {e["_id"] for e in await outbox.relay(db, "contacts", list(events),
-                                                         {e["_id"] for e in events.values()})}
-        changed = [d for d in changed if events[d["_id"]]["_id"] in written]
+                                                         {e["_id"] for mine in events.values() for e in mine})}
+        changed = [d for d in changed if events[d["_id"]][0]["_id"] in written]
     changed_ids = {d["_id"] for d in changed}
     return Outcome(changed=[{"_id": d["_id"], "email": d["email"]} for d in changed],
                    unchanged=[i for i in wanted if i in found and i not in changed_ids],

@@ -41,7 +41,7 @@ PENDING = "outbox_pending"              # the events not yet relayed
 PENDING_AT = "outbox_pending_at"        # when the newest was written; "" when none wait
 PENDING_TOKEN = "outbox_pending_token"  # the newest event's id: guards clearing the marker
 CARRIER_FIELDS = (PENDING, PENDING_AT, PENDING_TOKEN)
-CARRIERS = ("contacts", "conversions", "automation_runs")  # collections whose writes carry events
+CARRIERS = ("contacts", "conversions", "automation_runs", "form_signups")  # collections whose writes carry events
 STRANDED_AFTER_SECONDS = 30             # a relay this late is taken to have died
 
 

@@ -25,13 +25,16 @@ class WindowState:
     limit: int
     used: int
     reset_epoch: float  # when the oldest counted bucket leaves the window
+    # refused: when enough has left the window for the refused cost to fit
+    room_epoch: float | None = None
+    bucket: str | None = None  # allowed: the bucket the cost was counted in (for give_back)
 
     @property
     def remaining(self) -> int:
         return max(0, self.limit - self.used)
 
     def retry_after_seconds(self, now: float) -> int:
-        return max(1, math.ceil(self.reset_epoch - now))
+        return max(1, math.ceil((self.room_epoch or self.reset_epoch) - now))
 
 
 async def hit(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
@@ -57,8 +60,27 @@ async def hit(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
     reset = (current - BUCKETS_PER_WINDOW + 1 + oldest) * width + window_seconds
     if used > limit:
         await coll.update_one({"_id": ids[-1]}, {"$inc": {"n": -cost}})
-        return WindowState(False, limit, used - cost, reset)
-    return WindowState(True, limit, used, reset)
+        counts[ids[-1]] -= cost
+        return WindowState(False, limit, used - cost, reset,
+                           room_epoch=_room_at(ids, counts, cost, limit, current, width, window_seconds))
+    return WindowState(True, limit, used, reset, bucket=ids[-1])
+
+
+async def give_back(db: AsyncDatabase, state: WindowState, cost: int) -> None:
+    """Take back a counted cost whose work did not happen after all."""
+    if state.allowed and state.bucket and cost > 0:
+        await db.rate_windows.update_one({"_id": state.bucket}, {"$inc": {"n": -cost}})
+
+
+def _room_at(ids: list[str], counts: dict[str, int], cost: int, limit: int, current: int,
+             width: float, window_seconds: int) -> float:
+    """When `cost` more fits: the buckets leave oldest first, each at its end plus a window."""
+    left = sum(counts.values())
+    for i, bucket in enumerate(ids):
+        left -= counts.get(bucket, 0)
+        if left + cost <= limit:
+            return (current - BUCKETS_PER_WINDOW + 1 + i) * width + window_seconds
+    return current * width + window_seconds + width  # cost > limit: never; a full window from now
 
 
 async def peek(db: AsyncDatabase, scope: str, subject: str, *, limit: int,

@@ -104,9 +104,9 @@ async def save_lists(db: AsyncDatabase, contact: dict, chosen: set[str]) -> None
     docs = {d["_id"]: d for d in await lists.get_many(db, contact["workspace_id"], list(by_id))}
     for list_id, item in by_id.items():
         if list_id in chosen and not item["member"]:
-            await lists.add_members(db, docs[list_id], [contact["_id"]])
+            await lists.add_members(db, docs[list_id], [contact["_id"]], reason="preferences_page")
         elif list_id not in chosen and item["member"]:
-            await lists.remove_members(db, docs[list_id], [contact["_id"]])
+            await lists.remove_members(db, docs[list_id], [contact["_id"]], reason="preferences_page")
 
 
 async def unsubscribe_by_message(db: AsyncDatabase, message_id: str, source: str,

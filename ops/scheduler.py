@@ -101,7 +101,8 @@ async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
 JOBS = [promote_due_messages, promote_due_retries, requeue_stalled_messages, purge_expired]
 # mongo.outbox first: events a dead front left in their documents are relayed before dispatch
 JOB_MODULES: list[str] = ["mongo.outbox", "mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs",
-                          "ops.inbound", "mongo.contact_removal", "ops.metrics_server", "ops.automation_jobs"]
+                          "ops.inbound", "mongo.contact_removal", "mongo.forms", "ops.metrics_server",
+                          "ops.automation_jobs"]
 
 
 def all_jobs() -> list:

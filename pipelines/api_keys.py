@@ -14,7 +14,7 @@ SANDBOX_PREFIX = "tm_test_"
 AREAS = (
     "contacts", "tags", "lists", "segments", "templates", "campaigns", "email",
     "suppressions", "bounces", "analytics", "domains", "webhooks", "automations",
-    "tracking", "conversions",
+    "tracking", "conversions", "forms",
 )
 ALL_PERMISSIONS = tuple(f"{a}:{m}" for a in AREAS for m in ("read", "write"))
 

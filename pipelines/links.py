@@ -27,7 +27,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
 MAC_BYTES = 16
-PURPOSES = ("unsubscribe", "preferences", "open", "click")
+# `form`: a subscription form's token; `form_confirm`: a double opt-in confirmation link.
+PURPOSES = ("unsubscribe", "preferences", "open", "click", "form", "form_confirm")
 
 
 def _b64(data: bytes) -> str:
@@ -107,3 +108,12 @@ def open_pixel_url(base_url: str, token: str) -> str:
 
 def click_url(base_url: str, token: str) -> str:
     return f"{base_url.rstrip('/')}/t/c/{token}"
+
+
+def form_url(base_url: str, form_id: str) -> str:
+    """A form's hosted page (GET) and where any website posts submissions (POST)."""
+    return f"{base_url.rstrip('/')}/f/{form_id}"
+
+
+def form_confirm_url(base_url: str, token: str) -> str:
+    return f"{base_url.rstrip('/')}/f/confirm/{token}"

@@ -16,15 +16,19 @@ import datetime as dt
 import functools
 
 from . import links
-from .compliance_footer import add_html_address, add_html_footer, add_text_address, add_text_footer
+from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
+                               add_text_address, add_text_footer)
 from .errors import ValidationFailed
 from .loop_cost import certain_overrun
 from .merge_compile import CompiledTemplate, compile_template
 from .merge_tags import MergeTagError, parse
 from .merge_values import Lines
-from .render_budget import DEFAULT_MAX_OUTPUT_BYTES, MAX_LOOP_STEPS, RenderBudget
+from .render_budget import DEFAULT_MAX_OUTPUT_BYTES, MAX_LOOP_STEPS, RenderBudget, RenderedTooLarge
 from .text import clean_subject
 
+# What our additions to a client's HTML (compliance footer or postal address, open pixel,
+# click redirects) may add on top of rule 8's 256 KB, which is the client's part alone.
+ADDITIONS_MARGIN_BYTES = 64 * 1024
 # Filled by system_fields, over template_data keys of the same name.
 SYSTEM_FIELDS = frozenset({"unsubscribe_url", "preferences_url", "company_name", "company_address",
                            "current_year", "current_month", "current_date"})
@@ -37,6 +41,8 @@ class CompiledContent:
     subject: CompiledTemplate
     html: CompiledTemplate | None
     text: CompiledTemplate | None
+    # The footer we added to html, compiled alone: what it renders to is not the client's.
+    html_footer: CompiledTemplate | None = None
 
 
 def _compile(source: str, mode: str, path: str) -> CompiledTemplate:
@@ -46,18 +52,20 @@ def _compile(source: str, mode: str, path: str) -> CompiledTemplate:
         raise error.at(path) from None
 
 
-def _body(source: str, mode: str, path: str, *, footer: bool, postal_address: bool) -> CompiledTemplate:
+def _body(source: str, mode: str, path: str, *, footer: bool,
+          postal_address: bool) -> tuple[CompiledTemplate, str | None]:
     """Rule 9's footer unless the body places `{{unsubscribe_url}}` itself (and `footer`
     asks for one); with `postal_address` (marketing mail) the postal address in any case,
-    unless the body places `{{company_address}}` itself."""
+    unless the body places `{{company_address}}` itself. Also returns the source we added
+    (None when nothing was): ours, not the client's."""
     add_footer, add_address = (add_html_footer, add_html_address) if mode == "html" else (
         add_text_footer, add_text_address)
     compiled = _compile(source, mode, path)
     if footer and not compiled.mentions("unsubscribe_url"):
-        return _compile(add_footer(source), mode, path)  # the footer shows the address too
+        return _compile(add_footer(source), mode, path), HTML_FOOTER  # the footer shows the address too
     if postal_address and not compiled.mentions("company_address"):
-        return _compile(add_address(source), mode, path)
-    return compiled
+        return _compile(add_address(source), mode, path), ADDRESS_HTML
+    return compiled, None
 
 
 def compile_content(subject: str, html: str | None, text: str | None, *, path_prefix: str = "",
@@ -66,9 +74,12 @@ def compile_content(subject: str, html: str | None, text: str | None, *, path_pr
     `footer`: rule 9's compliance footer (off only for transactional mail that asks so);
     `postal_address`: marketing mail, which always shows the workspace's postal address."""
     options = {"footer": footer, "postal_address": postal_address}
-    compiled_html = None if html is None else _body(html, "html", f"{path_prefix}html", **options)
-    compiled_text = None if text is None else _body(text, "text", f"{path_prefix}text", **options)
-    return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text)
+    compiled_html = added = None
+    if html is not None:
+        compiled_html, added = _body(html, "html", f"{path_prefix}html", **options)
+    compiled_text = None if text is None else _body(text, "text", f"{path_prefix}text", **options)[0]
+    return CompiledContent(_compile(subject, "text", f"{path_prefix}subject"), compiled_html, compiled_text,
+                           compile_template(added, "html") if added else None)
 
 
 @functools.lru_cache(maxsize=32)
@@ -141,6 +152,23 @@ def recipient_data(*, contact: dict | None, email: str, template_data: dict | No
     return {**contact_fields(contact, email), **(template_data or {}), **system}
 
 
+def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> str:
+    """Rule 8's limit is on the client's part: the footer or postal address we added
+    renders to bytes that do not count. The budget lets the body run up to our margin
+    over the limit (stopping runaway output early); only a body that ends up over the
+    limit itself pays for measuring our part exactly."""
+    if compiled.html_footer is None:
+        return _render_part(compiled.html, data, budget, "HTML body", limit)
+    try:
+        out = _render_part(compiled.html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
+        if len(out) * 4 > limit and len(out.encode()) - len(compiled.html_footer.render(data).encode()) > limit:
+            budget.too_large()
+    except RenderedTooLarge:
+        raise RenderedTooLarge(f"the rendered HTML body is larger than {limit // 1024} KB once its merge tags "
+                               "are filled (our footer and tracking not counted)") from None
+    return out
+
+
 def _render_part(template: CompiledTemplate, data: dict, budget: RenderBudget, part: str, max_bytes: int) -> str:
     """One part within `max_bytes`: stopped as it grows past the limit, then checked exactly."""
     out = template.render(data, budget.start(part, max_bytes))
@@ -158,6 +186,6 @@ def render_content(compiled: CompiledContent, data: dict, *, max_html_bytes: int
     limit = DEFAULT_MAX_OUTPUT_BYTES if max_html_bytes is None else max_html_bytes
     budget = RenderBudget() if budget is None else budget
     subject = clean_subject(_render_part(compiled.subject, data, budget, "subject", limit))
-    html = None if compiled.html is None else _render_part(compiled.html, data, budget, "HTML body", limit)
+    html = None if compiled.html is None else _render_html(compiled, data, budget, limit)
     text = None if compiled.text is None else _render_part(compiled.text, data, budget, "text body", limit)
     return subject, html, text

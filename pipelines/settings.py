@@ -33,6 +33,8 @@ class Settings:
     rate_limit_per_minute: int = 100
     email_rate_limit_per_minute: int = 100
     idempotency_ttl_seconds: int = 3600
+    # Public form submissions per minute from one client address to one form.
+    form_submissions_per_minute: int = 10
     max_html_bytes: int = 256 * 1024
     max_request_bytes: int = 32 * 1024 * 1024
     # How long an API request waits for an unreachable store before answering 503.

@@ -22,6 +22,8 @@ BLUEPRINT_MODULES = [
     "front.routes.conversions",
     "front.routes.automations",
     "front.routes.pages",
+    "front.routes.forms",
+    "front.routes.form_pages",
 ]
 
 

@@ -113,7 +113,7 @@ async def create_contact(data: CreateContact):
     doc = contact_store.new_document(
         caller().workspace_id, email=data.email, first_name=data.first_name, last_name=data.last_name,
         attributes=data.attributes, subscribed=data.subscribed, lists=[target["_id"]] if target else [])
-    joined = (list_store.member_event(target, "list.member_added", doc),) if target is not None else ()
+    joined = tuple(list_store.joining_events(target, doc, "api")) if target is not None else ()
     if not await contact_store.insert(db(), doc, joined):
         raise _duplicate()
     return one(await contact_with_lists(doc), 201)

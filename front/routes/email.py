@@ -12,6 +12,7 @@ from mongo import batches as batch_store
 from mongo import messages as message_store
 from pipelines.errors import Conflict, NotFound
 
+from ..auth import count_emails, give_back_emails
 from ..idempotency import idempotent
 from ..responses import one
 from ..runtime import caller, db
@@ -103,6 +104,17 @@ def status_view(doc: dict) -> dict:
     }
 
 
+async def _accept(docs: list[dict], batch: dict | None = None) -> None:
+    """Count the emails in the key's email window (all or none), then charge, store and
+    enqueue them; units of a request that ends up sending nothing are given back."""
+    await count_emails(caller(), len(docs))
+    try:
+        await charge_store_and_enqueue(caller(), docs, batch)
+    except Exception as error:
+        await give_back_emails(getattr(error, "unsent", len(docs)))
+        raise
+
+
 @bp.post("/email/send")
 @idempotent()
 @body(SendEmail)
@@ -111,7 +123,7 @@ async def send(data: SendEmail):
     doc = await build_message(data.model_dump(), caller())
     if schedule is not None and doc["status"] != "suppressed":
         doc.update(schedule)
-    await charge_store_and_enqueue(caller(), [doc])
+    await _accept([doc])
     if doc["status"] == "scheduled":
         return one({"scheduled": True, "message_id": doc["_id"], "scheduled_at": doc["due_at"]}, 201)
     # queued now (202), or every recipient suppressed: stored, never enqueued (200)
@@ -125,7 +137,7 @@ async def send(data: SendEmail):
 @body(SendBatch)
 async def send_batch(data: SendBatch):
     batch, docs = await build_batch([m.model_dump() for m in data.messages], caller())
-    await charge_store_and_enqueue(caller(), docs, batch)
+    await _accept(docs, batch)
     return one({"batch_id": batch["_id"], "status": batch_store.batch_status(batch),
                 "total": batch["total"], "message_ids": [d["_id"] for d in docs]}, 202)
 

@@ -39,7 +39,7 @@ async def _not_found():
     return await _page("not_found.html", 404, title="Link not valid")
 
 
-def _sender_name(workspace: dict) -> str:
+def sender_name(workspace: dict) -> str:
     return (workspace.get("settings") or {}).get("company_name") or workspace["name"]
 
 
@@ -72,7 +72,7 @@ async def _choose_address(purpose: str, token: str, payload: dict, workspace: di
     action = (links.unsubscribe_url if unsubscribing else links.preferences_url)("", token)
     return await _page("choose_address.html", status, purpose=purpose, addresses=addresses, action=action,
                        title="Unsubscribe" if unsubscribing else "Email preferences",
-                       sender_name=_sender_name(workspace), invalid=status == 400,
+                       sender_name=sender_name(workspace), invalid=status == 400,
                        preferences=_preferences_link(payload, None) if unsubscribing else None)
 
 
@@ -103,7 +103,7 @@ async def unsubscribe_page(token: str):
     if links.names_message_only(payload):
         return await _choose_address("unsubscribe", token, payload, workspace)
     suppression = await suppressions.get(db(), workspace["_id"], email)
-    return await _page("unsubscribe.html", title="Unsubscribe", sender_name=_sender_name(workspace),
+    return await _page("unsubscribe.html", title="Unsubscribe", sender_name=sender_name(workspace),
                        email=email, action=links.unsubscribe_url("", token),
                        already=recipient_pages.is_unsubscribed(contact, suppression),
                        preferences=_preferences_link(payload, contact))
@@ -124,7 +124,7 @@ async def unsubscribe(token: str):
     form = await request.form
     source = "one_click" if form.get("List-Unsubscribe") == "One-Click" else "unsubscribe_page"
     await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), source)
-    return await _page("unsubscribed.html", title="Unsubscribed", sender_name=_sender_name(workspace),
+    return await _page("unsubscribed.html", title="Unsubscribed", sender_name=sender_name(workspace),
                        email=email, preferences=_preferences_link(payload, contact))
 
 
@@ -133,7 +133,7 @@ async def _preferences(token: str, saved: bool):
     if found is None or found[2] is None:
         return await _not_found()
     _, workspace, contact, email = found
-    return await _page("preferences.html", title="Email preferences", sender_name=_sender_name(workspace),
+    return await _page("preferences.html", title="Email preferences", sender_name=sender_name(workspace),
                        email=email, subscribed=contact["subscribed"], saved=saved,
                        lists=await recipient_pages.offered_lists(db(), contact),
                        action=links.preferences_url("", token))

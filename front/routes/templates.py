@@ -1,8 +1,10 @@
 """Versioned templates, their history, and json_structure rendering.
 
-The html a client stores is what is sent. When a create or PATCH carries json_structure
-but no html, html is rendered from json_structure (so the two stay in sync, as the spec
-asks of clients); `POST /templates/render` renders without storing anything."""
+The html a client stores is what is sent. A create with json_structure but no html gets
+html rendered from json_structure. A PATCH keeps the stored html unless it sends html or
+asks for it to be rendered (`render_html: true`): the spec leaves keeping the two in sync
+to the client, so a client's own html is never replaced behind its back.
+`POST /templates/render` renders without storing anything."""
 
 from __future__ import annotations
 
@@ -49,9 +51,14 @@ class CreateTemplate(Strict):
 
 class UpdateTemplate(Strict):
     name: Name | None = Field(None, description="1–200 characters; null is refused.")
-    html: str | None = Field(None, description=HTML_HELP + " null is refused.")
+    html: str | None = Field(None, description="The email HTML (max 256 KB) with merge tags, checked as on create; "
+                                               "sent as stored. null is refused. Without it the stored html is kept.")
     description: Description | None = Field(None, description="null clears it.")
-    json_structure: Structure | None = Field(None, description=STRUCTURE_HELP + " null clears it.")
+    json_structure: Structure | None = Field(None, description=STRUCTURE_HELP + " null clears it. "
+                                             "Changing it leaves the stored html as it is unless "
+                                             "render_html is true.")
+    render_html: bool = Field(False, description="true: replace html with html rendered from json_structure "
+                                                 "(the one given, else the stored one). Not with html.")
 
 
 class RenderStructure(Strict):
@@ -93,9 +100,9 @@ def checked_html(html: str, path: str = "html", structure: dict | None = None) -
     return html
 
 
-def content_changes(data: Strict, *, creating: bool) -> dict:
-    """The content fields a request sets, validated; html rendered from json_structure
-    when only the latter is given."""
+def content_changes(data: Strict, *, render_html: bool, stored_structure: dict | None = None) -> dict:
+    """The content fields a request sets, validated. `render_html`: html is rendered from
+    the json_structure given (else `stored_structure`) instead of coming from the request."""
     given = data.model_fields_set
     changes = {k: getattr(data, k) for k in ("name", "description", "json_structure", "html") if k in given}
     for field in ("name", "html"):
@@ -103,13 +110,16 @@ def content_changes(data: Strict, *, creating: bool) -> dict:
             raise ValidationFailed(f"{field}: may not be null.", path=field)
     if changes.get("json_structure") is not None:
         validate_structure(changes["json_structure"])
-    if changes.get("html") is not None:
-        checked_html(changes["html"])
-    elif changes.get("json_structure") is not None:
-        changes["html"] = checked_html(render_structure(changes["json_structure"]), "json_structure",
-                                       changes["json_structure"])
-    elif creating:
-        raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
+    if not render_html:
+        if changes.get("html") is not None:
+            checked_html(changes["html"])
+        return changes
+    if "html" in changes:
+        raise ValidationFailed("render_html: give html or ask for it to be rendered, not both.", path="render_html")
+    structure = changes["json_structure"] if "json_structure" in changes else stored_structure
+    if structure is None:
+        raise ValidationFailed("render_html: there is no json_structure to render html from.", path="render_html")
+    changes["html"] = checked_html(render_structure(structure), "json_structure", structure)
     return changes
 
 
@@ -123,7 +133,10 @@ async def live_template(template_id: str) -> dict:
 @bp.post("/templates")
 @body(CreateTemplate)
 async def create_template(data: CreateTemplate):
-    doc = await template_store.create(db(), caller().workspace_id, content_changes(data, creating=True))
+    if data.html is None and data.json_structure is None:
+        raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
+    changes = content_changes(data, render_html=data.html is None)
+    doc = await template_store.create(db(), caller().workspace_id, changes)
     return one(view(doc), 201)
 
 
@@ -150,7 +163,10 @@ async def get_template(template_id: str):
 @bp.patch("/templates/<uuid:template_id>")
 @body(UpdateTemplate)
 async def update_template(template_id: str, data: UpdateTemplate):
-    changes = content_changes(data, creating=False)
+    stored = await live_template(template_id) if data.render_html and "json_structure" not in data.model_fields_set \
+        else None
+    changes = content_changes(data, render_html=data.render_html,
+                              stored_structure=stored.get("json_structure") if stored else None)
     if not changes:
         raise ValidationFailed("Give at least one of name, html, description, json_structure.")
     doc = await template_store.update(db(), caller().workspace_id, template_id, changes)

@@ -1,18 +1,20 @@
 """Product-view tracking: `POST /track/product-view` records a `page_viewed` event on the
-contact (what automations waiting for `page_viewed` look for)."""
+contact (what automations waiting for `page_viewed` look for). Besides the known product
+fields, any other product field (`colour`, `sizes`, ...) is kept as sent, within bounds
+(front/commerce_types.check_product_fields)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import outbox, tracking
 from pipelines.automation_triggers import PRODUCT_VIEWED_EVENT
 
 from ..audience import contact_or_404
-from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text
+from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text, check_product_fields
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Strict
@@ -24,6 +26,10 @@ Text200 = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class ProductView(Strict):
+    """The known fields are checked; any other field is product data kept as sent (at most
+    50 fields, each nested at most 3 levels deep, 16 KB together)."""
+    model_config = ConfigDict(extra="allow")
+
     contact_email: EmailAddress = Field(description="A live contact of the workspace.")
     product_id: Text200
     name: Annotated[str, StringConstraints(max_length=500)] | None = None
@@ -35,6 +41,10 @@ class ProductView(Strict):
     metadata: Metadata | None = None
 
 
+# The answer's own fields: product data may not take their names.
+RESERVED_FIELDS = {"id", "contact_id", "event", "viewed_at"}
+
+
 def product_view_view(event: dict, email: str) -> dict:
     return {"id": event["_id"], "contact_id": event["contact_id"], "contact_email": email,
             "event": event["type"], **event["data"], "viewed_at": event["at"]}
@@ -44,12 +54,14 @@ def product_view_view(event: dict, email: str) -> dict:
 @body(ProductView)
 async def product_view(data: ProductView):
     who = caller()
+    extra = check_product_fields(data.model_extra or {}, RESERVED_FIELDS)
     contact = await contact_or_404(email=data.contact_email)
-    product = data.model_dump(exclude={"contact_email"})
+    product = data.model_dump(exclude={"contact_email", *extra})
     if data.price is not None:
         product["price"] = amount_text(data.price)
         product["currency"] = data.currency or "USD"
     product["metadata"] = data.metadata or {}
+    product.update(extra)
     event = await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "page_viewed", product)
     view = product_view_view(event, contact["email"])
     await outbox.record(db(), who.workspace_id, PRODUCT_VIEWED_EVENT,  # what automations read

@@ -109,6 +109,39 @@ def test_a_batch_of_template_sends_is_personalised_per_message(service, tenant):
         assert f"<p>Dear Reader {i}</p>" in received.body("html")
 
 
+MAX_HTML = 262_144  # 256 KB, rule 8
+
+
+def html_of_exactly(size: int) -> str:
+    head = '<html><body><p>Sale: <a href="https://shop.example/sale">shop</a></p>'
+    tail = "</body></html>"
+    filler = "<p>" + "y" * 90 + "</p>"
+    middle = filler * ((size - len(head) - len(tail)) // len(filler))
+    html = head + middle + "z" * (size - len(head) - len(middle) - len(tail)) + tail
+    assert len(html.encode()) == size
+    return html
+
+
+def test_html_of_exactly_256_kb_is_accepted_and_delivered_with_footer_and_tracking(service, tenant):
+    html = html_of_exactly(MAX_HTML)
+    template = tenant.post("/templates", json={"name": "Exactly 256 KB", "html": html})
+    assert template.status_code == 201, template.text
+    sends = [{"to": "exact-html@example.net", "html": html},
+             {"to": "exact-template@example.net", "template_id": template.json()["data"]["id"]}]
+    for send in sends:
+        response = tenant.post("/email/send", json={"subject": "Big", "track_opens": True, "track_clicks": True,
+                                                    **send})
+        assert response.status_code == 202, response.text
+        wait_status(tenant, response.json()["data"]["message_id"], "delivered")
+        [received] = service.smtp.wait_for(send["to"], timeout=30)
+        body = received.body("html")
+        assert len(body.encode()) > MAX_HTML
+        assert body.count("y" * 90) == html.count("y" * 90), "the client's part arrives whole"
+        assert "/t/c/" in body and "/t/o/" in body and "/u/" in body  # tracking and footer on top
+    over = tenant.post("/email/send", json={"to": "over@example.net", "subject": "s", "html": html + " "})
+    assert over.status_code == 400 and over.json()["error"]["path"] == "html"
+
+
 def test_a_message_whose_rendered_body_exceeds_256_kb_fails_clearly(service, tenant):
     # template_data itself stays under its own 256 KB bound; the body it fills goes past it
     made = tenant.post("/templates", json={"name": "Big", "html": "<p>{{blob}}{{blob}}</p>"}).json()["data"]

@@ -2,11 +2,12 @@
 bounced at once, batch counts kept, and per-key and per-domain limits that hold across
 TWO worker processes (the session's worker plus one started here on the same vhost)."""
 
+import datetime as dt
 import uuid
 
 import pytest
 
-from mongo import messages, send_limits
+from mongo import api_keys, messages, send_limits
 from tests.support import services
 from tests.support.barriers import mail_barrier, queue_consumers
 from tests.support.polling import wait_until as wait_for
@@ -137,6 +138,12 @@ def batch(tenant, addresses):
     return response.json()["data"]["message_ids"]
 
 
+def scheduled(tenant, to, send_at):
+    response = tenant.post("/email/send", json={"to": to, "subject": "Hi", "text": "x", "send_at": send_at})
+    assert response.status_code == 201, response.text
+    return response.json()["data"]["message_id"]
+
+
 def all_settled_or_held(service, message_ids) -> bool:
     docs = service.store.run(messages.load, message_ids)
     return len(docs) == len(message_ids) and all(
@@ -149,10 +156,15 @@ def received(service, addresses):
 
 @pytest.mark.slow
 def test_per_key_and_per_domain_limits_hold_across_two_workers(service, second_worker):
-    # Per key: 3 emails a minute; 6 emails in three batches (three send jobs, two workers).
-    limited = service.tenant(email_rate_limit=3)
+    # Per key: 3 emails a minute at the send step. The API counts emails against the same
+    # limit, so more than 3 in a minute reach the send step only when they were accepted
+    # earlier: 6 scheduled a few seconds ahead under a high limit, lowered to 3 before they
+    # come due (six send jobs, two workers).
+    limited = service.tenant(email_rate_limit=100)
     key_to = [f"k{i}-{uuid.uuid4().hex[:6]}@example.org" for i in range(6)]
-    key_ids = [mid for i in range(0, 6, 2) for mid in batch(limited, key_to[i:i + 2])]
+    due = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=4)).isoformat()
+    key_ids = [scheduled(limited, to, due) for to in key_to]
+    service.store.run(api_keys.set_limits, limited.key_id, email_rate_limit=3)
     # Per destination domain: 5 a minute and 2 at a time, each delivery slowed at the receiver.
     domain = f"d{uuid.uuid4().hex[:8]}.example"
     service.store.run(send_limits.set_domain_limit, domain, rate_per_minute=5, concurrency=2)

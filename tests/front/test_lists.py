@@ -69,6 +69,30 @@ def test_static_members_are_added_and_removed_with_outcomes_and_events(service, 
     assert gone["data"]["contact"] == {"id": people[0]["id"], "email": "s0@example.org"}
 
 
+def test_joining_and_leaving_a_static_list_emit_contact_subscribed_and_unsubscribed_with_the_list(
+        service, tenant):
+    lst = make_list(tenant, "Weekly")
+    first = make_contact(tenant, "joins@example.org", first_name="Jo", list_id=lst["id"])
+    second = make_contact(tenant, "added@example.org")
+    tenant.post(f"/lists/{lst['id']}/members", json={"contact_ids": [first["id"], second["id"]]})
+    tenant.delete(f"/lists/{lst['id']}/members", json={"contact_ids": [second["id"]]})
+    tenant.delete(f"/lists/{lst['id']}/members", json={"contact_ids": [second["id"]]})  # not a member: silent
+
+    subscribed = events(service, tenant, "contact.subscribed")
+    assert [e["data"]["contact"]["id"] for e in subscribed] == [first["id"], second["id"]]
+    assert all(e["data"]["list"] == {"id": lst["id"], "name": "Weekly"} and e["data"]["reason"] == "api"
+               for e in subscribed)
+    assert subscribed[0]["data"]["contact"]["first_name"] == "Jo"
+    [left] = events(service, tenant, "contact.unsubscribed")
+    assert left["data"]["contact"]["email"] == "added@example.org"
+    assert left["data"]["list"] == {"id": lst["id"], "name": "Weekly"}
+    # the contact's own subscription flag is untouched by lists, and its events carry no list
+    assert tenant.get(f"/contacts/{second['id']}").json()["data"]["subscribed"] is True
+    tenant.patch(f"/contacts/{second['id']}", json={"subscribed": False})
+    flag = events(service, tenant, "contact.unsubscribed")[-1]
+    assert flag["data"]["list"] is None and flag["data"]["reason"] == "api"
+
+
 def test_member_counts_follow_contact_deletion(tenant):
     lst = make_list(tenant, "Counted")
     people = [make_contact(tenant, f"m{i}@example.org", list_id=lst["id"])["id"] for i in range(3)]

@@ -192,28 +192,65 @@ def test_the_document_validates_as_openapi_3_1(document):
     validate_openapi(document)
 
 
-def test_every_api_operation_has_a_success_response_in_the_data_or_page_envelope(document):
+def answer_model(schema: dict) -> str:
+    """The component named by a success envelope, `{data: Model}` or `{data: [Model], pagination}`."""
+    data = schema["properties"]["data"]
+    ref = data["items"]["$ref"] if "pagination" in schema["properties"] else data["$ref"]
+    return ref.rsplit("/", 1)[-1]
+
+
+def test_every_api_operation_answers_a_typed_model_in_the_data_or_page_envelope(document):
+    schemas = document["components"]["schemas"]
     for method, path, op in api_operations(document):
         codes = success_codes(op)
         assert codes, (method, path)
         for code in codes:
-            schema = op["responses"][code]["content"]["application/json"]["schema"]
-            assert schema in ({"$ref": "#/components/schemas/Data"}, {"$ref": "#/components/schemas/Page"}), \
-                (method, path, code)
-    schemas = document["components"]["schemas"]
-    assert schemas["Data"]["required"] == ["data"]
-    assert schemas["Page"]["properties"]["pagination"] == {"$ref": "#/components/schemas/Pagination"}
+            content = op["responses"][code]["content"]
+            if "text/csv" in content:  # a file download (the contacts export)
+                assert list(content) == ["text/csv"] and content["text/csv"]["schema"]["type"] == "string"
+                continue
+            schema = content["application/json"]["schema"]
+            assert schema["type"] == "object" and "data" in schema["required"], (method, path, code)
+            if "pagination" in schema["properties"]:
+                assert schema["required"] == ["data", "pagination"]
+                assert schema["properties"]["data"]["type"] == "array"
+                assert schema["properties"]["pagination"] == {"$ref": "#/components/schemas/Pagination"}
+            model = schemas[answer_model(schema)]
+            assert model["type"] == "object" and model["properties"] and model["required"], (method, path, model)
     assert set(schemas["Pagination"]["required"]) == {"total", "limit", "offset", "has_more"}
+    assert "Data" not in schemas and "Page" not in schemas, "no untyped envelopes left"
+
+
+def test_answer_models_say_what_each_field_is(document):
+    schemas = document["components"]["schemas"]
+    contacts = document["paths"]["/api/v1/contacts/{contact_id}"]["get"]["responses"]["200"]
+    contact = schemas[answer_model(contacts["content"]["application/json"]["schema"])]
+    assert set(contact["required"]) >= {"id", "email", "subscribed", "attributes", "tags", "lists", "created_at"}
+    assert contact["properties"]["subscribed"]["type"] == "boolean"
+    assert contact["properties"]["created_at"] == {"format": "date-time", "title": "Created At", "type": "string"}
+    assert {"format": "date-time", "type": "string"} in contact["properties"]["unsubscribed_at"]["anyOf"]
+    send = document["paths"]["/api/v1/email/send"]["post"]["responses"]
+    assert {answer_model(send[c]["content"]["application/json"]["schema"]) for c in ("200", "201", "202")} \
+        == {"EmailAccepted", "EmailScheduled"}
+    assert answer_model(send["201"]["content"]["application/json"]["schema"]) == "EmailScheduled"
+
+
+def test_delete_trigger_requires_its_id(document):
+    [parameter] = document["paths"]["/api/v1/webhooks/triggers"]["delete"]["parameters"]
+    assert parameter["name"] == "id" and parameter["in"] == "query" and parameter["required"] is True
+    listed = {p["name"]: p for p in document["paths"]["/api/v1/webhooks/triggers"]["get"]["parameters"]}
+    assert not listed["limit"].get("required") and not listed["event"].get("required")
 
 
 def test_list_endpoints_and_only_they_document_the_paginated_shape(document):
     for method, path, op in api_operations(document):
         pages = {c for c in success_codes(op)
-                 if op["responses"][c]["content"]["application/json"]["schema"]["$ref"].endswith("/Page")}
+                 if "pagination" in op["responses"][c]["content"].get("application/json", {})
+                 .get("schema", {}).get("properties", {})}
         takes_limit = any(p["name"] == "limit" and p["in"] == "query" for p in op["parameters"])
         assert bool(pages) == takes_limit, (method, path)
-    assert document["paths"]["/api/v1/contacts"]["get"]["responses"]["200"]["content"]["application/json"] \
-        == {"schema": {"$ref": "#/components/schemas/Page"}}
+    schema = document["paths"]["/api/v1/contacts"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema["properties"]["data"] == {"type": "array", "items": {"$ref": "#/components/schemas/Contact"}}
 
 
 def test_documented_success_statuses_are_the_ones_each_view_answers(service, document):
@@ -237,7 +274,7 @@ def test_authenticated_operations_document_each_error_status_as_the_envelope(doc
         errors = {code for code in responses if code[0] in "45"}
         if path == "/api/v1/health":
             assert errors == {"500", "503"}
-            assert responses["503"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Data"}
+            assert answer_model(responses["503"]["content"]["application/json"]["schema"]) == "Health"
             assert responses["503"]["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
             continue
         assert AUTHENTICATED_ERRORS <= errors, (method, path)

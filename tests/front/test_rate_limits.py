@@ -102,3 +102,61 @@ def test_email_window_is_separate_and_answers_429_rate_limit_exceeded(service, t
     assert status.status_code == 200
     assert "X-EmailRateLimit-Limit" not in status.headers
     assert int(status.headers["X-RateLimit-Remaining"]) == 50 - 4
+
+
+def workspace_messages(service, tenant) -> int:
+    async def count(db):
+        return await db.messages.count_documents({"workspace_id": tenant.workspace_id})
+    return service.store.run(count)
+
+
+def batch(n: int) -> dict:
+    return {"messages": [{**SEND, "to": f"batch-{i}@example.org"} for i in range(n)]}
+
+
+def test_the_email_window_counts_emails_and_refuses_a_batch_that_does_not_fit_whole(service):
+    tenant = service.tenant(sandbox=True, email_rate_limit=5)
+    first = tenant.post("/email/batch", json=batch(3))
+    assert first.status_code == 202, first.text
+    assert first.headers["X-EmailRateLimit-Remaining"] == "2"
+
+    refused = tenant.post("/email/batch", json=batch(3))
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.headers["X-EmailRateLimit-Remaining"] == "2"
+    assert workspace_messages(service, tenant) == 3, "nothing of the refused batch was accepted"
+
+    # what was refused used nothing: two more still fit, then the window is full
+    assert tenant.post("/email/batch", json=batch(2)).headers["X-EmailRateLimit-Remaining"] == "0"
+    assert tenant.post("/email/send", json=SEND).status_code == 429
+    assert workspace_messages(service, tenant) == 5
+
+
+def test_a_batch_larger_than_the_whole_window_is_refused_as_invalid(service):
+    tenant = service.tenant(sandbox=True, email_rate_limit=5)
+    response = tenant.post("/email/batch", json=batch(6))
+    assert response.status_code == 400
+    assert response.json()["error"]["path"] == "messages"
+    assert "at most 5" in response.json()["error"]["message"]
+    assert tenant.post("/email/batch", json=batch(5)).status_code == 202
+
+
+def test_an_invalid_send_costs_no_email_units(service):
+    tenant = service.tenant(sandbox=True, email_rate_limit=2)
+    for _ in range(3):
+        assert tenant.post("/email/send", json={**SEND, "to": "not-an-address"}).status_code == 400
+        assert tenant.post("/email/send", json={**SEND, "template_id": "nope"}).status_code == 404
+    accepted = tenant.post("/email/send", json=SEND)
+    assert accepted.status_code == 202 and accepted.headers["X-EmailRateLimit-Remaining"] == "1"
+
+
+def test_a_refused_plan_limit_gives_the_email_units_back(service):
+    tenant = service.tenant(email_rate_limit=3)
+
+    async def limit(db):
+        await db.workspaces.update_one({"_id": tenant.workspace_id}, {"$set": {"monthly_email_limit": 1}})
+    service.store.run(limit)
+    assert tenant.post("/email/batch", json=batch(2)).json()["error"]["code"] == "limit_reached"
+    accepted = tenant.post("/email/send", json=SEND)
+    assert accepted.status_code == 202 and accepted.headers["X-EmailRateLimit-Remaining"] == "2"

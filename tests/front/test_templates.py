@@ -137,10 +137,33 @@ def test_version_history_round_trip_with_restore(tenant):
     assert_error(tenant.post(f"/templates/{tid}/versions/9/restore"), 404, "not_found")
 
 
-def test_patch_with_only_json_structure_re_renders_the_html(tenant):
+def test_patch_with_only_json_structure_keeps_the_clients_html(tenant):
     made = create(tenant)
-    patched = tenant.patch(f"/templates/{made['id']}", json={"json_structure": STRUCTURE}).json()["data"]
-    assert patched["version"] == 2 and "<table" in patched["html"]
+    response = tenant.patch(f"/templates/{made['id']}", json={"json_structure": STRUCTURE})
+    assert response.status_code == 200, response.text
+    patched = response.json()["data"]
+    assert patched["version"] == 2 and patched["json_structure"] == STRUCTURE
+    assert patched["html"] == HTML
+    assert tenant.get(f"/templates/{made['id']}").json()["data"]["html"] == HTML
+
+
+def test_patch_with_render_html_renders_html_from_the_given_or_the_stored_structure(tenant):
+    made = create(tenant)
+    given = tenant.patch(f"/templates/{made['id']}", json={"json_structure": STRUCTURE, "render_html": True})
+    assert given.status_code == 200, given.text
+    assert "<table" in given.json()["data"]["html"] and "Hi {{firstName}}" in given.json()["data"]["html"]
+
+    own = tenant.patch(f"/templates/{made['id']}", json={"html": HTML}).json()["data"]
+    assert own["html"] == HTML and own["json_structure"] == STRUCTURE
+    stored = tenant.patch(f"/templates/{made['id']}", json={"render_html": True}).json()["data"]
+    assert stored["version"] == 4 and stored["html"] == given.json()["data"]["html"]
+
+
+@pytest.mark.parametrize("body", [{"html": HTML, "render_html": True}, {"render_html": True}])
+def test_render_html_needs_a_structure_and_no_html(tenant, body):
+    made = create(tenant)  # no json_structure stored
+    assert_error(tenant.patch(f"/templates/{made['id']}", json=body), 400, "validation_error", "render_html")
+    assert tenant.get(f"/templates/{made['id']}").json()["data"]["version"] == 1
 
 
 @pytest.mark.parametrize("body, path", [

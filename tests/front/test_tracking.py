@@ -47,7 +47,9 @@ def test_required_fields_are_required(tenant, missing):
 @pytest.mark.parametrize("field,value", [
     ("contact_email", "not-an-email"), ("product_id", ""), ("product_id", "x" * 201),
     ("price", -3), ("price", "cheap"), ("currency", "eur"), ("url", "javascript:alert(1)"),
-    ("image_url", "ftp://x.example/a.png"), ("metadata", [1]), ("name", 7), ("colour", "red"),
+    ("image_url", "ftp://x.example/a.png"), ("metadata", [1]), ("name", 7),
+    ("id", "mine"), ("viewed_at", "now"), ("bad name", 1), ("$where", 1), ("deep", {"a": {"b": {"c": [1]}}}),
+    ("big", "x" * (16 * 1024)), ("huge", 2**70),
 ])
 def test_bad_fields_are_refused_with_their_path(tenant, field, value):
     body = {"contact_email": "a@example.org", "product_id": "p", field: value}
@@ -61,3 +63,25 @@ def test_unknown_email_or_another_workspaces_contact_answers_404_contact_not_fou
     make_contact(other, "elsewhere@example.org")
     body = {"contact_email": "elsewhere@example.org", "product_id": "p"}
     error(tenant.post("/track/product-view", json=body), 404, "contact_not_found")
+
+
+def test_any_other_product_field_is_kept_and_read_back(service, tenant):
+    contact = make_contact(tenant, "colours@example.org")
+    extra = {"colour": "red", "sizes": ["S", "M"], "stock": 12, "on_sale": True,
+             "dimensions": {"cm": {"w": 10, "h": [20, 21]}}, "brand-name": None}
+    response = tenant.post("/track/product-view", json={"contact_email": "colours@example.org",
+                                                        "product_id": "sku-9", **extra})
+    assert response.status_code == 201, response.text
+    view = response.json()["data"]
+    assert {k: view[k] for k in extra} == extra
+    assert view["product_id"] == "sku-9" and view["id"] and view["event"] == "page_viewed"
+    [stored] = page_views(service, tenant, contact["id"])
+    assert {k: stored["data"][k] for k in extra} == extra
+
+
+def test_product_fields_are_bounded_in_number(tenant):
+    make_contact(tenant, "many@example.org")
+    body = {"contact_email": "many@example.org", "product_id": "p", **{f"f{i}": i for i in range(50)}}
+    assert tenant.post("/track/product-view", json=body).status_code == 201
+    body["f50"] = 50
+    error(tenant.post("/track/product-view", json=body), 400, "validation_error")

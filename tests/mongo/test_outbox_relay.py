@@ -125,7 +125,8 @@ def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(p
         return first, again, outcome, [e["event"] for e in await outbox_events(db)]
     first, again, outcome, recorded = private_db.run(go)
     assert (first, again) == (1, 0)
-    assert [c["_id"] for c in outcome.changed] and sorted(recorded) == ["contact.updated", "list.member_added"]
+    assert [c["_id"] for c in outcome.changed] and sorted(recorded) == ["contact.subscribed", "contact.updated",
+                                                                       "list.member_added"]
 
 
 def test_deleting_a_contact_relays_the_events_it_still_carries(private_db):

@@ -103,3 +103,22 @@ def test_concurrent_requests_at_the_limit_let_exactly_the_limit_through(store):
                                         for _ in range(20)))
         return sum(s.allowed for s in states)
     assert store.run(burst) == 5
+
+
+def test_a_cost_that_does_not_fit_is_refused_whole_until_enough_has_left(hit):
+    assert hit(0.0, limit=5, cost=1).allowed      # bucket 0
+    assert hit(15.0, limit=5, cost=3).allowed     # bucket 1
+    refused = hit(20.0, limit=5, cost=4)
+    assert not refused.allowed and refused.used == 4
+    # bucket 0 leaving at 60 s frees 1 (3 + 4 > 5); bucket 1 leaving at 70 s makes room
+    assert refused.reset_epoch == T0 + 60 and refused.room_epoch == T0 + 70
+    assert refused.retry_after_seconds(T0 + 20.0) == 50
+    assert not hit(69.0, limit=5, cost=4).allowed
+    assert hit(70.0, limit=5, cost=4).allowed
+
+
+def test_a_cost_given_back_frees_its_units(store, hit):
+    state = hit(0.0, limit=5, cost=4)
+    assert state.allowed
+    store.run(rate_windows.give_back, state, 4)
+    assert hit(1.0, limit=5, cost=5).allowed

@@ -140,3 +140,56 @@ def test_whatever_one_message_raises_fails_that_message_alone_with_its_reason():
     assert "nest more than 400 levels deep" in result.failed["msg_deep"]
     assert result.failed["msg_broken"].startswith("could not be rendered (TypeError: ")
     assert "loops need more than 100,000 steps" in result.failed["msg_big"]
+
+
+LIMIT = 256 * 1024
+
+
+def exactly(size: int, unit: str) -> str:
+    """HTML of exactly `size` bytes made of `unit` repeated, padded with text."""
+    body = unit * (size // len(unit))
+    return body + "x" * (size - len(body))
+
+
+def render_html(html, *, track=True, data=None):
+    ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}})
+    msg = {**message(["bob@x.test"]), "html": html, "track_opens": track, "track_clicks": track,
+           "template_data": data or {}}
+    return ctx, msg
+
+
+def test_html_of_exactly_256_kb_renders_with_our_footer_and_tracking_on_top():
+    html = "<p><a href=\"https://shop.example/a\">shop</a></p>"
+    html = html + exactly(LIMIT - len(html), "<p>ok</p>")
+    assert len(html.encode()) == LIMIT == SETTINGS.max_html_bytes
+    ctx, msg = render_html(html)
+    body = html_body(render_one(msg, ctx))
+    assert len(body.encode()) > LIMIT
+    assert "https://mail.example/t/c/" in body and "https://mail.example/t/o/" in body
+    assert "https://mail.example/u/" in body  # the footer's unsubscribe link
+
+
+def test_click_tracking_that_would_add_more_than_the_margin_is_left_out_not_failed():
+    html = exactly(LIMIT, '<a href="https://shop.example/item">i</a>')
+    ctx, msg = render_html(html)
+    body = html_body(render_one(msg, ctx))
+    assert "/t/c/" not in body and body.count('href="https://shop.example/item"') == html.count("<a ")
+    assert "https://mail.example/t/o/" in body, "the open pixel is still there"
+
+
+def test_a_client_part_that_grows_past_256_kb_once_filled_still_fails_clearly():
+    from pipelines.render_message import render_all
+    ctx, msg = render_html("<p>{{blob}}</p>", data={"blob": "x" * LIMIT})
+    result = render_all([msg], ctx)
+    assert not result.rendered
+    assert "larger than 256 KB" in result.failed["msg_1"]
+
+
+def test_the_client_part_is_measured_exactly_once_filled_our_footer_apart():
+    source = "<p>{{blob}}</p>"  # 7 bytes around the value; no unsubscribe link: our footer is added
+    fits = render_html(source, track=False, data={"blob": "y" * (LIMIT - 7)})
+    body = html_body(render_one(fits[1], fits[0]))
+    assert "y" * (LIMIT - 7) in body and "https://mail.example/u/" in body
+    from pipelines.render_message import render_all
+    over = render_html(source, track=False, data={"blob": "y" * (LIMIT - 6)})
+    assert "larger than 256 KB" in render_all([over[1]], over[0]).failed["msg_1"]

@@ -76,16 +76,34 @@ class Service:
     log_dir: Path
     smtp: object
     _clients: list = dataclasses.field(default_factory=list)
+    _conformance: object = None
 
     @property
     def api(self) -> str:
         return self.base_url + "/api/v1"
 
     def client(self, key: str | None = None) -> httpx.Client:
+        """An API client; every JSON answer it gets is checked against /openapi.yaml."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        client = httpx.Client(base_url=self.api, headers=headers, timeout=30)
+        client = httpx.Client(base_url=self.api, headers=headers, timeout=30,
+                              event_hooks={"response": [self.check_documented]})
         self._clients.append(client)
         return client
+
+    def check_documented(self, response: httpx.Response) -> None:
+        """The answer is what the document says this operation answers with this status."""
+        if "json" not in response.headers.get("content-type", ""):
+            return
+        if self._conformance is None:
+            from tests.support.openapi_check import Conformance
+            try:
+                self._conformance = Conformance.fetch(self.base_url)
+            except httpx.HTTPError:  # the front is down (a fault test): check the next answer instead
+                return
+        response.read()
+        problems = self._conformance.problems(response.request.method, response.request.url.path,
+                                              response.status_code, response.json())
+        assert not problems, "answer differs from /openapi.yaml:\n" + "\n".join(problems)
 
     def tenant(self, name: str | None = None, *, from_email: str | None = "sender@example.com",
                sandbox: bool = False, permissions: list[str] | None = None,

@@ -1,0 +1,132 @@
+"""Subscription forms (`forms`) and what people submitted to them (`form_signups`).
+
+forms: `{_id, workspace_id, name, list_ids, fields: [{name, type, label, required}],
+double_opt_in, title, description, submit_label, thank_you_text, confirmation_text,
+confirmation_email_subject, confirmation_email_text, from_name, redirect_url,
+confirmed_redirect_url, allowed_origins, created_at, updated_at}` — texts left unset are
+None (pipelines.forms fills the defaults when shown).
+
+form_signups: one per form and address (`_id` = pipelines.forms.signup_id), `{workspace_id,
+form_id, email, first_name, last_name, attributes, status: pending|confirmed,
+client_address, created_at, submitted_at, expires_at, last_sent_at ("" before the first
+confirmation email), message_id, confirmed_at}`. A submission carries its
+`form.submitted` event in the same write (the document is an outbox carrier). Pending
+signups past `expires_at` are deleted by the scheduler."""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+from . import outbox
+
+INDEXES: dict[str, list] = {
+    "forms": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
+    "form_signups": [IndexModel([("status", ASCENDING), ("expires_at", ASCENDING)], name="status_expiry")],
+}
+
+PENDING, CONFIRMED = "pending", "confirmed"
+# What a repeated submission of the same address replaces on its signup.
+_RESUBMITTED = ("email", "first_name", "last_name", "attributes", "status", "client_address",
+                "submitted_at", "expires_at")
+
+
+async def create(db: AsyncDatabase, workspace_id: str, fields: dict) -> dict:
+    now = now_iso()
+    doc = {"_id": new_uuid(), "workspace_id": workspace_id, **fields, "created_at": now, "updated_at": now}
+    await db.forms.insert_one(doc)
+    return doc
+
+
+async def get(db: AsyncDatabase, workspace_id: str, form_id: str) -> dict | None:
+    return await db.forms.find_one({"_id": form_id, "workspace_id": workspace_id})
+
+
+async def get_public(db: AsyncDatabase, form_id: str) -> dict | None:
+    """A form by id alone: its public page and submission endpoint carry no workspace."""
+    return await db.forms.find_one({"_id": form_id})
+
+
+async def page(db: AsyncDatabase, workspace_id: str, *, limit: int, offset: int) -> tuple[list[dict], int]:
+    query = {"workspace_id": workspace_id}
+    items = await db.forms.find(query, sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
+                                skip=offset, limit=limit).to_list()
+    return items, await db.forms.count_documents(query)
+
+
+async def update(db: AsyncDatabase, workspace_id: str, form_id: str, changes: dict) -> dict | None:
+    return await db.forms.find_one_and_update(
+        {"_id": form_id, "workspace_id": workspace_id},
+        {"$set": {**changes, "updated_at": now_iso()}}, return_document=ReturnDocument.AFTER)
+
+
+async def delete(db: AsyncDatabase, workspace_id: str, form_id: str) -> bool:
+    """Delete the form; its pending signups can no longer be confirmed (and expire)."""
+    result = await db.forms.delete_one({"_id": form_id, "workspace_id": workspace_id})
+    return result.deleted_count == 1
+
+
+# --- signups ------------------------------------------------------------------------------
+
+def submitted_event(form: dict, signup: dict, fields: dict, contact: dict | None = None) -> dict:
+    """form.submitted: `{form: {id, name}, email, contact, fields, status}` (status pending
+    or confirmed; `contact` {id, email} once the address is a subscribed contact, else null)."""
+    return outbox.event_document(form["workspace_id"], "form.submitted", {
+        "form": {"id": form["_id"], "name": form["name"]}, "email": signup["email"],
+        "contact": {"id": contact["_id"], "email": contact["email"]} if contact else None,
+        "fields": fields, "status": signup["status"]})
+
+
+async def record_submission(db: AsyncDatabase, signup: dict, event: dict) -> dict | None:
+    """Store a submission carrying its form.submitted event in the same write: a new
+    signup, or the same address again on this form (its answers, status and expiry
+    replaced; when its last confirmation email went is kept). Returns the signup as it
+    was before, or None when it is new."""
+    before = None
+    for _ in range(2):  # the expiry job may delete the signup between the two writes
+        try:
+            await db.form_signups.insert_one(outbox.inserted_with(signup, [event]))
+            break
+        except DuplicateKeyError:
+            before = await db.form_signups.find_one_and_update(
+                {"_id": signup["_id"]},
+                outbox.carrying({"$set": {k: signup[k] for k in _RESUBMITTED}}, [event]),
+                return_document=ReturnDocument.BEFORE)
+            if before is not None:
+                break
+    await outbox.relay(db, "form_signups", [signup["_id"]], {event["_id"]})
+    return before
+
+
+async def mark_sent(db: AsyncDatabase, signup_id: str, message_id: str) -> None:
+    await db.form_signups.update_one({"_id": signup_id},
+                                     {"$set": {"last_sent_at": now_iso(), "message_id": message_id}})
+
+
+async def get_signup(db: AsyncDatabase, workspace_id: str, signup_id: str) -> dict | None:
+    return await db.form_signups.find_one({"_id": signup_id, "workspace_id": workspace_id})
+
+
+async def mark_confirmed(db: AsyncDatabase, signup_id: str) -> bool:
+    """pending → confirmed, guarded: True for the one caller that moved it."""
+    result = await db.form_signups.update_one({"_id": signup_id, "status": PENDING},
+                                              {"$set": {"status": CONFIRMED, "confirmed_at": now_iso()}})
+    return result.modified_count == 1
+
+
+async def expire_signups(db: AsyncDatabase, settings=None, *, limit: int = 500) -> int:
+    """Scheduler job: delete pending signups whose confirmation link has run out."""
+    stale = await db.form_signups.find({"status": PENDING, "expires_at": {"$lt": now_iso()}}, {"_id": 1},
+                                       limit=limit).to_list()
+    if not stale:
+        return 0
+    await outbox.relay(db, "form_signups", [d["_id"] for d in stale])  # events first, never lost
+    result = await db.form_signups.delete_many({"_id": {"$in": [d["_id"] for d in stale]}, "status": PENDING})
+    return result.deleted_count
+
+
+JOBS = [expire_signups]
