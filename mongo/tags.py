@@ -58,10 +58,10 @@ async def find_by_name(db: AsyncDatabase, workspace_id: str, name: str) -> dict 
 async def assign(db: AsyncDatabase, tag: dict, contact_ids: list[str]) -> memberships.Outcome:
     """Tag contacts; each contact newly tagged carries `contact.tag_added` (an internal event:
     automations with a tag_added trigger read it; not in spec §6, so never delivered)."""
-    def event_for(contact: dict) -> dict:
-        return outbox.event_document(tag["workspace_id"], TAG_ADDED_EVENT, {
+    def event_for(contact: dict) -> list[dict]:
+        return [outbox.event_document(tag["workspace_id"], TAG_ADDED_EVENT, {
             "tag": {"id": tag["_id"], "name": tag["name"]},
-            "contact": {"id": contact["_id"], "email": contact["email"]}})
+            "contact": {"id": contact["_id"], "email": contact["email"]}})]
     return await memberships.add(db, tag["workspace_id"], "tags", tag["_id"], contact_ids, event_for=event_for)
 
 
