@@ -157,3 +157,12 @@ def test_string_bodies_get_a_content_type_by_what_they_are_and_get_sends_none():
     assert none is None
     default, _ = steps.webhook_request(webhook_config(), data={}, default_body={"run_id": "r"}, delivery_id="d")
     assert json.loads(default) == {"run_id": "r"}
+
+
+def test_the_preview_text_is_a_hidden_first_line_of_the_body():
+    from pipelines.preheader import with_preheader
+    html = with_preheader('<html><body class="x"><p>Hi</p></body></html>', "Sale <today> & more")
+    assert html.startswith('<html><body class="x"><div style="display:none;')
+    assert "Sale &lt;today&gt; &amp; more</div><p>Hi</p>" in html
+    assert with_preheader("<p>Hi</p>", "First").startswith('<div style="display:none;')
+    assert with_preheader("<p>Hi</p>", "  ") == "<p>Hi</p>"
