@@ -73,7 +73,9 @@ class PrivateRabbitmq:
     data and log directories, configuration and (no) plugins. Stopped and started again
     with the same data, it keeps its durable queues and persistent messages."""
 
-    START_TIMEOUT_SECONDS = 60
+    # A node boots in ~5 s on an idle box; a loaded 2-core box (a whole suite beside it)
+    # was seen to need more than a minute.
+    START_TIMEOUT_SECONDS = 150
 
     def __init__(self, base_dir: Path):
         self.base_dir = base_dir
