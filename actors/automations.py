@@ -32,14 +32,14 @@ from mongo import templates, workspaces
 from mongo.automations import load_many as load_automations
 from pipelines import automation_runs as runs
 from pipelines import automation_steps as step_rules
-from pipelines import outbound_http, throttle
+from pipelines import delivery_status, outbound_http, throttle, views
 from pipelines.automation_runs import Move, entry
 from pipelines.clock import now_iso, utcnow
-from pipelines.errors import PostroomError, ValidationFailed
+from pipelines.errors import PostroomError
 from pipelines.personalise import contact_fields
+from pipelines.workflows import start_campaign
 
 from . import runtime
-from .publish import publish
 
 log = logging.getLogger("postroom.automations")
 
@@ -68,11 +68,6 @@ async def advance_runs(run_ids: list[str]) -> None:
         await run_store.note_engine_error(db, run_id, repr(error)[:500], MAX_ENGINE_ERRORS)
     if failed:  # the job is retried; runs that moved meanwhile are found where they are
         raise failed[0][1]
-
-
-async def enqueue_runs(run_ids: list[str]) -> None:
-    for start in range(0, len(run_ids), ADVANCE_CHUNK):
-        await publish(advance_runs, run_ids[start:start + ADVANCE_CHUNK])
 
 
 class Stop(Exception):
@@ -119,7 +114,7 @@ class Engine:
                 return  # another worker moved it first; it goes on from there
             run = runs.applied(run, update)
         if run["status"] == "active" and run["phase"] in ("ready", "due"):
-            await enqueue_runs([run["_id"]])  # its share of this job is used up: on to another
+            await runtime.publisher().advance_runs([run["_id"]])  # its share of this job is used up: on to another
 
     async def _step(self, run: dict, automation: dict) -> Move | None:
         steps = automation["steps"]
@@ -160,7 +155,7 @@ class Engine:
         """The workspace's default sender, resolved as a campaign's is (its verified domains)."""
         if workspace["_id"] not in self.sender_cache:
             try:
-                self.sender_cache[workspace["_id"]] = await campaign_audience.resolve_sender(
+                self.sender_cache[workspace["_id"]] = await start_campaign.resolve_sender(
                     self.db, workspace, None, None, None, shared_domain=runtime.settings().shared_domain)
             except PostroomError as error:
                 self.sender_cache[workspace["_id"]] = Stop("failed", error.message)
@@ -254,13 +249,13 @@ class Engine:
     async def update_attribute(self, run, step, automation, contact) -> Move:
         config = step["config"]
         try:
-            await contacts.update(self.db, run["workspace_id"], contact["_id"], fields={},
-                                  set_attributes={config["attributeName"]: config["attributeValue"]},
-                                  unset_attributes=[], max_attributes=MAX_ATTRIBUTES)
-        except ValidationFailed as error:
-            raise Stop("failed", error.message) from None
+            outcome = await contacts.update(self.db, run["workspace_id"], contact["_id"], fields={},
+                                            set_attributes={config["attributeName"]: config["attributeValue"]},
+                                            unset_attributes=[], max_attributes=MAX_ATTRIBUTES)
         except LookupError:
             raise Stop("cancelled", "the contact no longer exists") from None
+        if outcome is contacts.Refusal.TOO_MANY_ATTRIBUTES:
+            raise Stop("failed", f"attributes: a contact has at most {MAX_ATTRIBUTES} attributes") from None
         return Move(entry(step, "updated", f"{config['attributeName']} = {config['attributeValue']!r}"),
                     step_id=_next(automation, step))
 
@@ -285,10 +280,10 @@ class Engine:
         if created and not message["sandbox"]:
             limit = throttle.monthly_limit(workspace, settings.plan_monthly_email_limit)
             if not await send_limits.charge_plan(self.db, workspace_id, throttle.month_of(utcnow()), 1, limit):
-                await messages.fail_many(self.db, {message["_id"]: "the plan's monthly email limit was reached"})
+                await messages.apply(self.db, [delivery_status.fail(message["_id"],
+                                                                    "the plan's monthly email limit was reached")])
                 raise Stop("failed", f"the plan's limit of {limit} emails this month has been reached")
-        from .render import render_messages
-        await publish(render_messages, [message["_id"]])  # render sends only a still-queued message
+        await runtime.publisher().render([message["_id"]])  # render sends only a still-queued message
         return Move(entry(step, "sent", message_id=message["_id"]), step_id=nxt)
 
     async def webhook(self, run, step, automation, contact) -> Move | None:
@@ -304,7 +299,7 @@ class Engine:
                 "automation_id": automation["_id"], "run_id": run["_id"]}
         default_body = {"event": "automation.webhook", "automation": {"id": automation["_id"], "name": automation["name"]},
                         "run_id": run["_id"], "step_id": step["id"],
-                        "contact": contacts.view(contact), "trigger": run["trigger"]}
+                        "contact": views.contact(contact), "trigger": run["trigger"]}
         body, headers = step_rules.webhook_request(config, data=data, default_body=default_body,
                                                    delivery_id=f"{run['_id']}:{step['id']}:{run['seq']}")
         result = await outbound_http.request(config["method"], config["url"], body, headers,
@@ -333,7 +328,7 @@ class Engine:
             trigger={"type": "move_to_flow", "data": {"from_automation_id": automation["_id"],
                                                       "from_run_id": run["_id"]}})])
         if started.created and started.run["status"] == "active":
-            await enqueue_runs([started.run["_id"]])
+            await runtime.publisher().advance_runs([started.run["_id"]])
         outcome = "moved" if started.run is not None else "not_entered"
         detail = None if started.run is not None else "the target's re-entry rule refused the contact"
         record = entry(step, outcome, detail, target_automation_id=target["_id"],

@@ -11,9 +11,11 @@ from dramatiq.middleware.asyncio import AsyncIO
 from pipelines.settings import Settings
 
 from . import runtime
+from .heartbeat import CloseResources, Heartbeat
+from .jobs import ACTORS, BrokerPublisher
 from .render_pool import StartRenderPool
 
-# One queue per concern (DESIGN.md "Flow of work").
+# One queue per concern (the README's "Processes, and scaling workers per queue").
 QUEUES = {
     "campaigns": "fans a campaign out into recipient batches",
     "render": "turns messages into personalised, signed MIME",
@@ -38,12 +40,14 @@ def setup(settings: Settings) -> dramatiq.Broker:
         broker = StubBroker()
         broker.emit_after("process_boot")
     broker.add_middleware(AsyncIO())
-    from .heartbeat import CloseResources, Heartbeat
     broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
     broker.add_middleware(CloseResources(), before=AsyncIO)  # before AsyncIO stops the loop
     broker.add_middleware(StartRenderPool())
+    for actor in ACTORS:  # declared on the placeholder at import (actors/__init__.py)
+        actor.broker = broker
+        broker.declare_actor(actor)
     dramatiq.set_broker(broker)
-    runtime.configure(settings)
+    runtime.configure(settings, BrokerPublisher(settings))
     _broker = broker
     return broker
 
@@ -51,10 +55,3 @@ def setup(settings: Settings) -> dramatiq.Broker:
 def declare_queues(broker: dramatiq.Broker) -> None:
     for name in QUEUES:
         broker.declare_queue(name)
-
-
-def load_actors() -> None:
-    """Import every actor module so each registers with the current broker."""
-    from . import render, send  # noqa: F401
-    from . import extensions
-    extensions.load()

@@ -1,27 +1,141 @@
-"""Enqueueing from inside an async actor (or a scheduler job).
+"""The one place that publishes to the broker.
 
 Dramatiq's RabbitMQ broker publishes through pika, which blocks on the socket (and, with
-publisher confirms, waits for the broker's answer). Called directly from an async actor it
-would stall the worker's one event loop — every other job in flight on it, SMTP sessions
-included — for the length of each publish. So every publish goes through this one helper,
-which runs it on a thread."""
+publisher confirms, waits for the broker's answer). Called directly from an async actor,
+a request handler or a scheduler job it would stall that process's one event loop — every
+other job or request in flight on it — for the length of each publish. So every publish
+runs here, on one of a few long-lived publishing threads fed by a queue (each with its own
+broker connection), one hop for however many jobs the call publishes. Not the loop's
+default executor: its per-call bookkeeping cost the front more CPU than the hand-over
+itself, and a queue of publishes never waits behind other blocking work there."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+import dramatiq
+import dramatiq.errors
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
+import pika.exceptions
+
+from pipelines.workflows.publisher import PublishFailed
+
+__all__ = ["PublishFailed", "RENDER_CHUNK", "describe", "publish", "publish_chunks", "publish_each",
+           "publish_jobs", "refused_by_broker"]
+
+# Ids per render job: one bulk read and write per chunk, and several workers share a
+# campaign batch or a large API batch.
+RENDER_CHUNK = 100
+# Publishes in flight at once per process: each waits for the broker's confirm, so on a
+# busy broker these bound the rate (the loop's default executor had cores + 4).
+PUBLISH_THREADS = 8
 
 
-async def publish(actor, *args, **options) -> None:
-    """`actor.send(*args)` off the event loop; with options (e.g. `delay=` in ms),
-    `actor.send_with_options(args=args, **options)`."""
-    if options:
-        await asyncio.to_thread(actor.send_with_options, args=args, **options)
+class _Publishers:
+    """The process's publishing threads, started on first use."""
+
+    def __init__(self):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.started = False
+
+    def run(self, work: Callable[[], None]) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        if not self.started:
+            with self.lock:
+                if not self.started:
+                    for n in range(PUBLISH_THREADS):
+                        threading.Thread(target=self._serve, name=f"publish-{n}", daemon=True).start()
+                    self.started = True
+        self.jobs.put((work, loop, done))
+        return done
+
+    def _serve(self) -> None:
+        while True:
+            work, loop, done = self.jobs.get()
+            try:
+                work()
+                error = None
+            except BaseException as failure:  # handed to the awaiting caller
+                error = failure
+            try:
+                loop.call_soon_threadsafe(_settle, done, error)
+            except RuntimeError:  # the caller's loop has closed: nobody waits for it
+                pass
+
+
+def _settle(done: asyncio.Future, error: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if error is None:
+        done.set_result(None)
     else:
-        await asyncio.to_thread(actor.send, *args)
+        done.set_exception(error)
+
+
+_publishers = _Publishers()
+
+
+def _fresh_after_fork() -> None:
+    """A forked child has none of its parent's threads."""
+    global _publishers
+    _publishers = _Publishers()
+
+
+os.register_at_fork(after_in_child=_fresh_after_fork)
+
+
+def _send(actor, args: tuple, delay_ms: int) -> None:
+    if delay_ms:
+        actor.send_with_options(args=args, delay=delay_ms)
+    else:
+        actor.send(*args)
+
+
+async def publish(actor, *args, delay_ms: int = 0) -> None:
+    """One job of `actor` with `args`, after `delay_ms` (the broker's delay queue)."""
+    await publish_jobs(actor, [args], delay_ms=delay_ms)
+
+
+async def publish_jobs(actor, jobs: Sequence[tuple], *, delay_ms: int = 0,
+                       carried=lambda args: list(args[:1])) -> None:
+    """One job of `actor` per argument tuple, in order, in one thread hop. At the first
+    job the broker does not take: PublishFailed naming what that job and every later one
+    carried (`carried(args)`: by default the job's first argument)."""
+    def publish_all() -> None:
+        for n, args in enumerate(jobs):
+            try:
+                _send(actor, args, int(delay_ms))
+            except Exception as error:
+                raise PublishFailed([item for rest in jobs[n:] for item in carried(rest)], error,
+                                    refused=refused_by_broker(error), reason=describe(error),
+                                    queue=actor.queue_name) from error
+    if jobs:
+        await _publishers.run(publish_all)
+
+
+async def publish_each(actor, items: Sequence, *, delay_ms: int = 0) -> None:
+    """One job of `actor` per item (`actor(item)`), e.g. a webhook delivery or a report."""
+    await publish_jobs(actor, [(item,) for item in items], delay_ms=delay_ms,
+                       carried=lambda args: [args[0]])
+
+
+async def publish_chunks(actor, ids: Sequence, *, size: int = RENDER_CHUNK, delay_ms: int = 0) -> None:
+    """`actor(chunk)` for every `size` ids, in order; PublishFailed names the ids of the
+    chunks not published."""
+    ids = list(ids)
+    await publish_jobs(actor, [(ids[start:start + size],) for start in range(0, len(ids), size)],
+                       delay_ms=delay_ms, carried=lambda args: list(args[0]))
 
 
 def _cause(error: BaseException) -> BaseException:
-    import dramatiq.errors
+    if isinstance(error, PublishFailed):
+        error = error.cause
     return error.args[0] if isinstance(error, dramatiq.errors.ConnectionClosed) and error.args else error
 
 
@@ -29,7 +143,6 @@ def refused_by_broker(error: BaseException) -> bool:
     """The broker answered and said no (a nack — e.g. a queue at its length limit with
     `reject-publish` — or a channel closed over the message, e.g. larger than its
     maximum), as against the broker being unreachable."""
-    import pika.exceptions
     return isinstance(_cause(error), (pika.exceptions.NackError, pika.exceptions.UnroutableError,
                                       pika.exceptions.ChannelClosedByBroker))
 
@@ -38,3 +151,18 @@ def describe(error: BaseException) -> str:
     """A publish failure in a line (never the message it carried)."""
     cause = _cause(error)
     return f"{type(cause).__name__}: {cause}"
+
+
+async def broker_answers() -> bool:
+    """Whether the broker answers, asked on a publishing thread: its connection is the
+    one publishes use (open already in a front that has published), so a health check
+    does not pay a fresh AMQP handshake on a thread of its own."""
+    def ask() -> None:
+        broker = dramatiq.get_broker()
+        if isinstance(broker, RabbitmqBroker):  # (`connection` connects on first use)
+            broker.connection.process_data_events(0)
+    try:
+        await _publishers.run(ask)
+        return True
+    except Exception:  # any failure means unreachable to a health check
+        return False

@@ -10,14 +10,23 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo.client import connect
 from pipelines.settings import Settings
 from pipelines.transport import transport_for
+from pipelines.workflows.publisher import Publisher
 
 _settings: Settings | None = None
+_publisher: Publisher | None = None
 _per_loop: dict[int, dict] = {}
 
 
-def configure(settings: Settings) -> None:
-    global _settings
-    _settings = settings
+def configure(settings: Settings, publisher: Publisher | None = None) -> None:
+    global _settings, _publisher
+    _settings, _publisher = settings, publisher
+
+
+def publisher() -> Publisher:
+    """The one publisher (actors/jobs.BrokerPublisher) bound to this process's broker."""
+    if _publisher is None:
+        raise RuntimeError("actors.runtime is not configured; call actors.broker.setup first")
+    return _publisher
 
 
 def settings() -> Settings:

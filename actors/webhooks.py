@@ -3,7 +3,6 @@ the next attempt scheduled (short waits on the broker, long ones in the store)."
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import dramatiq
@@ -34,5 +33,4 @@ async def deliver_webhook(delivery_id: str) -> None:
     await webhook_store.record_attempt(db, outcome.attempt)
     metrics.count_webhook_attempt(outcome.changes.get("status", "pending"))
     if await webhook_store.finish_attempt(db, delivery_id, token, outcome.changes) and outcome.broker_delay_ms is not None:
-        await asyncio.to_thread(deliver_webhook.send_with_options, args=(delivery_id,),
-                                delay=outcome.broker_delay_ms)
+        await runtime.publisher().deliver_webhooks([delivery_id], delay_ms=outcome.broker_delay_ms)

@@ -12,6 +12,7 @@ from mongo.client import connect
 from pipelines.settings import Settings
 
 from . import auth, errors, metrics, openapi, path_ids
+from .routes import register_all
 from .runtime import FrontRuntime
 
 # A store that accepted the connection but stopped answering holds a request at most this
@@ -23,7 +24,6 @@ def create_app(settings: Settings) -> Quart:
     if not settings.mongodb_url:
         raise RuntimeError("create_app needs settings.mongodb_url (ops starts the embedded store)")
     broker_setup.setup(settings)
-    broker_setup.load_actors()
 
     app = Quart("postroom")
     # No routing-level redirects (they answer HTML, not the envelope): `/a//b` and `/a/`
@@ -39,7 +39,6 @@ def create_app(settings: Settings) -> Quart:
     errors.register(app)
     auth.register(app)
 
-    from .routes import register_all
     register_all(app)
 
     @app.before_serving

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from mongo import contacts as contact_store
 from mongo import lists as list_store
 from mongo import memberships
 from mongo import tags as tag_store
-from pipelines import segment_rules
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines import segment_rules, views
+from pipelines.errors import ValidationFailed
 
+from .lookup import found, no_such
+from .pagination import PageQuery, paged
 from .runtime import caller, db
 from .types import json_bytes
 
@@ -64,26 +68,39 @@ def members_filter(list_doc: dict) -> dict:
     return segment_rules.compile_conditions(list_doc["conditions"])
 
 
-async def list_or_404(list_id: str) -> dict:
-    doc = await list_store.get(db(), caller().workspace_id, list_id)
-    if doc is None:
-        raise NotFound("No such list in this workspace.")
-    return doc
-
-
-async def contact_or_404(*, contact_id: str | None = None, email: str | None = None) -> dict:
-    """The caller's contact by id or by email address, else 404 contact_not_found with `path`
-    naming the field the request gave it in (`contact_id` or `contact_email`)."""
+async def contact_or_404(*, contact_id: str | None = None, email: str | None = None,
+                         email_path: str = "contact_email") -> dict:
+    """The caller's contact by id (else by email address), else 404 contact_not_found with `path`
+    naming the field the request gave it in (`contact_id`, or `email_path`)."""
     workspace_id = caller().workspace_id
     if contact_id is not None:
-        contact, path = await contact_store.get(db(), workspace_id, contact_id), "contact_id"
-        message = "No such contact in this workspace."
-    else:
-        contact, path = await contact_store.find_by_email(db(), workspace_id, email), "contact_email"
-        message = "No contact with this email in the workspace."
-    if contact is None:
-        raise NotFound(message, code="contact_not_found", path=path)
-    return contact
+        return await found(contact_store.get(db(), workspace_id, contact_id), no_such("contact"),
+                           code="contact_not_found", path="contact_id")
+    return await found(contact_store.find_by_email(db(), workspace_id, email),
+                       "No contact with this email in the workspace.", code="contact_not_found", path=email_path)
+
+
+async def changed_fields(data: BaseModel) -> dict:
+    """The fields a PATCH body gave; rule `conditions` among them checked and kept as stored."""
+    changes = data.model_dump(include=data.model_fields_set)
+    if "conditions" in changes:
+        changes["conditions"] = data.conditions.model_dump(exclude_none=True)
+        await checked_filter(changes["conditions"])
+    return changes
+
+
+def members_changed(owner: dict, outcome: memberships.Outcome, changed: str, unchanged: str) -> dict:
+    """The answer to adding or removing members by id: `owner` ({list_id} or {tag_id}), how many
+    `changed` and were `unchanged` already, and the ids that are no live contact."""
+    return {**owner, changed: len(outcome.changed), unchanged: len(outcome.unchanged),
+            "not_found": outcome.not_found}
+
+
+async def contacts_page(condition: dict, params: PageQuery) -> dict:
+    """One page of the caller's live contacts matching `condition`, in the list shape."""
+    listed = await contact_store.page(db(), caller().workspace_id, condition, limit=params.limit,
+                                      offset=params.offset)
+    return paged(listed, params, views.contact)
 
 
 async def list_views(docs: list[dict]) -> list[dict]:
@@ -93,7 +110,7 @@ async def list_views(docs: list[dict]) -> list[dict]:
     for doc in docs:
         if doc["type"] == "dynamic":
             counted[doc["_id"]] = await contact_store.count(db(), workspace_id, members_filter(doc))
-    return [list_store.view(d, counted[d["_id"]]) for d in docs]
+    return [views.contact_list(d, counted[d["_id"]]) for d in docs]
 
 
 async def contact_lists(contact: dict) -> list[dict]:
@@ -107,4 +124,4 @@ async def contact_lists(contact: dict) -> list[dict]:
 
 
 async def contact_with_lists(contact: dict) -> dict:
-    return {**contact_store.view(contact), "lists": await contact_lists(contact)}
+    return {**views.contact(contact), "lists": await contact_lists(contact)}

@@ -5,6 +5,7 @@ and its method: GET/HEAD need `<area>:read`, everything else `<area>:write`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 from pymongo.errors import PyMongoError
@@ -17,6 +18,7 @@ from pipelines import api_keys
 from pipelines.clock import iso
 from pipelines.errors import Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed
 
+from .lookup import found
 from .runtime import Caller, db, settings
 
 # Blueprints under /api/v1 that answer without a key.
@@ -35,14 +37,15 @@ async def authenticate() -> Caller:
     token = token.strip()
     if not api_keys.looks_like_key(token):
         raise Unauthorized("Invalid API key.")
-    key = await key_store.find_by_key(db(), token)
+    # Both kept by this process for a couple of seconds (mongo/recent.py): a revoked key
+    # is refused by every front within that bound.
+    key = await key_store.recent_by_key(db(), token)
     if key is None:
         raise Unauthorized("Invalid API key.")
     if key.get("revoked"):
         raise Unauthorized("This API key has been revoked.")
-    workspace = await workspace_store.get(db(), key["workspace_id"])
-    if workspace is None:
-        raise NotFound("The workspace of this API key was not found.", code="workspace_not_found")
+    workspace = await found(workspace_store.recent(db(), key["workspace_id"]),
+                            "The workspace of this API key was not found.", code="workspace_not_found")
     return Caller(key=key, workspace=workspace)
 
 
@@ -126,5 +129,4 @@ def register(app: Quart) -> None:
 
 
 def iso_from_epoch(epoch: float) -> str:
-    import datetime as _dt
-    return iso(_dt.datetime.fromtimestamp(epoch, _dt.timezone.utc))
+    return iso(dt.datetime.fromtimestamp(epoch, dt.timezone.utc))

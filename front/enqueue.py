@@ -1,21 +1,25 @@
-"""Enqueueing from the front. pika blocks, so it runs off the event loop; with publisher
-confirms a failed publish raises here and the caller answers 500, never a silent loss."""
+"""Enqueueing from the front, through the one publisher (actors/jobs.BrokerPublisher):
+with publisher confirms a failed publish raises here and the caller answers 500, never a
+silent loss."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
-from pipelines.errors import ServerError, one_line
+from actors.runtime import publisher
+from pipelines.errors import PostroomError
+from pipelines.workflows.publisher import Publisher, not_queued
 
-log = logging.getLogger("postroom.front")
+T = TypeVar("T")
 
 
-async def enqueue(actor, *args, failure_code: str = "internal_error", **kwargs) -> None:
+async def enqueue(hand_on: Callable[[Publisher], Awaitable[T]], *, failure_code: str = "internal_error") -> T:
+    """What `hand_on(publisher)` returns; a failure to publish becomes 500 `failure_code`
+    whose `unpublished` names the items whose jobs were not published."""
     try:
-        await asyncio.to_thread(actor.send, *args, **kwargs)
+        return await hand_on(publisher())
+    except PostroomError:
+        raise
     except Exception as error:
-        # Only the queue and the reason: the arguments may carry addresses or content.
-        log.warning("enqueue to %s failed: %s", actor.queue_name, one_line(error))
-        raise ServerError("The work could not be queued; nothing was sent. Retry with backoff.",
-                          code=failure_code) from error
+        raise not_queued(error, failure_code) from error

@@ -8,12 +8,10 @@ from pymongo.errors import ConnectionFailure
 from quart import Quart, jsonify
 from werkzeug.exceptions import HTTPException
 
-from pipelines.errors import PostroomError, RateLimited, ServiceUnavailable
+from pipelines.errors import UNAVAILABLE_RETRY_AFTER_SECONDS, PostroomError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("postroom.front")
 
-# Retry-After on a 503 (a dependency away): a store or broker restart takes seconds, not minutes.
-UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 STORE_UNREACHABLE = "The service cannot reach its database. Retry after the Retry-After wait."
 
 _HTTP_CODES = {

@@ -12,7 +12,7 @@ from pymongo.errors import PyMongoError
 from quart import current_app, g, request
 
 from mongo import idempotency as store
-from pipelines.errors import Conflict, ValidationFailed
+from pipelines.errors import Conflict, PostroomError, ValidationFailed
 
 from .runtime import caller, db, settings
 
@@ -36,7 +36,7 @@ def _fingerprint(raw: bytes) -> str:
 
 def request_seed() -> str | None:
     """The seed of this request's Idempotency-Key claim (None without a key). What the
-    request creates is named from it (front/sending.py), so every attempt under one key
+    request creates is named from it (pipelines/workflows/accept_email.py), so every attempt under one key
     names it alike, and a retry after an unknown outcome finds the first attempt's
     messages instead of creating second copies (mongo/idempotency.claim)."""
     return g.get("idempotency_seed")
@@ -98,7 +98,6 @@ def idempotent(required: bool = False):
                     await _release(workspace_id, key, record["claim"],
                                    keep_seed=getattr(error, "outcome_unknown", False))
                 else:
-                    from pipelines.errors import PostroomError
                     body = error.envelope() if isinstance(error, PostroomError) else {"error": {}}
                     await store.complete(db(), workspace_id, key, {"status": status, "body": body})
                 raise

@@ -100,15 +100,9 @@ def _without_null(schema: dict) -> dict:
 # OpenAPI links, so a client (and the stateful contract test) can follow a created
 # resource to the operations on it: creating operation → (path of the operations it feeds,
 # the field of its answer's `data` holding the id).
+_BY_ID = ("contacts", "tags", "lists", "segments", "templates", "campaigns", "domains", "webhooks")
 CREATES = {
-    "/api/v1/contacts": ("/api/v1/contacts/{contact_id}", "id"),
-    "/api/v1/tags": ("/api/v1/tags/{tag_id}", "id"),
-    "/api/v1/lists": ("/api/v1/lists/{list_id}", "id"),
-    "/api/v1/segments": ("/api/v1/segments/{segment_id}", "id"),
-    "/api/v1/templates": ("/api/v1/templates/{template_id}", "id"),
-    "/api/v1/campaigns": ("/api/v1/campaigns/{campaign_id}", "id"),
-    "/api/v1/domains": ("/api/v1/domains/{domain_id}", "id"),
-    "/api/v1/webhooks": ("/api/v1/webhooks/{webhook_id}", "id"),
+    **{f"/api/v1/{name}": (f"/api/v1/{name}/{{{name[:-1]}_id}}", "id") for name in _BY_ID},
     "/api/v1/webhooks/triggers": ("/api/v1/webhooks/{webhook_id}", "id"),
     "/api/v1/email/send": ("/api/v1/email/{message_id}", "message_id"),
     "/api/v1/email/batch": ("/api/v1/email/batch/{batch_id}", "batch_id"),

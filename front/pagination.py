@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -39,3 +40,11 @@ def page(items: list, *, total: int, limit: int, offset: int) -> dict:
         "pagination": {"total": total, "limit": limit, "offset": offset,
                        "has_more": offset + len(items) < total},
     }
+
+
+def paged(found: tuple[list, int], params: PageQuery, shape: Callable[[Any], Any] | None = None) -> dict:
+    """`found` (a page of items and how many match in all, as the store's page queries answer)
+    in the list shape, each item through `shape`."""
+    items, total = found
+    return page([shape(d) for d in items] if shape else items, total=total, limit=params.limit,
+                offset=params.offset)

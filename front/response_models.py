@@ -1,7 +1,7 @@
 """What each /api/v1 operation answers inside `data`, as pydantic models: the OpenAPI
 document publishes their JSON schemas (front/openapi_responses.py, table ANSWERS), so a
 client generated from /openapi.yaml gets typed results. They describe the dicts the views
-build (`view()` functions beside each store module and route); the test suite checks
+build (pipelines/views.py, one function a resource); the test suite checks
 every live answer against the published schema (tests/support/openapi_check.py), so a
 view and its model cannot drift apart unnoticed.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from quart import Response
+
 from mongo import outbox
 
 
@@ -21,6 +23,5 @@ def public(doc: dict, drop: tuple[str, ...] = ("workspace_id",)) -> dict:
 
 def streamed(chunks, content_type: str, filename: str, status: int = 200):
     """A body sent as it is produced (an async iterator of bytes), as a download."""
-    from quart import Response
     return Response(chunks, status=status, content_type=content_type,
                     headers={"Content-Disposition": f'attachment; filename="{filename}"'})

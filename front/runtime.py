@@ -37,12 +37,6 @@ class Caller:
     key: dict
     workspace: dict
 
-    @classmethod
-    def on_behalf_of(cls, workspace: dict) -> "Caller":
-        """Mail the service sends for a workspace without any API key (a form's
-        confirmation email): live, and counted against no key's email rate."""
-        return cls(key={"_id": None, "type": "live", "name": "postroom"}, workspace=workspace)
-
     @property
     def workspace_id(self) -> str:
         return self.workspace["_id"]

@@ -22,11 +22,6 @@ INDEXES: dict[str, list] = {
 }
 
 
-def view(doc: dict) -> dict:
-    return {"id": doc["_id"], "action": doc["action"], "key_id": doc["key_id"],
-            "details": doc["details"], "at": doc["at"]}
-
-
 async def record(db: AsyncDatabase, workspace_id: str, action: str, key_id: str | None,
                  details: dict) -> dict:
     doc = {"_id": new_uuid(), "workspace_id": workspace_id, "action": action, "key_id": key_id,

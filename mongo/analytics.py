@@ -26,9 +26,6 @@ def today() -> str:
     return utcnow().strftime("%Y-%m-%d")
 
 
-def day_of(timestamp: str | None) -> str:
-    """The UTC day of a stored ISO timestamp (today when none is given)."""
-    return timestamp[:10] if timestamp else today()
 
 
 def _bump_op(workspace_id: str, day: str, fields: dict[str, int]) -> UpdateOne:

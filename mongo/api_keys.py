@@ -7,6 +7,12 @@ from pipelines import api_keys
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
+from .recent import Recent
+
+# by key hash; revoke and set_limits forget every entry (rare, and a key may be cached
+# under its hash only)
+_RECENT = Recent()
+
 
 async def create(db: AsyncDatabase, workspace_id: str, *, name: str, sandbox: bool,
                  permissions: list[str], rate_limit: int | None = None,
@@ -34,17 +40,28 @@ async def find_by_key(db: AsyncDatabase, key: str) -> dict | None:
     return await db.api_keys.find_one({"hash": api_keys.hash_key(key)})
 
 
+async def recent_by_key(db: AsyncDatabase, key: str) -> dict | None:
+    """`find_by_key`, answered from this process's last read of it for up to
+    recent.FRESH_SECONDS (the request path's authentication). Unknown keys are not kept."""
+    digest = api_keys.hash_key(key)
+    return await _RECENT.read(db, digest, lambda: db.api_keys.find_one({"hash": digest}))
+
+
 async def list_for(db: AsyncDatabase, workspace_id: str | None = None) -> list[dict]:
     query = {"workspace_id": workspace_id} if workspace_id else {}
     return await db.api_keys.find(query, {"hash": 0}, sort=[("created_at", 1)]).to_list()
 
 
 async def revoke(db: AsyncDatabase, key_id: str) -> dict | None:
-    return await db.api_keys.find_one_and_update(
+    doc = await db.api_keys.find_one_and_update(
         {"_id": key_id}, {"$set": {"revoked": True, "revoked_at": now_iso()}},
         return_document=ReturnDocument.AFTER)
+    _RECENT.clear()
+    return doc
 
 
 async def set_limits(db: AsyncDatabase, key_id: str, **limits) -> dict | None:
-    return await db.api_keys.find_one_and_update(
+    doc = await db.api_keys.find_one_and_update(
         {"_id": key_id}, {"$set": limits}, return_document=ReturnDocument.AFTER)
+    _RECENT.clear()
+    return doc

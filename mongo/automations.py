@@ -38,17 +38,6 @@ def new_document(workspace_id: str, *, name: str, trigger_type: str, trigger_con
             "created_at": now, "updated_at": now, "activated_at": None}
 
 
-def view(doc: dict) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "status": doc["status"], "trigger_type": doc["trigger_type"],
-            "trigger_config": doc["trigger_config"],
-            "steps": [step_view(s, i) for i, s in enumerate(doc["steps"])],
-            "created_at": doc["created_at"], "updated_at": doc["updated_at"], "activated_at": doc.get("activated_at")}
-
-
-def step_view(step: dict, position: int) -> dict:
-    return {"id": step["id"], "step_type": step["step_type"], "config": step["config"], "position": position}
-
-
 async def insert(db: AsyncDatabase, doc: dict) -> dict:
     await db.automations.insert_one(doc)
     return doc

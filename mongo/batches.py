@@ -15,10 +15,9 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import now_iso
+from pipelines.delivery_status import BATCH_OUTCOMES
 
 INDEXES: dict[str, list] = {}  # read and bumped by `_id` only
-
-FINAL_OUTCOMES = ("delivered", "bounced", "failed", "suppressed", "cancelled")
 
 
 def new_batch(batch_id: str, workspace_id: str, key_id: str, message_ids: list[str],
@@ -28,9 +27,9 @@ def new_batch(batch_id: str, workspace_id: str, key_id: str, message_ids: list[s
     doc = {"_id": batch_id, "workspace_id": workspace_id, "key_id": key_id,
            "message_ids": message_ids, "total": len(message_ids), "pending": 0, "sent": 0,
            "finished": 0, "created_at": now, "completed_at": ""}
-    doc.update({k: 0 for k in FINAL_OUTCOMES})
+    doc.update({k: 0 for k in BATCH_OUTCOMES})
     for status in statuses:
-        if status in FINAL_OUTCOMES:
+        if status in BATCH_OUTCOMES:
             doc[status] += 1
             doc["finished"] += 1
         else:
@@ -55,7 +54,7 @@ async def record_finished(db: AsyncDatabase, finished: list[tuple[dict, str]]) -
     per_batch: dict[str, Counter] = {}
     for message, outcome in finished:
         batch_id = message.get("batch_id")
-        if not batch_id or outcome not in FINAL_OUTCOMES:
+        if not batch_id or outcome not in BATCH_OUTCOMES:
             continue
         counts = per_batch.setdefault(batch_id, Counter())
         counts[outcome] += 1
@@ -78,18 +77,3 @@ async def record_finished(db: AsyncDatabase, finished: list[tuple[dict, str]]) -
     if complete:
         await db.batches.update_many({"_id": {"$in": complete}, "completed_at": ""},
                                      {"$set": {"completed_at": now_iso()}})
-
-
-def completed_at(doc: dict) -> str | None:
-    """When every message of the batch was final (None while it is processing)."""
-    if doc["finished"] < doc["total"]:
-        return None
-    return doc["completed_at"] or doc.get("last_finished_at") or None
-
-
-def batch_status(doc: dict) -> str:
-    """processing until every message is final; then failed if none was delivered
-    (every one failed, bounced or was suppressed), else completed."""
-    if doc["finished"] < doc["total"]:
-        return "processing"
-    return "completed" if doc["delivered"] > 0 else "failed"

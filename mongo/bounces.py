@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+
+from .documents import insert_new
 
 INDEXES: dict[str, list] = {
     "bounces": [
@@ -19,11 +20,7 @@ INDEXES: dict[str, list] = {
 
 async def insert(db: AsyncDatabase, doc: dict) -> bool:
     """False when this bounce is already recorded."""
-    try:
-        await db.bounces.insert_one(doc)
-        return True
-    except DuplicateKeyError:
-        return False
+    return await insert_new(db.bounces, doc)
 
 
 async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, categories: tuple[str, ...],

@@ -8,18 +8,25 @@ stopped and two copies of one batch cannot both advance it."""
 
 from __future__ import annotations
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
 
 from pipelines.campaign_fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaign_stats import COUNTERS, PENDING_STATUSES
 from pipelines.clock import now_iso
+from pipelines import delivery_status
+
+from . import messages
+from .documents import get_owned
 
 INDEXES: dict[str, list] = {
     "campaigns": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
                   IndexModel([("status", ASCENDING), ("send_at", ASCENDING)], name="status_send_at")],
     "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
 }
+CANCELLED = "campaign cancelled"  # the history detail of a message its campaign's cancel stopped
+
 
 async def insert(db: AsyncDatabase, doc: dict) -> dict:
     await db.campaigns.insert_one(doc)
@@ -27,7 +34,7 @@ async def insert(db: AsyncDatabase, doc: dict) -> dict:
 
 
 async def get(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
-    return await db.campaigns.find_one({"_id": campaign_id, "workspace_id": workspace_id})
+    return await get_owned(db.campaigns, workspace_id, campaign_id)
 
 
 async def load(db: AsyncDatabase, campaign_id: str) -> dict | None:
@@ -109,6 +116,16 @@ async def advance_cursor(db: AsyncDatabase, campaign_id: str, batch: int, *, cre
     return result.modified_count == 1
 
 
+async def record_audience(db: AsyncDatabase, campaign_id: str, token: str, total: int, batches: int) -> bool:
+    """The audience resolved by the first fan-out job, kept once (guarded on none kept yet
+    and on the campaign still sending): True for the one caller whose batches are used."""
+    result = await db.campaigns.update_one(
+        {"_id": campaign_id, "status": "sending", "audience_resolved": False},
+        {"$set": {"audience_resolved": True, "recipients_token": token, "total_recipients": total, "batches_queued": batches,
+                  "fanout_done": total == 0, "fanout_at": now_iso()}})
+    return result.modified_count == 1
+
+
 async def touch_fanout(db: AsyncDatabase, campaign_id: str) -> None:
     await db.campaigns.update_one({"_id": campaign_id}, {"$set": {"fanout_at": now_iso()}})
 
@@ -165,20 +182,13 @@ async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[s
         message_ids = [d["_id"] for d in docs]
     if not message_ids:
         return 0
-    at = now_iso()
-    ops = [UpdateOne({"_id": mid, "status": "queued"},
-                     {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
-                      "$addToSet": {"history": {"status": "cancelled", "at": at,
-                                                "detail": "campaign cancelled"}}})
-           for mid in message_ids]
-    result = await db.messages.bulk_write(ops, ordered=False)
-    return result.modified_count
+    return await messages.apply(db, [delivery_status.cancel(mid, current="queued", detail=CANCELLED)
+                                     for mid in message_ids])
 
 
 async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
     """Insert a batch's messages; ones that exist already (a batch run twice) are skipped.
     Returns how many were new."""
-    from pymongo.errors import BulkWriteError
     if not docs:
         return 0
     try:
@@ -190,9 +200,6 @@ async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
         return int(error.details.get("nInserted", 0))
 
 
-async def statuses_of(db: AsyncDatabase, message_ids: list[str]) -> dict[str, str]:
-    docs = await db.messages.find({"_id": {"$in": list(message_ids)}}, {"status": 1}).to_list()
-    return {d["_id"]: d["status"] for d in docs}
 
 
 async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str]) -> list[str]:
@@ -209,7 +216,6 @@ async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
     """For the render and send steps: messages of cancelled campaigns are marked
     `cancelled` and left out; the rest are returned. One query per call, none when no
     message belongs to a campaign."""
-    from pipelines.delivery_status import can_move
     campaign_ids = {d["campaign_id"] for d in docs if d.get("campaign_id")}
     if not campaign_ids:
         return docs
@@ -217,12 +223,7 @@ async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
         {"_id": {"$in": list(campaign_ids)}, "status": "cancelled"}, {"_id": 1}).to_list()}
     if not cancelled:
         return docs
-    at = now_iso()
-    stop = [d for d in docs if d.get("campaign_id") in cancelled and can_move(d["status"], "cancelled")]
-    if stop:
-        await db.messages.bulk_write([UpdateOne(
-            {"_id": d["_id"], "status": d["status"]},
-            {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
-             "$addToSet": {"history": {"status": "cancelled", "at": at, "detail": "campaign cancelled"}}})
-            for d in stop], ordered=False)
+    await messages.apply(db, [delivery_status.cancel(d["_id"], current=d["status"], detail=CANCELLED)
+                              for d in docs if d.get("campaign_id") in cancelled
+                              and delivery_status.can_move(d["status"], "cancelled")])
     return [d for d in docs if d.get("campaign_id") not in cancelled]

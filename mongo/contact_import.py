@@ -27,6 +27,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from pipelines import views
 from pipelines.clock import now_iso
 from pipelines.contact_csv import ContactRow, RowError
 from pipelines.ids import new_uuid
@@ -93,7 +94,7 @@ async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outc
             lists=[list_doc["_id"]] if list_doc else [])
         if tag_id:
             doc["tags"] = [tag_id]
-        events = [outbox.event_document(workspace_id, "contact.created", {"contact": contacts.view(doc)})]
+        events = [outbox.event_document(workspace_id, "contact.created", {"contact": views.contact(doc)})]
         if list_doc:  # list.member_added and contact.subscribed (with the list)
             events.extend(joining_events(list_doc, doc, IMPORT_REASON))
         docs.append(outbox.inserted_with(doc, events))
@@ -133,7 +134,7 @@ async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, o
         events = []
         if changes:
             events.append(outbox.event_document(workspace_id, "contact.updated",
-                                                {"contact": contacts.view(after), "changed": sorted(changes)}))
+                                                {"contact": views.contact(after), "changed": sorted(changes)}))
         if joins:
             update["$addToSet"] = {"lists": list_doc["_id"]}
             events.extend(joining_events(list_doc, after, IMPORT_REASON))
@@ -221,10 +222,6 @@ async def export_contacts(db: AsyncDatabase, workspace_id: str, condition: dict 
 
 
 # -- jobs -------------------------------------------------------------------------------
-
-def job_view(doc: dict) -> dict:
-    return {k if k != "_id" else "id": v for k, v in doc.items() if k not in ("workspace_id", "file_chunks")}
-
 
 async def create_job(db: AsyncDatabase, workspace_id: str, kind: str, status: str = "queued", **fields) -> dict:
     doc = {"_id": new_uuid(), "workspace_id": workspace_id, "kind": kind, "status": status,

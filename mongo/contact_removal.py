@@ -76,8 +76,8 @@ async def restore(db: AsyncDatabase, workspace_id: str, entry: dict, key_id: str
         "deletion_id": deletion_id, "restored": restored, "skipped": skipped})
 
 
-async def purge_unrestorable(db: AsyncDatabase, settings=None) -> int:
-    """Scheduler job: permanently delete the contacts of delete-alls whose restore window
+async def purge_unrestorable(db: AsyncDatabase) -> int:
+    """A scheduler job (ops/store_jobs.py): permanently delete the contacts of delete-alls whose restore window
     has ended (found through the small activity log, not by scanning contacts)."""
     due = await db.activity.find({"action": DELETE_ALL, "details.purged": False,
                                   "details.restorable_until": {"$lt": now_iso()}}, limit=100).to_list()
@@ -91,5 +91,3 @@ async def purge_unrestorable(db: AsyncDatabase, settings=None) -> int:
                                      {"$set": {"details": {**entry["details"], "purged": True}}})
     return purged
 
-
-JOBS = [purge_unrestorable]

@@ -35,13 +35,15 @@ after any assignment, deletion or restore.
 
 from __future__ import annotations
 
+import enum
+
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from pipelines import views
 from pipelines.addresses import contact_key
 from pipelines.clock import now_iso
-from pipelines.errors import ValidationFailed
 from pipelines.ids import new_uuid
 
 from . import outbox, versions
@@ -61,6 +63,14 @@ INDEXES: dict[str, list] = {
 # Compare-and-set rounds of an update before giving up: each round one of the racing
 # writers wins, so this is only reached by more than this many writers at once.
 _MERGE_ATTEMPTS = 10
+
+
+class Refusal(enum.Enum):
+    """Why `update` wrote nothing."""
+    EMAIL_TAKEN = "email_taken"
+    TOO_MANY_ATTRIBUTES = "too_many_attributes"
+
+
 # Newest first, then by id so pages are stable.
 PAGE_ORDER = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
@@ -83,18 +93,6 @@ def live(workspace_id: str, *conditions: dict) -> dict:
     return {"$and": [merged, *rest]} if rest else merged
 
 
-def view(doc: dict) -> dict:
-    """The public shape, used by API responses and event data. Booleans are coerced: the
-    embedded store hands back a `$set` boolean as 0/1."""
-    return {
-        "id": doc["_id"], "email": doc["email"], "first_name": doc.get("first_name"),
-        "last_name": doc.get("last_name"), "attributes": doc.get("attributes") or {},
-        "subscribed": bool(doc["subscribed"]), "bounced": bool(doc["bounced"]), "tags": doc.get("tags", []),
-        "created_at": doc["created_at"], "updated_at": doc["updated_at"],
-        "unsubscribed_at": doc.get("unsubscribed_at"),
-    }
-
-
 def new_document(workspace_id: str, *, email: str, first_name: str | None = None,
                  last_name: str | None = None, attributes: dict | None = None,
                  subscribed: bool = True, lists: list[str] | None = None) -> dict:
@@ -113,7 +111,7 @@ def new_document(workspace_id: str, *, email: str, first_name: str | None = None
 async def insert(db: AsyncDatabase, doc: dict, more_events: tuple[dict, ...] = ()) -> bool:
     """Store a new contact carrying contact.created (and `more_events`, e.g. the
     list.member_added of its first list) in the same write; False if the address is taken."""
-    events = [outbox.event_document(doc["workspace_id"], "contact.created", {"contact": view(doc)}),
+    events = [outbox.event_document(doc["workspace_id"], "contact.created", {"contact": views.contact(doc)}),
               *more_events]
     try:
         await db.contacts.insert_one(outbox.inserted_with(doc, events))
@@ -161,13 +159,13 @@ async def existing(db: AsyncDatabase, workspace_id: str, contact_ids: list[str],
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict,
                  set_attributes: dict, unset_attributes: list[str],
-                 max_attributes: int | None = None) -> dict | None:
+                 max_attributes: int | None = None) -> dict | Refusal:
     """Change the given fields and merge attributes, carrying contact.updated with the
     fields that really changed (and contact.subscribed/unsubscribed, reason `api`, when
     `subscribed` flips) in the same write; nothing is written or recorded when nothing
-    differs. None if the new email is taken by another live contact; `max_attributes` is
-    checked on the merged attributes inside the compare-and-set, so concurrent patches
-    cannot pass it together (400 `validation_error`).
+    differs. The contact as it now stands, or why nothing was written: the new email is
+    taken by another live contact, or the merged attributes would pass `max_attributes`
+    (checked inside the compare-and-set, so concurrent patches cannot pass it together).
 
     Attributes are merged here and written as one whole object, guarded by the `version`
     we read (compare-and-set, retried; mongo/versions.py says why not `updated_at`): the
@@ -185,8 +183,7 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
             merged = {**(current.get("attributes") or {}), **set_attributes}
             merged = {k: v for k, v in merged.items() if k not in unset_attributes}
             if max_attributes is not None and len(merged) > max_attributes:  # on what is stored now
-                raise ValidationFailed(f"attributes: a contact has at most {max_attributes} attributes "
-                                       "(null removes one).", path="attributes")
+                return Refusal.TOO_MANY_ATTRIBUTES
             if merged != (current.get("attributes") or {}):
                 changes["attributes"] = merged
         if not changes:
@@ -201,13 +198,13 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
         after = {**current, **changes}
         events = [subscription_event(workspace_id, after, "api")] if "subscribed" in changes else []
         events.append(outbox.event_document(workspace_id, "contact.updated",
-                                            {"contact": view(after), "changed": changed}))
+                                            {"contact": views.contact(after), "changed": changed}))
         try:  # update_one, not find_one_and_update: the embedded store's answers None there
             result = await db.contacts.update_one(
                 {**live(workspace_id, {"_id": contact_id}), **versions.guard(current)},
                 versions.bump(outbox.carrying({"$set": changes}, events)))
         except DuplicateKeyError:
-            return None
+            return Refusal.EMAIL_TAKEN
         if result.matched_count == 1:
             await outbox.relay(db, "contacts", [contact_id], {e["_id"] for e in events})
             return {**after, versions.FIELD: current.get(versions.FIELD, 0) + 1}
@@ -223,7 +220,7 @@ def subscription_event(workspace_id: str, contact: dict, reason: str, *, subscri
         subscribed = bool(contact["subscribed"])
     event = "contact.subscribed" if subscribed else "contact.unsubscribed"
     listed = {"id": list_doc["_id"], "name": list_doc["name"]} if list_doc is not None else None
-    return outbox.event_document(workspace_id, event, {"contact": view(contact), "reason": reason, "list": listed})
+    return outbox.event_document(workspace_id, event, {"contact": views.contact(contact), "reason": reason, "list": listed})
 
 
 async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, subscribed: bool,
@@ -284,17 +281,6 @@ async def count(db: AsyncDatabase, workspace_id: str, condition: dict | None = N
     return await db.contacts.count_documents(query)
 
 
-async def audience_page(db: AsyncDatabase, workspace_id: str, mongo_filter: dict | None,
-                        after_id: str | None, limit: int) -> list[dict]:
-    """Campaign fan-out: live, subscribed, not bounced contacts matching `mongo_filter`,
-    in `_id` order after `after_id` (None: from the start), at most `limit`."""
-    conditions: list[dict] = [{"subscribed": True, "bounced": False}]
-    if mongo_filter:
-        conditions.append(mongo_filter)
-    if after_id is not None:
-        conditions.append({"_id": {"$gt": after_id}})
-    return await db.contacts.find(live(workspace_id, *conditions), sort=[("_id", ASCENDING)],
-                                  limit=limit).to_list()
 
 
 async def matches(db: AsyncDatabase, workspace_id: str, contact_id: str, condition: dict) -> bool:

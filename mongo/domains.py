@@ -11,33 +11,39 @@ from __future__ import annotations
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import now_iso
+
+from .documents import get_owned, insert_new
+from .recent import Recent
 
 # (workspace_id, domain) unique lives in mongo/indexes.py
 INDEXES: dict[str, list] = {
     "domains": [IndexModel([("return_path_host", ASCENDING)], name="return_path_host")],
 }
+# verified_map by workspace id: every send asks it. Writes here forget their workspace's.
+_RECENT = Recent()
 
 
 async def verified_map(db: AsyncDatabase, workspace_id: str) -> dict[str, bool]:
-    """Each domain the workspace added → whether it is verified (for the sender rules)."""
-    docs = await db.domains.find({"workspace_id": workspace_id}, {"domain": 1, "verified": 1}).to_list()
-    return {d["domain"]: bool(d.get("verified")) for d in docs}
+    """Each domain the workspace added → whether it is verified (for the sender rules), as
+    this process last read it within recent.FRESH_SECONDS."""
+    async def load() -> dict[str, bool]:
+        docs = await db.domains.find({"workspace_id": workspace_id}, {"domain": 1, "verified": 1}).to_list()
+        return {d["domain"]: bool(d.get("verified")) for d in docs}
+    return dict(await _RECENT.read(db, workspace_id, load))
 
 
 async def insert(db: AsyncDatabase, doc: dict) -> bool:
     """False when the workspace already has this domain."""
     try:
-        await db.domains.insert_one(doc)
-        return True
-    except DuplicateKeyError:
-        return False
+        return await insert_new(db.domains, doc)
+    finally:
+        _RECENT.forget(db, doc["workspace_id"])
 
 
 async def get(db: AsyncDatabase, workspace_id: str, domain_id: str) -> dict | None:
-    return await db.domains.find_one({"_id": domain_id, "workspace_id": workspace_id})
+    return await get_owned(db.domains, workspace_id, domain_id)
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, *, limit: int, offset: int) -> tuple[list[dict], int]:
@@ -50,6 +56,7 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, limit: int, offset:
 
 async def delete(db: AsyncDatabase, workspace_id: str, domain_id: str) -> bool:
     result = await db.domains.delete_one({"_id": domain_id, "workspace_id": workspace_id})
+    _RECENT.forget(db, workspace_id)
     return result.deleted_count == 1
 
 
@@ -69,9 +76,11 @@ async def save_check(db: AsyncDatabase, workspace_id: str, domain_id: str, *, re
         return None
     if verified and not current.get("verified_at"):
         changes["verified_at"] = at
-    return await db.domains.find_one_and_update(
+    saved = await db.domains.find_one_and_update(
         {"_id": domain_id, "workspace_id": workspace_id}, {"$set": changes},
         return_document=ReturnDocument.AFTER)
+    _RECENT.forget(db, workspace_id)
+    return saved
 
 
 async def signing_keys(db: AsyncDatabase, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:

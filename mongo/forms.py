@@ -20,9 +20,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
 
-from . import outbox
+from . import documents, outbox
+from .documents import NEWEST_FIRST, delete_owned, get_owned, update_owned
 
 INDEXES: dict[str, list] = {
     "forms": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
@@ -36,14 +36,11 @@ _RESUBMITTED = ("email", "first_name", "last_name", "attributes", "status", "cli
 
 
 async def create(db: AsyncDatabase, workspace_id: str, fields: dict) -> dict:
-    now = now_iso()
-    doc = {"_id": new_uuid(), "workspace_id": workspace_id, **fields, "created_at": now, "updated_at": now}
-    await db.forms.insert_one(doc)
-    return doc
+    return await documents.create(db.forms, workspace_id, fields)
 
 
 async def get(db: AsyncDatabase, workspace_id: str, form_id: str) -> dict | None:
-    return await db.forms.find_one({"_id": form_id, "workspace_id": workspace_id})
+    return await get_owned(db.forms, workspace_id, form_id)
 
 
 async def get_public(db: AsyncDatabase, form_id: str) -> dict | None:
@@ -52,22 +49,17 @@ async def get_public(db: AsyncDatabase, form_id: str) -> dict | None:
 
 
 async def page(db: AsyncDatabase, workspace_id: str, *, limit: int, offset: int) -> tuple[list[dict], int]:
-    query = {"workspace_id": workspace_id}
-    items = await db.forms.find(query, sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
-                                skip=offset, limit=limit).to_list()
-    return items, await db.forms.count_documents(query)
+    return await documents.page(db.forms, {"workspace_id": workspace_id}, sort=NEWEST_FIRST, limit=limit,
+                                offset=offset)
 
 
 async def update(db: AsyncDatabase, workspace_id: str, form_id: str, changes: dict) -> dict | None:
-    return await db.forms.find_one_and_update(
-        {"_id": form_id, "workspace_id": workspace_id},
-        {"$set": {**changes, "updated_at": now_iso()}}, return_document=ReturnDocument.AFTER)
+    return await update_owned(db.forms, workspace_id, form_id, changes)
 
 
 async def delete(db: AsyncDatabase, workspace_id: str, form_id: str) -> bool:
     """Delete the form; its pending signups can no longer be confirmed (and expire)."""
-    result = await db.forms.delete_one({"_id": form_id, "workspace_id": workspace_id})
-    return result.deleted_count == 1
+    return await delete_owned(db.forms, workspace_id, form_id)
 
 
 # --- signups ------------------------------------------------------------------------------
@@ -118,8 +110,8 @@ async def mark_confirmed(db: AsyncDatabase, signup_id: str) -> bool:
     return result.modified_count == 1
 
 
-async def expire_signups(db: AsyncDatabase, settings=None, *, limit: int = 500) -> int:
-    """Scheduler job: delete pending signups whose confirmation link has run out."""
+async def expire_signups(db: AsyncDatabase, *, limit: int = 500) -> int:
+    """A scheduler job (ops/store_jobs.py): delete pending signups whose confirmation link has run out."""
     stale = await db.form_signups.find({"status": PENDING, "expires_at": {"$lt": now_iso()}}, {"_id": 1},
                                        limit=limit).to_list()
     if not stale:
@@ -128,5 +120,3 @@ async def expire_signups(db: AsyncDatabase, settings=None, *, limit: int = 500) 
     result = await db.form_signups.delete_many({"_id": {"$in": [d["_id"] for d in stale]}, "status": PENDING})
     return result.deleted_count
 
-
-JOBS = [expire_signups]

@@ -1,12 +1,14 @@
 """Every index the queries in mongo/ rely on, created by `postroom` at start-up.
-The platform's are below; each feature module in INDEX_MODULES exposes its own INDEXES."""
+The platform's are below; each feature module listed in INDEX_MODULES has its own INDEXES."""
 
 from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from . import outbox
+from . import (activity, analytics, automation_runs, automations, batches, bounces, campaigns, contact_import,
+               contacts, domains, forms, inbound_reports, lists, outbox, segments, send_limits, suppressions, tags,
+               templates, tracking, webhooks)
 
 INDEXES: dict[str, list[IndexModel]] = {
     "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),
@@ -31,17 +33,15 @@ for _carrier in outbox.CARRIERS:
     INDEXES[_carrier] = [IndexModel([(outbox.PENDING_AT, ASCENDING)], name="outbox_pending")]
 
 
-INDEX_MODULES = ["contacts", "tags", "lists", "segments", "activity", "webhooks", "templates",
-                 "suppressions", "bounces", "analytics", "campaigns", "tracking", "batches",
-                 "send_limits", "inbound_reports", "domains", "contact_import", "automations",
-                 "automation_runs", "forms"]
+INDEX_MODULES = [contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces, analytics,
+                 campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import, automations,
+                 automation_runs, forms]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:
-    import importlib
     merged: dict[str, list[IndexModel]] = {k: list(v) for k, v in INDEXES.items()}
-    for name in INDEX_MODULES:
-        for collection, models in importlib.import_module(f"mongo.{name}").INDEXES.items():
+    for module in INDEX_MODULES:
+        for collection, models in module.INDEXES.items():
             merged.setdefault(collection, []).extend(models)
     return merged
 

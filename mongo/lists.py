@@ -8,16 +8,12 @@ contact.unsubscribed (with the list in `data`), per contact that changed."""
 
 from __future__ import annotations
 
-import re
-
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
-
-from . import memberships, outbox
+from . import documents, memberships, outbox
 from .contacts import subscription_event
+from .documents import NEWEST_FIRST, get_owned, name_search, update_owned
 
 TYPES = ("static", "dynamic")
 
@@ -27,23 +23,14 @@ INDEXES: dict[str, list] = {
 }
 
 
-def view(doc: dict, member_count: int) -> dict:
-    return {"id": doc["_id"], "name": doc["name"], "description": doc.get("description"),
-            "type": doc["type"], "conditions": doc.get("conditions"), "member_count": member_count,
-            "created_at": doc["created_at"], "updated_at": doc["updated_at"]}
-
-
 async def create(db: AsyncDatabase, workspace_id: str, *, name: str, description: str | None,
                  type: str, conditions: dict | None) -> dict:
-    now = now_iso()
-    doc = {"_id": new_uuid(), "workspace_id": workspace_id, "name": name, "description": description,
-           "type": type, "conditions": conditions, "created_at": now, "updated_at": now}
-    await db.lists.insert_one(doc)
-    return doc
+    return await documents.create(db.lists, workspace_id, {"name": name, "description": description,
+                                                            "type": type, "conditions": conditions})
 
 
 async def get(db: AsyncDatabase, workspace_id: str, list_id: str) -> dict | None:
-    return await db.lists.find_one({"_id": list_id, "workspace_id": workspace_id})
+    return await get_owned(db.lists, workspace_id, list_id)
 
 
 async def get_many(db: AsyncDatabase, workspace_id: str, list_ids: list[str]) -> list[dict]:
@@ -58,29 +45,17 @@ async def dynamic(db: AsyncDatabase, workspace_id: str) -> list[dict]:
 
 async def page(db: AsyncDatabase, workspace_id: str, *, type: str | None, search: str | None,
                limit: int, offset: int) -> tuple[list[dict], int]:
-    query: dict = {"workspace_id": workspace_id}
-    if type:
-        query["type"] = type
-    if search:
-        query["name"] = {"$regex": re.escape(search), "$options": "i"}
-    items = await db.lists.find(query, sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
-                                skip=offset, limit=limit).to_list()
-    return items, await db.lists.count_documents(query)
+    query = name_search({"workspace_id": workspace_id, **({"type": type} if type else {})}, search)
+    return await documents.page(db.lists, query, sort=NEWEST_FIRST, limit=limit, offset=offset)
 
 
 async def update(db: AsyncDatabase, workspace_id: str, list_id: str, changes: dict) -> dict | None:
-    return await db.lists.find_one_and_update(
-        {"_id": list_id, "workspace_id": workspace_id},
-        {"$set": {**changes, "updated_at": now_iso()}}, return_document=ReturnDocument.AFTER)
+    return await update_owned(db.lists, workspace_id, list_id, changes)
 
 
 async def delete(db: AsyncDatabase, workspace_id: str, list_id: str) -> bool:
     """Delete the list; its contacts stay, only the membership is pulled from them."""
-    result = await db.lists.delete_one({"_id": list_id, "workspace_id": workspace_id})
-    if result.deleted_count != 1:
-        return False
-    await memberships.drop_everywhere(db, workspace_id, "lists", list_id)
-    return True
+    return await memberships.delete_with_memberships(db, "lists", workspace_id, list_id)
 
 
 def member_event(list_doc: dict, event: str, contact: dict) -> dict:

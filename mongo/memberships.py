@@ -17,6 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.clock import now_iso
 
 from . import outbox, versions
+from .documents import delete_owned
 from .contacts import existing
 
 FIELDS = ("tags", "lists")
@@ -70,6 +71,15 @@ async def add(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
 async def remove(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
                  contact_ids: list[str], event_for: EventFor | None = None) -> Outcome:
     return await _apply(db, workspace_id, field, ref_id, contact_ids, adding=False, event_for=event_for)
+
+
+async def delete_with_memberships(db: AsyncDatabase, field: str, workspace_id: str, ref_id: str) -> bool:
+    """Delete the tag or list `ref_id` (kept in the collection named `field`) and pull it
+    from every contact; its contacts stay."""
+    if not await delete_owned(db[field], workspace_id, ref_id):
+        return False
+    await drop_everywhere(db, workspace_id, field, ref_id)
+    return True
 
 
 async def drop_everywhere(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str) -> int:

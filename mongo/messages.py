@@ -1,13 +1,15 @@
 """Messages (one document per email, `_id` = message id): the only record of where each
 email is. The rendered MIME is not kept here: it is derived from the message and travels
-in the `send` job that delivers it (see actors/send.py).
+in the `send` job that delivers it (see pipelines/workflows/send_chunk.py).
 
 History entries are appended with `$addToSet`, not `$push`: each entry carries its own
 timestamp so the two are the same on MongoDB, and the embedded store corrupts arrays of
 sub-documents on `$push` (see tests/mongo/test_store_behaviour.py).
 
-Hot writes are bulk, by `_id` with flat filters (an `$or` beside `_id` makes the embedded
-store scan), and `$set` only small fields."""
+Every status write is a `pipelines.delivery_status.Transition` (built there, from its one
+table), turned into a guarded update here (`apply`). Hot writes are bulk, by `_id` with
+flat filters (an `$or` beside `_id` makes the embedded store scan), and `$set` only small
+fields."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines import delivery_status, mail_streams, recipients
+from pipelines import delivery_status
 from pipelines.clock import in_seconds, now_iso
+from pipelines.delivery_status import Transition
 
 
 async def insert_many(db: AsyncDatabase, docs: list[dict]) -> None:
@@ -42,53 +45,55 @@ async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
     return await db.messages.find({"_id": {"$in": list(message_ids)}}).to_list()
 
 
-def _transition(message_id: str, new: str, extra: dict | None = None, detail: str | None = None,
-                via: tuple[str, ...] = (), *, current: str | None = None, once_sent: bool = False,
-                guard: dict | None = None) -> UpdateOne:
-    """A guarded move to `new` (from `current` only, when given; `guard` adds conditions);
-    `via` names steps passed on the way (e.g. `sent` on the way to `delivered`), each
-    recorded with the same timestamp, in one write."""
-    at = now_iso()
-    entries = [{"status": step, "at": at} for step in via]
-    entry = {"status": new, "at": at}
-    if detail:
-        entry["detail"] = detail
-    entries.append(entry)
-    stamps = {f"{step}_at": at for step in (*via, new)}
-    return UpdateOne(
-        {"_id": message_id, "status": current or {"$in": delivery_status.sources_for(new, once_sent=once_sent)},
-         **(guard or {})},
-        {"$set": {"status": new, "updated_at": at, **stamps, **(extra or {})},
-         "$addToSet": {"history": {"$each": entries}}})
+def _guarded(t: Transition, at: str, source: str | None = None) -> tuple[dict, dict]:
+    """`t` as a filter and an update (from `source` only, when given: one of its sources)."""
+    sources = (source,) if source else t.sources
+    entries = [{"status": step, "at": at} for step in t.via]
+    if t.entry:
+        entries.append({"status": t.entry, "at": at, **({"detail": t.detail} if t.detail else {})})
+    stamps = {f"{step}_at": at for step in (*t.via, t.to)} if t.stamped else {}
+    update: dict = {"$set": {"status": t.to, "updated_at": at, **stamps, **t.fields}}
+    if t.inc:
+        update["$inc"] = dict(t.inc)
+    if entries:
+        update["$addToSet"] = {"history": {"$each": entries}}
+    # A flat `status` when there is one source: beside `_id`, the embedded store pays
+    # more for `$in` (and scans for an `$or`).
+    return ({"_id": t.message_id, "status": sources[0] if len(sources) == 1 else {"$in": list(sources)},
+             **t.guard}, update)
 
 
-async def advance(db: AsyncDatabase, changes: list[tuple], *, expected: str | None = None,
-                  once_sent: bool = False) -> int:
-    """Apply (message_id, new_status, extra fields, detail[, via]) transitions that move forward
-    (`once_sent`: only for messages the send step has reached, see delivery_status).
+def _update(t: Transition, at: str, *, source: str | None = None) -> UpdateOne:
+    return UpdateOne(*_guarded(t, at, source))
+
+
+async def apply(db: AsyncDatabase, transitions: list[Transition], *, expected: str | None = None) -> int:
+    """Write the transitions, each guarded on its sources; how many moved.
 
     `expected`: the status the caller knows the messages are in (the send step's claimed
     `sending`). That flat filter goes first — the embedded store pays a third more per
     write for the general `status: {$in: ...}` guard — and only when some message was not
     in it (moved meanwhile) does the general guarded move follow, for all of them (those
     already moved no longer match it)."""
-    if not changes:
+    if not transitions:
         return 0
-    if expected:
-        first = await db.messages.bulk_write([_transition(*c, current=expected) for c in changes], ordered=False)
-        if first.modified_count == len(changes):
-            return first.modified_count
-    result = await db.messages.bulk_write([_transition(*c, once_sent=once_sent) for c in changes], ordered=False)
-    return result.modified_count + (first.modified_count if expected else 0)
-
-
-async def cancel_scheduled(db: AsyncDatabase, workspace_id: str, message_id: str) -> dict | None:
     at = now_iso()
-    return await db.messages.find_one_and_update(
-        {"_id": message_id, "workspace_id": workspace_id, "status": "scheduled"},
-        {"$set": {"status": "cancelled", "cancelled_at": at, "updated_at": at},
-         "$addToSet": {"history": {"status": "cancelled", "at": at}}},
-        return_document=ReturnDocument.AFTER)
+    first = 0
+    if expected and all(expected in t.sources for t in transitions):
+        first = (await db.messages.bulk_write([_update(t, at, source=expected) for t in transitions],
+                                              ordered=False)).modified_count
+        if first == len(transitions):
+            return first
+    result = await db.messages.bulk_write([_update(t, at) for t in transitions], ordered=False)
+    return result.modified_count + first
+
+
+async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> dict | None:
+    """One transition of a message of `workspace_id`; the message after it, or None when
+    it did not apply."""
+    guard, update = _guarded(t, now_iso())
+    return await db.messages.find_one_and_update({**guard, "workspace_id": workspace_id}, update,
+                                                 return_document=ReturnDocument.AFTER)
 
 
 # What the send step reads of a claimed message: enough to throttle, record outcomes,
@@ -103,31 +108,19 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     """Guarded claim: a queued message, or one whose earlier sending lease ran out (its
     worker died mid-send), becomes `sending` under our token. This is the single guard
     against sending twice: a redelivered or duplicated send job finds nothing left to
-    claim. A job retried after a failure holds the same token (actors/send.py), so it
-    takes back its own claim — one written but never read back, when the store failed
+    claim. A job retried after a failure holds the same token
+    (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but never read back, when the store failed
     in between — with a fresh lease, instead of leaving it `sending` for a whole lease.
     Returns the claimed messages' SEND_FIELDS."""
-    now = now_iso()
-    claim = {"$set": {"status": "sending", "lease_token": token,
-                      "lease_until": in_seconds(lease_seconds), "updated_at": now}}
+    now, lease_until = now_iso(), in_seconds(lease_seconds)
     # Flat filters rather than one `$or`: beside `_id`, an `$or` makes the embedded
     # store scan the collection for every update (4.4 ms a message at 1,000 messages,
     # against 0.2 ms flat), and MongoDB is as happy with either.
-    fresh = await db.messages.bulk_write(
-        [UpdateOne({"_id": mid, "status": "queued"}, claim) for mid in message_ids], ordered=False)
-    if fresh.modified_count < len(message_ids):
-        await db.messages.bulk_write(
-            [UpdateOne({"_id": mid, "status": "sending", "lease_until": {"$lt": now}}, claim)
-             for mid in message_ids]
-            + [UpdateOne({"_id": mid, "status": "sending", "lease_token": token}, claim) for mid in message_ids],
-            ordered=False)
+    if await apply(db, [delivery_status.claim(mid, token, lease_until) for mid in message_ids]) < len(message_ids):
+        await apply(db, [delivery_status.claim(mid, token, lease_until, lapsed_before=now) for mid in message_ids]
+                    + [delivery_status.claim(mid, token, lease_until, own=True) for mid in message_ids])
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
                                    "status": "sending"}, SEND_FIELDS).to_list()
-
-
-async def fail_many(db: AsyncDatabase, reasons: dict[str, str]) -> None:
-    """queued → failed with the reason (e.g. a message that cannot be rendered)."""
-    await advance(db, [(mid, "failed", {"error": why}, why) for mid, why in reasons.items()])
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
@@ -137,43 +130,6 @@ async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
         {"_id": 1, "workspace_id": 1, "due_at": 1}, limit=limit, sort=[("due_at", 1)]).to_list()
     # Checked again here: the embedded store compares these strings at whole seconds.
     return [d for d in docs if d["due_at"] <= now]
-
-
-async def promote(db: AsyncDatabase, message_id: str) -> bool:
-    """scheduled → queued, guarded, so two schedulers never both enqueue one message."""
-    at = now_iso()
-    result = await db.messages.update_one(
-        {"_id": message_id, "status": "scheduled"},
-        {"$set": {"status": "queued", "queued_at": at, "updated_at": at},
-         "$addToSet": {"history": {"status": "queued", "at": at}}})
-    return result.modified_count == 1
-
-
-async def release_for_retry(db: AsyncDatabase, message_ids: list[str], token: str, notes: dict[str, str],
-                            *, count_attempt: bool = True, progress: dict[str, dict] | None = None,
-                            next_attempt_at: dict[str, str] | None = None) -> None:
-    """sending → queued, guarded on our claim, after a transient failure (a `deferred`
-    history entry, one more attempt) or a throttle hold (neither: it was not tried).
-    `progress`: per message, fields this attempt settled (`accepted_recipients`,
-    `refused_recipients`: never sent again; `deferred_since`). `next_attempt_at`: the
-    messages whose next attempt waits in the store (the scheduler enqueues their render
-    when due, `due_retries`); the caller re-enqueues the others' send job with the MIME."""
-    at = now_iso()
-    ops = []
-    for mid in message_ids:
-        update: dict = {"$set": {"status": "queued", "updated_at": at, "lease_token": "",
-                                 **(progress or {}).get(mid, {})}}
-        if count_attempt:
-            due = (next_attempt_at or {}).get(mid, "")
-            detail = notes.get(mid) or ""
-            if due:
-                detail += f"; next attempt at {due}"
-            update["$set"].update(last_error=notes.get(mid), next_attempt_at=due, revivals=0)
-            update["$inc"] = {"attempts": 1}
-            update["$addToSet"] = {"history": {"status": "deferred", "at": at, "detail": detail}}
-        ops.append(UpdateOne({"_id": mid, "status": "sending", "lease_token": token}, update))
-    if ops:
-        await db.messages.bulk_write(ops, ordered=False)
 
 
 async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
@@ -234,69 +190,30 @@ async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[dict]:
     return [d for d in docs if d["lease_until"] < now]
 
 
-async def requeue(db: AsyncDatabase, stale_ids: list[str], lapsed_ids: list[str]) -> None:
-    """Before the watchdog enqueues their render again: stale queued messages are touched
-    (so the next pass leaves them alone for a while), lapsed ones go back to `queued`
-    (guarded on the lapsed lease, so a claim taken meanwhile stands); each counts one
-    more revival."""
+async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transition]) -> None:
+    """Before the watchdog enqueues their render again, in one write: stale queued
+    messages are touched (so the next pass leaves them alone for a while) and count one
+    more revival; the `revived` transitions (delivery_status.revive) apply."""
     at = now_iso()
     ops = [UpdateOne({"_id": mid, "status": "queued"}, {"$set": {"updated_at": at}, "$inc": {"revivals": 1}})
            for mid in stale_ids]
-    ops += [UpdateOne({"_id": mid, "status": "sending", "lease_until": {"$lt": at}},
-                      {"$set": {"status": "queued", "updated_at": at, "lease_token": ""},
-                       "$inc": {"revivals": 1},
-                       "$addToSet": {"history": {"status": "deferred", "at": at,
-                                                 "detail": "send lease expired; sending again"}}})
-            for mid in lapsed_ids]
+    ops += [_update(t, at) for t in revived]
     if ops:
         await db.messages.bulk_write(ops, ordered=False)
 
 
-async def abandon(db: AsyncDatabase, stale: dict[str, str], lapsed: dict[str, str]) -> list[str]:
-    """The watchdog gives up: stalled messages (id → reason) end `failed`, guarded as in
-    `requeue`. Returns the ids that moved (a claim taken meanwhile stands)."""
-    at = now_iso()
-    moved = []  # one write each (rare), to know which moved
-    for mid, why in [*stale.items(), *lapsed.items()]:
-        lapsed_one = mid in lapsed
-        op = _transition(mid, "failed", {"error": why}, why, current="sending" if lapsed_one else "queued",
-                         guard={"lease_until": {"$lt": at}} if lapsed_one else None)
-        if (await db.messages.bulk_write([op])).modified_count:
-            moved.append(mid)
+async def apply_each(db: AsyncDatabase, transitions: list[Transition]) -> list[str]:
+    """The transitions one write each (rare: the watchdog giving up), to know which
+    moved; their message ids."""
+    moved = []
+    for t in transitions:
+        if await apply(db, [t]):
+            moved.append(t.message_id)
     return moved
 
 
-async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
-    """For the render step: recipients still owed the message who were suppressed since it
-    was accepted (a bounce, complaint or unsubscribe while a scheduled email waited, or
-    while campaign mail sat in the queue) are taken out as the API does at accept time
-    (pipelines.recipients.without_suppressed; which reasons count depends on the message's
-    stream, pipelines.mail_streams); a message left with nobody becomes `suppressed` (and
-    counts as such in its batch). Returns the messages still to render. One suppression
-    read per workspace, by `_id`."""
-    from . import batches, suppressions
-    wanted: dict[str, set[str]] = {}
-    for d in docs:
-        wanted.setdefault(d["workspace_id"], set()).update(recipients.owed_recipients(d))
-    reasons = {ws: await suppressions.reasons_among(db, ws, list(emails)) for ws, emails in wanted.items()}
-    if not any(reasons.values()):
-        return docs
-    keep, finished = [], []
-    for d in docs:
-        blocked = mail_streams.blocked_addresses(mail_streams.stream_of(d), reasons[d["workspace_id"]])
-        split = recipients.without_suppressed(d, blocked)
-        if split is None:
-            keep.append(d)
-            continue
-        changes, nobody_left = split
-        if not nobody_left:
-            trimmed = await db.messages.update_one({"_id": d["_id"], "status": d["status"]}, {"$set": changes})
-            if trimmed.modified_count:
-                keep.append({**d, **changes})
-            continue
-        moved = await db.messages.bulk_write([_transition(
-            d["_id"], "suppressed", changes, "every recipient was suppressed before sending", current=d["status"])])
-        if moved.modified_count:  # guarded: a redelivered render counts it once
-            finished.append((d, "suppressed"))
-    await batches.record_finished(db, finished)
-    return keep
+async def trim_recipients(db: AsyncDatabase, doc: dict, changes: dict) -> bool:
+    """Recipients taken out of a message still in the status it was read in (guarded);
+    False when it moved meanwhile."""
+    trimmed = await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]}, {"$set": changes})
+    return trimmed.modified_count == 1

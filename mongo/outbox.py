@@ -14,13 +14,16 @@ a redelivered actor message records the event once."""
 
 from __future__ import annotations
 
-from pymongo import InsertOne, UpdateOne
+from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError
 
 from pipelines.automation_triggers import CONSUMED_EVENTS
 from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
+
+from .documents import insert_all_new
+from . import webhooks
 
 
 def event_document(workspace_id: str, event: str, data: dict, event_id: str | None = None) -> dict:
@@ -127,8 +130,8 @@ async def relay_inserted(db: AsyncDatabase, collection: str, docs: list[dict]) -
                                                {"$set": no_events()}) for d in carried], ordered=False)
 
 
-async def relay_stranded(db: AsyncDatabase, settings=None, *, limit: int = 500) -> int:
-    """Scheduler job: events a dead process left in their documents, relayed."""
+async def relay_stranded(db: AsyncDatabase, *, limit: int = 500) -> int:
+    """Events a dead process left in their documents, relayed (a scheduler job, ops/store_jobs.py)."""
     cutoff = in_seconds(-STRANDED_AFTER_SECONDS)
     relayed = 0
     for collection in CARRIERS:
@@ -159,24 +162,15 @@ async def record_many(db: AsyncDatabase, docs: list[dict], *, only_subscribed: b
     if only_subscribed and docs:
         wanted = await subscribed_events(db, [d["workspace_id"] for d in docs])
         docs = [d for d in docs if (d["workspace_id"], d["event"]) in wanted]
-    if not docs:
-        return
-    try:
-        await db.outbox.bulk_write([InsertOne(d) for d in docs], ordered=False)
-    except BulkWriteError as error:
-        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
-            raise
+    await insert_all_new(db.outbox, docs)
 
 
 async def subscribed_events(db: AsyncDatabase, workspace_ids: list[str]) -> set[tuple[str, str]]:
     """(workspace id, event type) pairs that at least one active subscription listens to."""
-    from . import webhooks
     return {(sub["workspace_id"], event)
             for sub in await webhooks.active_for_workspaces(db, workspace_ids)
             for event in sub.get("events") or []}
 
-
-JOBS = [relay_stranded]
 
 
 async def pending(db: AsyncDatabase, limit: int = 500) -> list[dict]:

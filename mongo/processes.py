@@ -36,9 +36,6 @@ async def passes(db: AsyncDatabase, kind: str) -> int:
     return sum(d.get("passes", 0) for d in docs)
 
 
-async def seen_since(db: AsyncDatabase, since_iso: str) -> list[dict]:
-    docs = await db.processes.find({}).to_list()
-    return sorted((d for d in docs if d.get("seen_at", "") >= since_iso), key=lambda d: d["_id"])
 
 
 # How often a long-running process (front, worker, inbound) says it is alive.

@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 import time
 
-from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
 from pipelines.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
+
+from . import counters, rate_windows
 
 BUCKETS_PER_WINDOW = 6
 
@@ -48,11 +50,10 @@ class StoreLimiterBackend:
         ids, width, first = self._buckets(key, window_seconds, now)
         coll = self.db.rate_windows
         # Our own atomic view of the current bucket, plus the older ones (which only shrink).
-        current = await coll.find_one_and_update(
-            {"_id": ids[-1]}, {"$inc": {"n": want}, "$setOnInsert": {"expires_at": in_seconds(window_seconds * 2)}},
-            upsert=True, return_document=ReturnDocument.AFTER)
-        counts = {d["_id"]: d.get("n", 0) for d in await coll.find({"_id": {"$in": ids[:-1]}}).to_list()}
-        counts[ids[-1]] = current.get("n", 0)
+        current = await counters.add(self.db, "rate_windows", ids[-1], want,
+                                     {"expires_at": in_seconds(window_seconds * 2)})
+        counts = await rate_windows.older_counts(self.db, ids, now, width)
+        counts[ids[-1]] = current
         used = sum(counts.values())
         excess = min(want, max(0, used - limit))
         if not excess:
@@ -116,10 +117,8 @@ async def charge_plan(db: AsyncDatabase, workspace_id: str, month: str, count: i
     if count <= 0:
         return True
     _id = plan_counter_id(workspace_id, month)
-    doc = await db.plan_usage.find_one_and_update(
-        {"_id": _id}, {"$inc": {"n": count}, "$setOnInsert": {"workspace_id": workspace_id, "month": month}},
-        upsert=True, return_document=ReturnDocument.AFTER)
-    if limit > 0 and doc["n"] > limit:
+    used = await counters.add(db, "plan_usage", _id, count, {"workspace_id": workspace_id, "month": month})
+    if limit > 0 and used > limit:
         await db.plan_usage.update_one({"_id": _id}, {"$inc": {"n": -count}})
         return False
     return True
@@ -136,12 +135,10 @@ async def plan_used(db: AsyncDatabase, workspace_id: str, month: str) -> int:
     return int(doc["n"]) if doc else 0
 
 
-async def purge_lapsed_slots(db, settings) -> int:
-    """Scheduler job: forget concurrency leases whose worker never gave them back."""
+async def purge_lapsed_slots(db: AsyncDatabase) -> int:
+    """Forget concurrency leases whose worker never gave them back (a scheduler job, ops/store_jobs.py)."""
     return (await db.send_slots.delete_many({"until": {"$lt": now_iso()}})).deleted_count
 
-
-JOBS = [purge_lapsed_slots]
 
 
 async def list_domain_limits(db: AsyncDatabase) -> list[dict]:

@@ -6,9 +6,9 @@ address is a duplicate key, not a second document."""
 
 from __future__ import annotations
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne
+from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError
 
 from pipelines.addresses import match_key
 from pipelines.clock import now_iso
@@ -43,17 +43,6 @@ async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
         return doc, True
     except DuplicateKeyError:
         return await db.suppressions.find_one({"_id": doc["_id"]}), False
-
-
-async def add_many(db: AsyncDatabase, docs: list[dict]) -> None:
-    """Idempotent bulk add (already suppressed addresses keep their first reason)."""
-    if not docs:
-        return
-    try:
-        await db.suppressions.bulk_write([InsertOne(d) for d in docs], ordered=False)
-    except BulkWriteError as error:
-        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
-            raise
 
 
 async def get(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:

@@ -6,9 +6,7 @@ mongo/memberships.py; contact_count is counted from there."""
 
 from __future__ import annotations
 
-import re
-
-from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -16,22 +14,13 @@ from pipelines.automation_triggers import TAG_ADDED_EVENT
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
-from . import memberships, outbox
+from . import documents, memberships, outbox
+from .documents import get_owned, insert_new, name_search, update_owned
 
 INDEXES: dict[str, list] = {
     "tags": [IndexModel([("workspace_id", ASCENDING), ("name_key", ASCENDING)], unique=True,
                         name="ws_name_unique")],
 }
-
-
-async def with_counts(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
-    """The public shape of tags, each with its live contact_count."""
-    if not docs:
-        return []
-    counted = await memberships.counts(db, docs[0]["workspace_id"], "tags", [d["_id"] for d in docs])
-    return [{"id": d["_id"], "name": d["name"], "color": d["color"], "description": d.get("description"),
-             "contact_count": counted[d["_id"]], "created_at": d["created_at"],
-             "updated_at": d["updated_at"]} for d in docs]
 
 
 async def create(db: AsyncDatabase, workspace_id: str, *, name: str, color: str,
@@ -40,15 +29,11 @@ async def create(db: AsyncDatabase, workspace_id: str, *, name: str, color: str,
     now = now_iso()
     doc = {"_id": new_uuid(), "workspace_id": workspace_id, "name": name, "name_key": name.lower(),
            "color": color, "description": description, "created_at": now, "updated_at": now}
-    try:
-        await db.tags.insert_one(doc)
-    except DuplicateKeyError:
-        return None
-    return doc
+    return doc if await insert_new(db.tags, doc) else None
 
 
 async def get(db: AsyncDatabase, workspace_id: str, tag_id: str) -> dict | None:
-    return await db.tags.find_one({"_id": tag_id, "workspace_id": workspace_id})
+    return await get_owned(db.tags, workspace_id, tag_id)
 
 
 async def find_by_name(db: AsyncDatabase, workspace_id: str, name: str) -> dict | None:
@@ -73,30 +58,21 @@ async def existing_ids(db: AsyncDatabase, workspace_id: str, tag_ids: list[str])
 
 async def page(db: AsyncDatabase, workspace_id: str, search: str | None, *,
                limit: int, offset: int) -> tuple[list[dict], int]:
-    query: dict = {"workspace_id": workspace_id}
-    if search:
-        query["name"] = {"$regex": re.escape(search), "$options": "i"}
-    items = await db.tags.find(query, sort=[("name_key", ASCENDING), ("_id", ASCENDING)],
-                               skip=offset, limit=limit).to_list()
-    return items, await db.tags.count_documents(query)
+    query = name_search({"workspace_id": workspace_id}, search)
+    return await documents.page(db.tags, query, sort=[("name_key", ASCENDING), ("_id", ASCENDING)],
+                                limit=limit, offset=offset)
 
 
 async def update(db: AsyncDatabase, workspace_id: str, tag_id: str, changes: dict) -> dict | None:
     """Apply `changes` (name, color, description); None if the new name is taken."""
-    changes = {**changes, "updated_at": now_iso()}
     if "name" in changes:
-        changes["name_key"] = changes["name"].lower()
+        changes = {**changes, "name_key": changes["name"].lower()}
     try:
-        return await db.tags.find_one_and_update({"_id": tag_id, "workspace_id": workspace_id},
-                                                 {"$set": changes}, return_document=ReturnDocument.AFTER)
+        return await update_owned(db.tags, workspace_id, tag_id, changes)
     except DuplicateKeyError:
         return None
 
 
 async def delete(db: AsyncDatabase, workspace_id: str, tag_id: str) -> bool:
     """Delete the tag and remove it from every contact (cascade)."""
-    result = await db.tags.delete_one({"_id": tag_id, "workspace_id": workspace_id})
-    if result.deleted_count != 1:
-        return False
-    await memberships.drop_everywhere(db, workspace_id, "tags", tag_id)
-    return True
+    return await memberships.delete_with_memberships(db, "tags", workspace_id, tag_id)

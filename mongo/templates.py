@@ -16,6 +16,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
+from .documents import get_owned
+
 INDEXES: dict[str, list] = {
     "templates": [IndexModel([("workspace_id", ASCENDING), ("deleted", ASCENDING), ("created_at", DESCENDING)],
                              name="ws_live_created")],
@@ -47,7 +49,7 @@ async def create(db: AsyncDatabase, workspace_id: str, content: dict) -> dict:
 
 async def get(db: AsyncDatabase, workspace_id: str, template_id: str) -> dict | None:
     """The live template (a soft-deleted one is gone for every caller)."""
-    return await db.templates.find_one({"_id": template_id, "workspace_id": workspace_id, "deleted": False})
+    return await get_owned(db.templates, workspace_id, template_id, deleted=False)
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, *, search: str | None, limit: int,

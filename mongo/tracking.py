@@ -97,7 +97,7 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     # Not only the first open moves the status: it may have come while the message was
     # still queued for another recipient's retry. No write when the move cannot apply.
     if before["status"] in delivery_status.sources_for(status, once_sent=True):
-        await messages.advance(db, [(message_id, status, None, url)], once_sent=True)
+        await messages.apply(db, [delivery_status.forward(message_id, status, detail=url, once_sent=True)])
     if not first:
         return True
     at = now_iso()

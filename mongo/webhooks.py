@@ -14,9 +14,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.clock import in_seconds, now_iso
-from pipelines.ids import new_uuid
 
-from . import versions
+from . import documents, versions
+from .documents import get_owned
 
 INDEXES: dict[str, list] = {
     "webhooks": [IndexModel([("workspace_id", ASCENDING), ("active", ASCENDING), ("created_at", DESCENDING)],
@@ -31,16 +31,13 @@ INDEXES: dict[str, list] = {
 # -- subscriptions ---------------------------------------------------------------------
 async def create(db: AsyncDatabase, workspace_id: str, *, events: list[str], target_url: str,
                  secret_sealed: str, form: str) -> dict:
-    now = now_iso()
-    doc = {"_id": new_uuid(), "workspace_id": workspace_id, "events": list(events),
-           "target_url": target_url, "secret_sealed": secret_sealed, "form": form,
-           "active": True, "created_at": now, "updated_at": now, "secret_rotated_at": now}
-    await db.webhooks.insert_one(doc)
-    return doc
+    return await documents.create(db.webhooks, workspace_id, {
+        "events": list(events), "target_url": target_url, "secret_sealed": secret_sealed, "form": form,
+        "active": True}, stamped=("secret_rotated_at",))
 
 
 async def get(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> dict | None:
-    return await db.webhooks.find_one({"_id": webhook_id, "workspace_id": workspace_id, "active": True})
+    return await get_owned(db.webhooks, workspace_id, webhook_id, active=True)
 
 
 async def list_active(db: AsyncDatabase, workspace_id: str, *, event: str | None, limit: int,

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
+
+from .recent import Recent
+
+_RECENT = Recent()  # by workspace id
 
 
 async def create(db: AsyncDatabase, name: str, *, from_email: str | None = None,
@@ -25,10 +30,17 @@ async def get(db: AsyncDatabase, workspace_id: str) -> dict | None:
     return await db.workspaces.find_one({"_id": workspace_id})
 
 
+async def recent(db: AsyncDatabase, workspace_id: str) -> dict | None:
+    """`get`, answered from this process's last read of it for up to recent.FRESH_SECONDS
+    (the request path: the caller's workspace). A missing workspace is not kept."""
+    return await _RECENT.read(db, workspace_id, lambda: get(db, workspace_id))
+
+
 async def update_settings(db: AsyncDatabase, workspace_id: str, changes: dict) -> dict | None:
-    from pymongo import ReturnDocument
-    return await db.workspaces.find_one_and_update(
+    doc = await db.workspaces.find_one_and_update(
         {"_id": workspace_id}, {"$set": changes}, return_document=ReturnDocument.AFTER)
+    _RECENT.forget(db, workspace_id)
+    return doc
 
 
 async def list_all(db: AsyncDatabase) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import automation_runs as run_store
@@ -26,6 +27,8 @@ from pipelines.automation_runs import Move, entry
 from pipelines.clock import utcnow
 from pipelines.settings import Settings
 
+from .job_passes import drain
+
 log = logging.getLogger("postroom.scheduler")
 
 EVENT_BATCH = 500
@@ -36,18 +39,13 @@ DATE_PAGE = 1000
 
 async def _enqueue(run_ids: list[str]) -> None:
     if run_ids:
-        from actors.automations import enqueue_runs
-        await enqueue_runs(run_ids)
+        await publisher().advance_runs(run_ids)
 
 
 # -- events ------------------------------------------------------------------------------------
 
 async def read_events_for_automations(db: AsyncDatabase, settings: Settings) -> int:
-    read = 0
-    for _ in range(PASSES_PER_TICK):
-        events = await outbox.pending_for_automations(db, EVENT_BATCH)
-        if not events:
-            break
+    async def read(events: list[dict]) -> None:
         message_of = {m["_id"]: m for m in await messages.load(
             db, [e["data"]["message_id"] for e in events
                  if e["event"] in triggers.MESSAGE_EVENTS and (e.get("data") or {}).get("message_id")])}
@@ -56,10 +54,8 @@ async def read_events_for_automations(db: AsyncDatabase, settings: Settings) -> 
         ready += await _end_waits(db, events, contact_of)
         await _enqueue(ready)
         await outbox.mark_read_by_automations(db, [e["_id"] for e in events])
-        read += len(events)
-        if len(events) < EVENT_BATCH:
-            break
-    return read
+    return await drain(lambda limit: outbox.pending_for_automations(db, limit), read,
+                       batch=EVENT_BATCH, passes=PASSES_PER_TICK)
 
 
 def _message(event: dict, message_of: dict) -> dict | None:
@@ -179,5 +175,3 @@ async def start_date_triggered_runs(db: AsyncDatabase, settings: Settings) -> in
         await automation_store.mark_date_pass(db, pass_id)
     return started
 
-
-JOBS = [read_events_for_automations, hand_due_runs_to_engine, start_date_triggered_runs]

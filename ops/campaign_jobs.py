@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import logging
 
+from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import campaign_audience, campaigns, outbox, send_limits, workspaces
+from mongo import campaigns, outbox, send_limits, workspaces
 from pipelines import throttle
 from pipelines.clock import in_seconds, parse_iso
 from pipelines.errors import PostroomError
 from pipelines.settings import Settings
+from pipelines.workflows import start_campaign
 
 log = logging.getLogger("postroom.scheduler")
 
@@ -26,12 +28,6 @@ FANOUT_STALL_SECONDS = 120
 LATE_STATS_WINDOW_SECONDS = 24 * 3600
 
 
-async def _enqueue_fan_out(campaign: dict) -> None:
-    from actors.campaigns import fan_out_campaign
-    from actors.publish import publish
-    await publish(fan_out_campaign, campaign["_id"], campaign["batches_done"])
-
-
 async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:
     started = 0
     for campaign in await campaigns.due_scheduled(db):
@@ -39,15 +35,14 @@ async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:
         try:
             if workspace is None:
                 raise PostroomError("The workspace no longer exists.")
-            doc = await campaign_audience.begin_sending(db, workspace, campaign, key_id=campaign["key_id"],
-                                                        sandbox=bool(campaign.get("sandbox")), settings=settings)
-        except PostroomError as error:  # template, list or sender gone since it was scheduled
+            await start_campaign.start(db, settings, publisher(), workspace, campaign, key_id=campaign["key_id"],
+                                       sandbox=bool(campaign.get("sandbox")))
+        except PostroomError as error:
+            # Template, list or sender gone since it was scheduled. (When another start won,
+            # the campaign is no longer startable and `fail` changes nothing.)
             await campaigns.fail(db, campaign["_id"], error.message)
             continue
-        if doc is not None:
-            started += 1
-            if not doc["fanout_done"]:
-                await _enqueue_fan_out(doc)
+        started += 1
     return started
 
 
@@ -63,7 +58,7 @@ async def finish_campaigns(db: AsyncDatabase, settings: Settings) -> int:
                 log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"],
                             extra={"campaign_id": campaign["_id"], "workspace_id": campaign.get("workspace_id")})
                 await campaigns.touch_fanout(db, campaign["_id"])
-                await _enqueue_fan_out(campaign)
+                await publisher().fan_out(campaign["_id"], campaign["batches_done"])
         elif not await campaigns.has_pending_messages(db, campaign["_id"]):
             await campaigns.refresh_status_counts(db, campaign["_id"])
             done = await campaigns.complete(db, campaign["_id"])
@@ -107,5 +102,3 @@ async def refund_cancelled_campaigns(db: AsyncDatabase, settings: Settings) -> i
             refunded += 1
     return refunded
 
-
-JOBS = [start_due_campaigns, finish_campaigns, refresh_finished_stats, refund_cancelled_campaigns]

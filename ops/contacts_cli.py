@@ -17,7 +17,15 @@ import json
 import sys
 import time
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from mongo import contact_import, lists, segments, tags, workspaces
+from pipelines.contact_csv import HeaderError, export_header, export_row, read_rows
+from pipelines.segment_rules import compile_conditions
+
 from . import config
+from .cli_support import run_store
 
 
 def _count_records(path: str) -> int:
@@ -27,7 +35,6 @@ def _count_records(path: str) -> int:
 
 async def _target(db, workspace_id: str, list_id: str | None, tag_id: str | None):
     """(list document, error): the list must be static; the tag must exist."""
-    from mongo import lists, tags, workspaces
     if await workspaces.get(db, workspace_id) is None:
         return None, f"no workspace {workspace_id}"
     list_doc = None
@@ -43,13 +50,6 @@ async def _target(db, workspace_id: str, list_id: str | None, tag_id: str | None
 
 
 def cmd_import_contacts(args) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from mongo import contact_import
-    from pipelines.contact_csv import HeaderError, read_rows
-
-    from .cli import _run_store
     try:
         total = _count_records(args.file)
         handle = open(args.file, encoding="utf-8-sig", newline="")
@@ -75,7 +75,7 @@ def cmd_import_contacts(args) -> int:
             return await contact_import.import_rows(db, args.workspace, rows, list_doc=list_doc,
                                                     tag_id=args.tag, on_progress=advance), ""
     try:
-        summary, error = _run_store(config.load(), work)
+        summary, error = run_store(config.load(), work)
     except UnicodeDecodeError as decode_error:  # found after some batches were written
         print(f"{args.file}: not UTF-8 ({decode_error}); the rows before it were imported", file=sys.stderr)
         return 1
@@ -101,9 +101,7 @@ def cmd_import_contacts(args) -> int:
 
 async def selection(db, workspace_id: str, list_id: str | None, segment_id: str | None) -> tuple[dict | None, str]:
     """The filter of the contacts to export (None: all) or an error."""
-    from front.audience import members_filter
-    from mongo import lists, segments, workspaces
-    from pipelines.segment_rules import compile_conditions
+    from front.audience import members_filter  # local import: it loads the front (quart); see ops/cli.py cmd_up
     if await workspaces.get(db, workspace_id) is None:
         return None, f"no workspace {workspace_id}"
     if list_id is not None:
@@ -117,10 +115,6 @@ async def selection(db, workspace_id: str, list_id: str | None, segment_id: str 
 
 
 def cmd_export_contacts(args) -> int:
-    from mongo import contact_import
-    from pipelines.contact_csv import export_header, export_row
-
-    from .cli import _run_store
     out = csv.writer(sys.stdout, lineterminator="\r\n")
 
     async def work(db):
@@ -135,7 +129,7 @@ def cmd_export_contacts(args) -> int:
             count += 1
         print(f"{count} contacts exported", file=sys.stderr)
         return ""
-    error = _run_store(config.load(), work)
+    error = run_store(config.load(), work)
     if error:
         print(error, file=sys.stderr)
         return 1

@@ -7,22 +7,37 @@ of a workspace's domain, pipelines/dns_records.py), `fbl@<bounce domain>` (where
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
 is still stored and counted, never dropped. A report whose enqueue failed is re-enqueued
-by the scheduler (`JOBS`).
+by the scheduler (`requeue_stale_reports`).
 
 Without RabbitMQ (no `POSTROOM_AMQP_URL`, e.g. beside `postroom up`) there is no broker
 another process could consume from, so this process handles each stored report itself,
-at once (actors.bounces.handle_report, the same workflow the actor runs). The operator
-commands `postroom inbound reports|show|rerun` are in ops/inbound_admin.py."""
+at once (pipelines/workflows/bounce_reports.handle_report, the same workflow the actor
+runs). The operator commands `postroom inbound reports|show|rerun` are in ops/inbound_admin.py."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import signal
 
+from aiosmtpd.smtp import SMTP
+
+from actors.runtime import publisher
+from mongo import domains, inbound_reports, processes
+from mongo.client import connect
 from pipelines.clock import now_iso
+from pipelines.dkim import txt_value
+from pipelines.dns_records import key_publication, zone_line
 from pipelines.ids import new_uuid
 from pipelines.mime import message_id_from_verp
 from pipelines.unsubscribe_headers import message_id_from_mailto
+from pipelines.workflows.bounce_reports import handle_report
+from pipelines.workflows.dkim_keys import shared_key
+from pipelines.workflows import unsubscribe
+
+from . import config
+from .inbound_admin import add_report_commands
 
 log = logging.getLogger("postroom.inbound")
 
@@ -45,7 +60,7 @@ class InboundHandler:
     def __init__(self, db, settings, enqueue):
         self.db, self.settings, self.enqueue = db, settings, enqueue
 
-    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+    async def handle_RCPT(self, server, _session, envelope, address, _rcpt_options):
         if not (accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address)):
             return "550 5.1.1 no such mailbox here"
         envelope.rcpt_tos.append(address)
@@ -53,16 +68,14 @@ class InboundHandler:
 
     async def custom_return_path(self, address: str) -> bool:
         """A VERP address on the return-path host of some workspace's domain."""
-        from mongo import domains
         if message_id_from_verp(address) is None:
             return False
         return await domains.is_return_path_host(self.db, address.rpartition("@")[2])
 
-    async def handle_DATA(self, server, session, envelope):
-        from mongo import inbound_reports, recipient_pages
+    async def handle_DATA(self, server, _session, envelope):
         unsubscribes = [m for m in map(message_id_from_mailto, envelope.rcpt_tos) if m]
         for message_id in unsubscribes:  # List-Unsubscribe by mail: nothing to parse
-            await recipient_pages.unsubscribe_by_message(self.db, message_id, "mailto", envelope.mail_from)
+            await unsubscribe.by_message(self.db, message_id, "mailto", envelope.mail_from)
         if len(unsubscribes) == len(envelope.rcpt_tos):
             return "250 2.0.0 unsubscribed"
         raw: bytes = envelope.original_content or envelope.content
@@ -83,20 +96,15 @@ class InboundHandler:
 
 
 async def serve(settings, stop: asyncio.Event) -> None:
-    from aiosmtpd.smtp import SMTP
-
-    from actors import broker as broker_setup
-    from mongo.client import connect
+    from actors import broker as broker_setup  # local import: the broker stack, only for this command (ops/cli.py)
     broker_setup.setup(settings)
-    broker_setup.load_actors()
-    from actors.bounces import handle_report, process_report
 
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     in_flight: set[asyncio.Task] = set()
 
     async def enqueue(report_id: str) -> None:
         if settings.amqp_url:
-            await asyncio.to_thread(process_report.send, report_id)
+            await publisher().process_report(report_id)
             return
         task = asyncio.create_task(_handle_here(handle_report, db, report_id))  # after the 250 goes out
         in_flight.add(task)
@@ -110,7 +118,6 @@ async def serve(settings, stop: asyncio.Event) -> None:
         host=settings.inbound_host, port=settings.inbound_port)
     print(f"postroom inbound listening on {settings.inbound_host}:{settings.inbound_port} "
           f"for bounce+*@{settings.bounce_domain} and fbl@{settings.bounce_domain}", flush=True)
-    from mongo import processes
     heartbeat = asyncio.create_task(processes.beat_until(db, "inbound", stop))
     try:
         await stop.wait()
@@ -131,10 +138,6 @@ async def _handle_here(handle_report, db, report_id: str) -> None:
 
 
 def cmd_inbound(args) -> int:
-    import signal
-
-    from . import config
-
     async def main():
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -148,15 +151,6 @@ def cmd_dkim(args) -> int:
     """Print the DKIM records the service publishes: the shared domain's key (created on
     first use) and, at each custom domain's CNAME target, that domain's key — the zone
     fragment the operator loads into the shared domain's DNS."""
-    import json
-
-    from actors.signing import shared_key
-    from mongo import domains
-    from mongo.client import connect
-    from pipelines.dkim import txt_value
-    from pipelines.dns_records import key_publication, zone_line
-
-    from . import config
     settings = config.load()
 
     async def work():
@@ -178,7 +172,6 @@ def cmd_dkim(args) -> int:
 
 
 def add_commands(sub) -> None:
-    from .inbound_admin import add_report_commands
     inbound = sub.add_parser("inbound", help="receive bounces and complaints over SMTP (aiosmtpd); "
                                              "`inbound reports|show|rerun` look at what was received")
     inbound.set_defaults(func=cmd_inbound)
@@ -191,12 +184,8 @@ def add_commands(sub) -> None:
 
 async def requeue_stale_reports(db, settings) -> int:
     """Reports stored but never processed (their enqueue failed): enqueue again."""
-    from actors.bounces import process_report
-    from mongo import inbound_reports
     stale = await inbound_reports.stale_received(db, REQUEUE_AFTER_SECONDS)
     for report_id in stale:
-        await asyncio.to_thread(process_report.send, report_id)
+        await publisher().process_report(report_id)
     return len(stale)
 
-
-JOBS = [requeue_stale_reports]

@@ -19,7 +19,12 @@ import email.policy
 import json
 import sys
 
+from mongo import inbound_reports
+from mongo.inbound_reports import STATUSES
+from pipelines.workflows.bounce_reports import handle_report
+
 from . import config
+from .cli_support import one_or_missing, run_store
 
 SUMMARY_HEADERS = ("From", "To", "Subject", "Date", "Message-ID", "Content-Type")
 MAX_PARTS_LISTED = 50
@@ -53,10 +58,7 @@ def headers_summary(raw: bytes) -> tuple[dict, list[str]]:
 
 
 def cmd_reports(args) -> int:
-    from mongo import inbound_reports
-
-    from .cli import _run_store
-    docs = _run_store(config.load(), lambda db: inbound_reports.list_reports(
+    docs = run_store(config.load(), lambda db: inbound_reports.list_reports(
         db, status=args.status, workspace_id=args.workspace, limit=args.limit))
     if args.json:
         print(json.dumps([_view(d) for d in docs]))
@@ -68,12 +70,8 @@ def cmd_reports(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from mongo import inbound_reports
-
-    from .cli import _run_store
-    doc = _run_store(config.load(), lambda db: inbound_reports.get(db, args.id))
+    doc = one_or_missing(config.load(), lambda db: inbound_reports.get(db, args.id), f"no inbound report {args.id}")
     if doc is None:
-        print(f"no inbound report {args.id}", file=sys.stderr)
         return 1
     raw = inbound_reports.raw_bytes(doc)
     headers, parts = headers_summary(raw)
@@ -93,14 +91,6 @@ def cmd_show(args) -> int:
 
 
 def cmd_rerun(args) -> int:
-    from actors import broker as broker_setup
-    from mongo import inbound_reports
-
-    from .cli import _run_store
-    settings = config.load()
-    broker_setup.setup(settings)  # the actor module registers with a broker; nothing is enqueued here
-    from actors.bounces import handle_report
-
     async def work(db):
         if args.all_unparseable:
             ids = await inbound_reports.ids_with_status(db, "unparseable")
@@ -124,7 +114,7 @@ def cmd_rerun(args) -> int:
             results.append({**_view(after), "before": report["status"]})
         return results, "", code
 
-    results, error, code = _run_store(settings, work)
+    results, error, code = run_store(config.load(), work)
     if error:
         print(error, file=sys.stderr)
         return code
@@ -142,7 +132,6 @@ def cmd_rerun(args) -> int:
 
 
 def add_report_commands(sub) -> None:
-    from mongo.inbound_reports import STATUSES
     reports = sub.add_parser("reports", help="list received reports, newest first")
     reports.add_argument("--status", choices=STATUSES, help="only reports in this status (e.g. unparseable, failed)")
     reports.add_argument("--workspace", help="only reports about messages of this workspace")

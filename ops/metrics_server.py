@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 
+from prometheus_client import start_http_server
 from pymongo.asynchronous.database import AsyncDatabase
 
+from actors.metrics import SCHEDULER_LAG
+from mongo.operations import oldest_waiting
 from pipelines.settings import Settings
 
 log = logging.getLogger("postroom.metrics")
@@ -22,19 +25,14 @@ log = logging.getLogger("postroom.metrics")
 def serve(port: int, host: str) -> None:
     if not port:
         return
-    from prometheus_client import start_http_server
     start_http_server(port, addr=host)
     log.info("metrics on http://%s:%d/metrics", host, port)
 
 
 async def measure_scheduler_lag(db: AsyncDatabase, settings: Settings) -> int:
     """Scheduler job: the age of the oldest due, unpromoted item as a gauge (0 when none)."""
-    from actors.metrics import SCHEDULER_LAG
-    from mongo.operations import oldest_waiting
     oldest = await oldest_waiting(db)
     ages = [item["age_seconds"] for key, item in oldest.items() if key.startswith("due_") and item]
     SCHEDULER_LAG.set(max([0.0, *ages]))
     return 0
 
-
-JOBS = [measure_scheduler_lag]

@@ -1,38 +1,42 @@
 """The scheduler: promotes what has come due from the store onto the broker, and tidies.
 
-Each job is `async def job(db, settings) -> int` (how much it did). Features add jobs by
-listing their module in JOB_MODULES; a module exposes `JOBS`."""
+Each job is `async def job(db, settings) -> int` (how much it did). Features add theirs to
+ALL_JOBS below."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 
+from actors.runtime import publisher
 from dramatiq.errors import ConnectionError as BrokerConnectionError
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from mongo import batches, idempotency, messages, processes, rate_windows
+from mongo.client import connect
+from pipelines import delivery_status
+from pipelines.clock import now_iso
 from pipelines.errors import one_line
 from pipelines.settings import Settings
+from pipelines.workflows.publisher import PublishFailed
+
+from . import automation_jobs, campaign_jobs, inbound, metrics_server, store_jobs, webhook_jobs
 
 log = logging.getLogger("postroom.scheduler")
 
-RENDER_CHUNK = 100
 # At most this many stalled messages are handed back per watchdog pass (one tick).
 WATCHDOG_PASS_LIMIT = 500
 
 
 async def _render(message_ids: list[str]) -> None:
-    from actors.publish import publish
-    from actors.render import render_messages
-    for start in range(0, len(message_ids), RENDER_CHUNK):
-        await publish(render_messages, message_ids[start:start + RENDER_CHUNK])
+    await publisher().render(message_ids)
 
 
 async def promote_due_messages(db: AsyncDatabase, settings: Settings) -> int:
-    promoted = [d["_id"] for d in await messages.due_scheduled(db) if await messages.promote(db, d["_id"])]
+    # one write each, guarded: two schedulers never both enqueue one message
+    promoted = [d["_id"] for d in await messages.due_scheduled(db)
+                if await messages.apply(db, [delivery_status.promote(d["_id"])])]
     await _render(promoted)
     return len(promoted)
 
@@ -79,7 +83,8 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
         await _give_up(db, settings, [d for d in stale if spent(d)], [d for d in lapsed if spent(d)])
     lapsed_ids = [d["_id"] for d in lapsed if not spent(d)]
     stale_ids = [d["_id"] for d in stale if not spent(d)]
-    await messages.requeue(db, stale_ids, lapsed_ids)
+    now = now_iso()
+    await messages.requeue(db, stale_ids, [delivery_status.revive(mid, lapsed_before=now) for mid in lapsed_ids])
     await _render(lapsed_ids + stale_ids)
     if lapsed_ids or stale_ids:
         log.warning("watchdog: rendering again %d queued message(s) left for %d s and %d whose send lease ran out",
@@ -88,8 +93,10 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
 
 
 async def _give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], lapsed: list[dict]) -> None:
-    moved = set(await messages.abandon(db, {d["_id"]: _gave_up(d, settings) for d in stale},
-                                       {d["_id"]: _gave_up(d, settings) for d in lapsed}))
+    now = now_iso()
+    moved = set(await messages.apply_each(
+        db, [delivery_status.give_up(d["_id"], _gave_up(d, settings)) for d in stale]
+        + [delivery_status.give_up(d["_id"], _gave_up(d, settings), lapsed_before=now) for d in lapsed]))
     await batches.record_finished(db, [(d, "failed") for d in stale + lapsed if d["_id"] in moved])
     log.error("watchdog: gave up on %d message(s) handed back %d times", len(moved), settings.message_max_revivals)
 
@@ -98,29 +105,31 @@ async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
     return await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
 
 
-JOBS = [promote_due_messages, promote_due_retries, requeue_stalled_messages, purge_expired]
-# mongo.outbox first: events a dead front left in their documents are relayed before dispatch
-JOB_MODULES: list[str] = ["mongo.outbox", "mongo.send_limits", "ops.webhook_jobs", "ops.campaign_jobs",
-                          "ops.inbound", "mongo.contact_removal", "mongo.forms", "ops.metrics_server",
-                          "ops.automation_jobs"]
-
-
-def all_jobs() -> list:
-    jobs = list(JOBS)
-    for name in JOB_MODULES:
-        jobs.extend(importlib.import_module(name).JOBS)
-    return jobs
+# Run in this order each pass. relay_stranded before dispatch_outbox: events a dead front
+# left in their documents are relayed before the outbox is fanned out.
+ALL_JOBS = [
+    promote_due_messages, promote_due_retries, requeue_stalled_messages, purge_expired,
+    store_jobs.relay_stranded, store_jobs.purge_lapsed_slots,
+    webhook_jobs.dispatch_outbox, webhook_jobs.enqueue_due_deliveries,
+    campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.refresh_finished_stats,
+    campaign_jobs.refund_cancelled_campaigns,
+    inbound.requeue_stale_reports,
+    store_jobs.purge_unrestorable, store_jobs.expire_signups,
+    metrics_server.measure_scheduler_lag,
+    automation_jobs.read_events_for_automations, automation_jobs.hand_due_runs_to_engine,
+    automation_jobs.start_date_triggered_runs,
+]
 
 
 async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
     done = {}
-    for job in all_jobs():
+    for job in ALL_JOBS:
         try:
             done[job.__name__] = await job(db, settings)
         except ConnectionFailure as error:  # every job needs the store: try them all next tick
             log.warning("scheduler: store unreachable (%s); jobs wait for it", type(error).__name__)
             break
-        except BrokerConnectionError as error:  # an outage, not a bug: one line, no trace
+        except (BrokerConnectionError, PublishFailed) as error:  # an outage, not a bug: one line, no trace
             log.warning("scheduler job %s: broker unreachable (%s)", job.__name__, one_line(error))
         except Exception:  # one failing job must not stop the others; it runs again next tick
             log.exception("scheduler job %s failed", job.__name__)
@@ -128,7 +137,6 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
 
 
 async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
-    from mongo.client import connect
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
         name = processes.process_name("scheduler")

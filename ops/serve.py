@@ -7,12 +7,18 @@ import asyncio
 import logging
 import signal
 
+import dramatiq
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from actors import broker as broker_setup
+from front.app import create_app
+from mongo.client import connect
+from mongo.indexes import prepare_store
 from pipelines.settings import Settings
 
 from . import metrics_server
+from .scheduler import run_forever
 
 log = logging.getLogger("postroom")
 
@@ -24,8 +30,6 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 
 async def _prepare_store(settings: Settings) -> None:
-    from mongo.client import connect
-    from mongo.indexes import prepare_store
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
         await prepare_store(db)
@@ -44,7 +48,6 @@ def _hypercorn_config(host: str, port: int) -> Config:
 
 
 async def run_front(settings: Settings, host: str, port: int, *, with_scheduler: bool = False) -> None:
-    from front.app import create_app
     await _prepare_store(settings)
     app = create_app(settings)
     metrics_server.serve(settings.front_metrics_port, settings.metrics_host)
@@ -52,7 +55,6 @@ async def run_front(settings: Settings, host: str, port: int, *, with_scheduler:
     _stop_on_signals(stop)
     tasks = [serve(app, _hypercorn_config(host, port), shutdown_trigger=stop.wait)]
     if with_scheduler:
-        from .scheduler import run_forever
         tasks.append(run_forever(settings, stop))
     print(f"postroom front listening on http://{host}:{port} (API at /api/v1, OpenAPI at /openapi.yaml)",
           flush=True)
@@ -60,11 +62,7 @@ async def run_front(settings: Settings, host: str, port: int, *, with_scheduler:
 
 
 async def run_scheduler(settings: Settings) -> None:
-    from actors import broker as broker_setup
-
-    from .scheduler import run_forever
     broker_setup.setup(settings)
-    broker_setup.load_actors()
     metrics_server.serve(settings.scheduler_metrics_port, settings.metrics_host)
     stop = asyncio.Event()
     _stop_on_signals(stop)
@@ -74,11 +72,7 @@ async def run_scheduler(settings: Settings) -> None:
 
 def run_up(settings: Settings, host: str, port: int, threads: int) -> None:
     """Front, a worker for every queue, and the scheduler, in this one process."""
-    import dramatiq
-
-    from actors import broker as broker_setup
     broker = broker_setup.setup(settings)
-    broker_setup.load_actors()
     broker_setup.declare_queues(broker)
     worker = dramatiq.Worker(broker, worker_threads=threads)
     worker.start()

@@ -13,7 +13,12 @@ from __future__ import annotations
 import json
 import sys
 
+from mongo import send_limits, workspaces
+from pipelines.addresses import normalize
+from pipelines.dns_records import valid_hostname
+
 from . import config
+from .cli_support import run_store
 
 COMPANY_NAME_MAX_CHARS = 200
 COMPANY_ADDRESS_MAX_CHARS = 500
@@ -24,8 +29,7 @@ class Refused(ValueError):
 
 
 def _run_store(work):
-    from .cli import _run_store as run
-    return run(config.load(), work)
+    return run_store(config.load(), work)
 
 
 def _text(value: str, flag: str, max_chars: int, *, multiline: bool) -> str:
@@ -39,7 +43,6 @@ def _text(value: str, flag: str, max_chars: int, *, multiline: bool) -> str:
 
 def workspace_changes(args) -> tuple[dict, dict]:
     """(top-level fields, `settings` entries) to write, validated."""
-    from pipelines.addresses import normalize
     fields, settings = {}, {}
     if args.from_email is not None:
         try:
@@ -70,7 +73,6 @@ def workspace_view(ws: dict) -> dict:
 
 
 def cmd_workspace_set(args) -> int:
-    from mongo import workspaces
     try:
         fields, settings = workspace_changes(args)
     except Refused as error:
@@ -97,7 +99,6 @@ def cmd_workspace_set(args) -> int:
 
 
 def domain_name(value: str) -> str:
-    from pipelines.dns_records import valid_hostname
     name = value.strip().lower().rstrip(".")
     if not valid_hostname(name):
         raise Refused(f"{value!r} is not a domain name (e.g. gmail.com)")
@@ -105,7 +106,6 @@ def domain_name(value: str) -> str:
 
 
 def cmd_domain_limit_set(args) -> int:
-    from mongo import send_limits
     try:
         domain = domain_name(args.domain)
         if args.rate_per_minute < 0 or args.concurrency < 0:
@@ -125,7 +125,6 @@ def cmd_domain_limit_set(args) -> int:
 
 
 def cmd_domain_limit_list(args) -> int:
-    from mongo import send_limits
     rows = [{"domain": d["_id"], "rate_per_minute": d["rate_per_minute"], "concurrency": d["concurrency"],
              "updated_at": d.get("updated_at")} for d in _run_store(send_limits.list_domain_limits)]
     if args.json:
@@ -151,7 +150,6 @@ def add_workspace_set(workspace_actions) -> None:
 
 
 def add_commands(sub) -> None:
-
     limits = sub.add_parser("domain-limit", help="delivery limits per destination domain"
                             ).add_subparsers(dest="action", required=True)
     lset = limits.add_parser("set", help="set one destination domain's rate and concurrency")

@@ -18,7 +18,11 @@ import re
 import sys
 from datetime import timedelta
 
+from mongo import operations, processes
+from pipelines.clock import in_seconds, iso, parse_iso, utcnow
+
 from . import config
+from .cli_support import run_store
 
 HOUR_SECONDS = 3600
 
@@ -26,7 +30,7 @@ HOUR_SECONDS = 3600
 def _queue_rows(settings) -> tuple[list[dict], str]:
     if not settings.amqp_url:
         return [], "no RabbitMQ (POSTROOM_AMQP_URL unset): `postroom up` uses an in-process broker"
-    from .queues import inspect
+    from .queues import inspect  # local import: the broker stack, only when there is RabbitMQ (ops/cli.py cmd_up)
     try:
         return [r for r in inspect(settings.amqp_url) if not r["queue"].endswith(".XQ")], ""
     except Exception as error:  # noqa: BLE001 - the rest of the screen is still worth showing
@@ -34,9 +38,6 @@ def _queue_rows(settings) -> tuple[list[dict], str]:
 
 
 def gather_status(settings, window_seconds: float) -> dict:
-    from mongo import operations, processes
-    from pipelines.clock import in_seconds
-
     async def work(db):
         seen = await processes.recent(db, in_seconds(-HOUR_SECONDS))
         return {
@@ -49,8 +50,7 @@ def gather_status(settings, window_seconds: float) -> dict:
             "messages_last_hour": await operations.messages_by_status_since(db, in_seconds(-HOUR_SECONDS)),
             "stuck": await operations.stuck(db),
         }
-    from .cli import _run_store
-    report = _run_store(settings, work)
+    report = run_store(settings, work)
     report["queues"], report["queues_note"] = _queue_rows(settings)
     return report
 
@@ -108,10 +108,7 @@ def _delivery_view(doc: dict) -> dict:
 
 
 def cmd_webhooks_failed(args) -> int:
-    from mongo import operations
-
-    from .cli import _run_store
-    docs = _run_store(config.load(), lambda db: operations.failed_deliveries(db, args.workspace, args.limit))
+    docs = run_store(config.load(), lambda db: operations.failed_deliveries(db, args.workspace, args.limit))
     rows = [_delivery_view(d) for d in docs]
     if args.json:
         print(json.dumps(rows))
@@ -125,10 +122,6 @@ def cmd_webhooks_failed(args) -> int:
 
 
 def cmd_webhooks_replay(args) -> int:
-    from mongo import operations
-
-    from .cli import _run_store
-
     async def work(db):
         ids = await operations.failed_delivery_ids(db, args.workspace) if args.all_failed else [args.id]
         done, refused = [], []
@@ -136,7 +129,7 @@ def cmd_webhooks_replay(args) -> int:
             doc = await operations.replay_delivery(db, delivery_id)
             (done if doc is not None else refused).append(_delivery_view(doc) if doc else delivery_id)
         return done, refused
-    done, refused = _run_store(config.load(), work)
+    done, refused = run_store(config.load(), work)
     if args.json:
         print(json.dumps({"replayed": done, "refused": refused}))
     else:
@@ -154,7 +147,6 @@ _RELATIVE = re.compile(r"^(\d+)([mhd])$")
 
 def since_iso(text: str | None) -> str | None:
     """`--since`: an ISO timestamp or a relative age such as 30m, 2h, 1d."""
-    from pipelines.clock import iso, parse_iso, utcnow
     if text is None:
         return None
     match = _RELATIVE.match(text)
@@ -165,15 +157,12 @@ def since_iso(text: str | None) -> str | None:
 
 
 def cmd_messages_failed(args) -> int:
-    from mongo import operations
-
-    from .cli import _run_store
     try:
         since = since_iso(args.since)
     except ValueError:
         print(f"--since {args.since!r}: give an ISO timestamp or an age like 30m, 2h, 1d", file=sys.stderr)
         return 2
-    docs = _run_store(config.load(), lambda db: operations.failed_messages(db, args.workspace, since, args.limit))
+    docs = run_store(config.load(), lambda db: operations.failed_messages(db, args.workspace, since, args.limit))
     rows = [{"id": d["_id"], "workspace_id": d["workspace_id"], "to": d.get("to"), "subject": d.get("subject"),
              "campaign_id": d.get("campaign_id"), "failed_at": d.get("failed_at") or d.get("updated_at"),
              "reason": d.get("error") or d.get("last_error") or next(

@@ -9,8 +9,8 @@ needs the delivery's lease."""
 
 from __future__ import annotations
 
-import asyncio
 
+from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import outbox
@@ -18,6 +18,8 @@ from mongo import webhooks as webhook_store
 from pipelines.clock import in_seconds, now_iso
 from pipelines.settings import Settings
 from pipelines.webhook_events import HANDOFF_GRACE_SECONDS, plan_deliveries
+
+from .job_passes import drain
 
 DISPATCH_BATCH = 500
 # Passes per tick while the outbox is full, so a burst does not wait a tick per batch.
@@ -27,30 +29,19 @@ DISPATCH_PASSES_PER_TICK = 10
 async def _enqueue(delivery_ids: list[str]) -> None:
     if not delivery_ids:
         return
-    from actors.webhooks import deliver_webhook
-
-    def publish():
-        for delivery_id in delivery_ids:
-            deliver_webhook.send(delivery_id)
-    await asyncio.to_thread(publish)  # pika blocks: keep it off the loop
+    await publisher().deliver_webhooks(delivery_ids)
 
 
 async def dispatch_outbox(db: AsyncDatabase, settings: Settings) -> int:
-    dispatched = 0
-    for _ in range(DISPATCH_PASSES_PER_TICK):
-        events = await outbox.pending(db, DISPATCH_BATCH)
-        if not events:
-            break
+    async def dispatch(events: list[dict]) -> None:
         subscriptions = await webhook_store.active_for_workspaces(db, [e["workspace_id"] for e in events])
         now, handoff_until = now_iso(), in_seconds(HANDOFF_GRACE_SECONDS)
         deliveries = [d for e in events for d in plan_deliveries(e, subscriptions, now, handoff_until)]
         await webhook_store.insert_deliveries(db, deliveries)
         await _enqueue([d["_id"] for d in deliveries])
         await outbox.mark_dispatched(db, [e["_id"] for e in events])
-        dispatched += len(events)
-        if len(events) < DISPATCH_BATCH:
-            break
-    return dispatched
+    return await drain(lambda limit: outbox.pending(db, limit), dispatch,
+                       batch=DISPATCH_BATCH, passes=DISPATCH_PASSES_PER_TICK)
 
 
 async def enqueue_due_deliveries(db: AsyncDatabase, settings: Settings) -> int:
@@ -60,5 +51,3 @@ async def enqueue_due_deliveries(db: AsyncDatabase, settings: Settings) -> int:
     await _enqueue(taken)
     return len(taken)
 
-
-JOBS = [dispatch_outbox, enqueue_due_deliveries]

@@ -8,4 +8,3 @@ broker = _broker_setup.setup(settings)
 if settings.worker_metrics_port:  # `postroom worker` set dramatiq_prom_* for it
     from dramatiq.middleware.prometheus import Prometheus
     broker.add_middleware(Prometheus())
-_broker_setup.load_actors()

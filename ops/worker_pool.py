@@ -14,6 +14,7 @@ restarted too."""
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -90,10 +91,9 @@ def _serve_metrics(env: dict[str, str]) -> None:
     writes to the shared multiprocess directory."""
     if not env.get("dramatiq_prom_port"):
         return
-    import os
     for name in ("dramatiq_prom_host", "dramatiq_prom_port", "dramatiq_prom_db", "PROMETHEUS_MULTIPROC_DIR"):
         os.environ[name] = env[name]  # the middleware module reads them when imported
-    from dramatiq.middleware import prometheus
+    from dramatiq.middleware import prometheus  # local import: it reads the dramatiq_prom_* set just above
     threading.Thread(target=prometheus._run_exposition_server, name="metrics", daemon=True).start()
 
 

@@ -12,6 +12,10 @@ import os
 import signal
 import threading
 
+import dramatiq
+
+from pipelines.settings import Settings
+
 from . import logs
 
 # A stopping worker lets the jobs in hand finish this long (an SMTP transaction is at most
@@ -28,7 +32,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queues", required=True, help="comma-separated queue names")
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
-    from pipelines.settings import Settings
     logs.configure(log_format=Settings.from_env().log_format)
 
     stop = threading.Event()
@@ -36,9 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     pool_pid = os.getppid()
 
-    import dramatiq
 
-    from . import worker_boot  # the worker's composition root: settings, broker, actors
+    from . import worker_boot  # local import: importing it boots the worker (settings, broker, actors)
     broker = worker_boot.broker
     broker.emit_after("process_boot")
     worker = dramatiq.Worker(broker, queues=set(args.queues.split(",")), worker_threads=args.threads)

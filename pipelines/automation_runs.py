@@ -135,27 +135,6 @@ def applied(run: dict, update: dict) -> dict:
     return out
 
 
-def view(run: dict, steps: list[dict] | None = None) -> dict:
-    """The API's shape of a run."""
-    position = next((i for i, s in enumerate(steps or []) if s["id"] == run["step_id"]), None)
-    current = None
-    if run["step_id"]:
-        step = (steps or [])[position] if position is not None else {}
-        current = {"id": run["step_id"], "position": position, "step_type": step.get("step_type")}
-    waiting = run["phase"] in ("waiting", "calling") or run["status"] == "paused"
-    wake = run["resume_ms"] if run["status"] == "paused" else run["wake_ms"]
-    return {
-        "id": run["_id"], "automation_id": run["automation_id"],
-        "contact": {"id": run["contact_id"], "email": run["contact_email"]},
-        "status": run["status"], "current_step": current,
-        "waiting_for": run["wait_event"] or None,
-        "next_wake_at": ms_iso(wake) if waiting and run["phase"] == "waiting" else None,
-        "history": sorted(run.get("history") or [], key=lambda e: (e["at"], e.get("seq", 0))),
-        "error": run.get("error"), "trigger": run["trigger"],
-        "started_at": run["created_at"], "updated_at": run["updated_at"], "ended_at": run.get("ended_at"),
-    }
-
-
 def flow_event_data(run: dict, automation: dict) -> dict:
     """`data` of flow.triggered and flow.completed."""
     data = {"automation": {"id": automation["_id"], "name": automation["name"]}, "run_id": run["_id"],

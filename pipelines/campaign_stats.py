@@ -24,7 +24,7 @@ from __future__ import annotations
 # Statuses a message passes through after SMTP was attempted and answered.
 SENT_STATUSES = ("sent", "delivered", "opened", "clicked", "bounced")
 DELIVERED_STATUSES = ("delivered", "opened", "clicked")
-PENDING_STATUSES = ("queued", "rendered", "sending")
+PENDING_STATUSES = ("queued", "sending")
 
 # Engagement counters kept on the campaign document (flat fields, bumped with $inc).
 COUNTERS = ("opened_unique", "opens_total", "clicked_unique", "clicks_total",

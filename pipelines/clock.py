@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from .errors import InvalidSchedule
+
 UTC = _dt.timezone.utc
 
 
@@ -32,3 +34,15 @@ def parse_iso(text: str) -> _dt.datetime:
 
 def in_seconds(seconds: float, start: _dt.datetime | None = None) -> str:
     return iso((start or utcnow()) + _dt.timedelta(seconds=seconds))
+
+
+def future_within(moment: _dt.datetime, horizon: _dt.timedelta, horizon_text: str, *, path: str) -> _dt.datetime:
+    """`moment` (UTC when it names no zone) if it lies in the future and within `horizon`
+    from now; else 400 invalid_schedule at `path`."""
+    when = moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
+    now = utcnow()
+    if when <= now:
+        raise InvalidSchedule(f"{path} must be in the future.", path=path)
+    if when - now > horizon:
+        raise InvalidSchedule(f"{path} must be within {horizon_text} from now.", path=path)
+    return when

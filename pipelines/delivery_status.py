@@ -1,18 +1,34 @@
-"""The delivery status of one message as a small state machine.
+"""The delivery status of one message as a small state machine, and `Transition`: every
+status write of a message is one, built here (mongo/messages.apply only turns it into a
+guarded write).
 
 Events can arrive late, twice, or out of order (a DSN after an open, a second open).
 A status only moves forward; a duplicate or backward event changes nothing, on purpose.
 `bounced`, `failed`, `suppressed` and `cancelled` are final for delivery, but an open or
-click recorded on a bounced message still counts as engagement elsewhere."""
+click recorded on a bounced message still counts as engagement elsewhere. The few moves
+that are not forward are listed in AGAIN, each with its reason."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
+# No `rendered`: the render step writes nothing for a message that renders (its MIME
+# travels in the send job, not the store: one write less per message on the hot path),
+# and clients never see one (the API's statuses: README "Email API").
 ORDER = {
-    "scheduled": 0, "queued": 0, "rendered": 1, "sending": 2, "sent": 3,
+    "scheduled": 0, "queued": 0, "sending": 2, "sent": 3,
     "delivered": 4, "opened": 5, "clicked": 6,
 }
 FINAL = {"bounced", "failed", "suppressed", "cancelled"}
 ALL = set(ORDER) | FINAL
+
+# (from, to) moves the order alone does not allow.
+AGAIN = {
+    ("scheduled", "queued"): "a scheduled message comes due",
+    ("sending", "queued"): "a claimed message goes back: an SMTP retry, a throttle hold, a dead worker's lease",
+    ("sending", "sending"): "a claim taken again: a dead worker's lapsed lease, or the same job's retry",
+}
 
 
 def can_move(current: str, new: str) -> bool:
@@ -31,3 +47,105 @@ def sources_for(new: str, *, once_sent: bool = False) -> list[str]:
     side reports (an open, a click, a late bounce), which must not move a message still
     `queued` for the retry of another recipient."""
     return [s for s in ALL if can_move(s, new) and (not once_sent or ORDER.get(s, -1) >= ORDER["sent"])]
+
+
+@dataclasses.dataclass(frozen=True)
+class Transition:
+    """One guarded status write: `message_id` moves to `to` from one of `sources` (and
+    only while `guard`, further flat conditions, holds), setting `fields` and adding
+    `inc`. `via`: steps passed on the way (`sent` on the way to `delivered`), recorded
+    with the same timestamp. `entry`: the status of the history entry it appends (with
+    `detail`), None for none; `stamped`: it sets `<status>_at` for `to` and each `via`.
+    Build one with the functions below, which take its sources from the table."""
+    message_id: str
+    to: str
+    sources: tuple[str, ...]
+    fields: Mapping = dataclasses.field(default_factory=dict)
+    detail: str | None = None
+    via: tuple[str, ...] = ()
+    guard: Mapping = dataclasses.field(default_factory=dict)
+    inc: Mapping = dataclasses.field(default_factory=dict)
+    entry: str | None = None
+    stamped: bool = True
+
+    def __post_init__(self):
+        wrong = [s for s in self.sources if not (can_move(s, self.to) or (s, self.to) in AGAIN)]
+        if not self.sources or wrong:
+            raise ValueError(f"no move {wrong or '(from nowhere)'} → {self.to}")
+
+
+def forward(message_id: str, to: str, fields: Mapping | None = None, detail: str | None = None, *,
+            via: tuple[str, ...] = (), once_sent: bool = False, current: str | None = None) -> Transition:
+    """A forward move (an outcome, a bounce, an open): from any status it may follow
+    (`once_sent`, see sources_for), or only from `current` when the caller knows it."""
+    return Transition(message_id, to, (current,) if current else tuple(sources_for(to, once_sent=once_sent)),
+                      fields or {}, detail, via, entry=to)
+
+
+def fail(message_id: str, why: str) -> Transition:
+    """Final `failed`, the reason as `error` and in the history."""
+    return forward(message_id, "failed", {"error": why}, why)
+
+
+def promote(message_id: str) -> Transition:
+    """A scheduled message has come due (`queued_at` set)."""
+    return Transition(message_id, "queued", ("scheduled",), entry="queued")
+
+
+def cancel(message_id: str, *, current: str, detail: str | None = None) -> Transition:
+    """Final `cancelled`, from the status the caller saw (guarded on it): a scheduled
+    email cancelled by its sender, or a campaign's message not yet handed to SMTP."""
+    return forward(message_id, "cancelled", detail=detail, current=current)
+
+
+def claim(message_id: str, token: str, lease_until: str, *, lapsed_before: str | None = None,
+          own: bool = False) -> Transition:
+    """`sending` under our claim `token` until `lease_until`: a queued message; with
+    `lapsed_before`, one whose earlier claim's lease ran out before then (its worker
+    died); with `own`, one this token claimed already (the same job's retry)."""
+    guard = ({"lease_until": {"$lt": lapsed_before}} if lapsed_before else {"lease_token": token} if own else {})
+    return Transition(message_id, "sending", ("sending",) if guard else ("queued",),
+                      {"lease_token": token, "lease_until": lease_until}, guard=guard, stamped=False)
+
+
+def hold(message_id: str, token: str) -> Transition:
+    """Claimed by `token` but not tried (a throttle hold, too late in the lease): back to
+    `queued`, no attempt counted, no history."""
+    return Transition(message_id, "queued", ("sending",), {"lease_token": ""}, guard={"lease_token": token},
+                      stamped=False)
+
+
+def retry(message_id: str, token: str, note: str | None, *, progress: Mapping | None = None,
+          next_attempt_at: str = "") -> Transition:
+    """After a transient SMTP failure, under our claim `token`: back to `queued` with a
+    `deferred` history entry and one more attempt (real progress: `revivals` starts
+    over). `progress`: fields this attempt settled (`accepted_recipients`,
+    `refused_recipients`: never sent again; `deferred_since`). `next_attempt_at`: when
+    the attempt waits in the store (the scheduler enqueues its render when due), else
+    it rides the broker with its MIME."""
+    detail = (note or "") + (f"; next attempt at {next_attempt_at}" if next_attempt_at else "")
+    return Transition(message_id, "queued", ("sending",),
+                      {"lease_token": "", "last_error": note, "next_attempt_at": next_attempt_at, "revivals": 0,
+                       **(progress or {})},
+                      detail, guard={"lease_token": token}, inc={"attempts": 1}, entry="deferred", stamped=False)
+
+
+def revive(message_id: str, *, lapsed_before: str) -> Transition:
+    """The watchdog: `sending` past its lease (`lapsed_before`: its worker died, its MIME
+    is gone) back to `queued`, one more revival; a claim taken meanwhile stands."""
+    return Transition(message_id, "queued", ("sending",), {"lease_token": ""}, "send lease expired; sending again",
+                      guard={"lease_until": {"$lt": lapsed_before}}, inc={"revivals": 1}, entry="deferred",
+                      stamped=False)
+
+
+def give_up(message_id: str, why: str, *, lapsed_before: str | None = None) -> Transition:
+    """The watchdog ends a stalled message `failed`: a queued one, or (`lapsed_before`)
+    one still `sending` past its lease; guarded as in `revive`."""
+    if lapsed_before is None:
+        return forward(message_id, "failed", {"error": why}, why, current="queued")
+    return dataclasses.replace(forward(message_id, "failed", {"error": why}, why, current="sending"),
+                               guard={"lease_until": {"$lt": lapsed_before}})
+
+
+# What a message of a batch ends as, in the order a batch counts them (mongo.batches, views.batch).
+BATCH_OUTCOMES = ("delivered", "bounced", "failed", "suppressed", "cancelled")

@@ -80,7 +80,7 @@ class _Renderer:
                                     bg=c.get("backgroundColor", "#2563eb"), fg=c.get("textColor", "#ffffff"),
                                     radius=c.get("borderRadius", 6), full=c.get("fullWidth", False)), align=align)
 
-    def image(self, src, alt, width_px, *, max_width: float, extra: str = "") -> str:
+    def image(self, src, alt, width_px, *, extra: str = "") -> str:
         width_attr = f' width="{int(width_px)}"' if width_px else ""
         max_css = f"{int(width_px)}px" if width_px else "100%"
         return (f'<img src="{_a(safe_url(src))}" alt="{_a(alt)}"{width_attr} style="display:block;border:0;'
@@ -90,7 +90,7 @@ class _Renderer:
         requested = c.get("width", "auto")
         inner_width = width - 2 * PAD
         px = inner_width if requested == "full" else (min(requested, inner_width) if requested != "auto" else None)
-        img = self.image(c.get("src", ""), c.get("alt", ""), px, max_width=inner_width)
+        img = self.image(c.get("src", ""), c.get("alt", ""), px)
         if c.get("url"):
             img = f'<a href="{_a(safe_url(c["url"]))}" target="_blank">{img}</a>'
         align = c.get("alignment", "center")
@@ -147,7 +147,7 @@ class _Renderer:
         align = c.get("alignment", "left")
         item = (f'{{{{#if this.{f["image"]}}}}}'
                 + self.image(f'{{{{this.{f["image"]}}}}}', f'{{{{this.{f["title"]}}}}}', None,
-                             max_width=width, extra="margin-bottom:8px;")
+                             extra="margin-bottom:8px;")
                 + "{{/if}}"
                 f'<p style="margin:0 0 4px;font-family:{self.font};font-size:18px;font-weight:bold;">'
                 f'{{{{this.{f["title"]}}}}}</p>'
@@ -196,7 +196,7 @@ class _Renderer:
         photo = ""
         if c.get("imageUrl"):
             photo = ('<td valign="top" width="72" style="padding-right:16px;">'
-                     + self.image(c["imageUrl"], c.get("name", ""), 72, max_width=72, extra="border-radius:36px;")
+                     + self.image(c["imageUrl"], c.get("name", ""), 72, extra="border-radius:36px;")
                      + "</td>")
         name = _a(c.get("name", ""))
         if c.get("url"):

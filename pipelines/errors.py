@@ -49,40 +49,17 @@ class PostroomError(Exception):
         return {"error": error}
 
 
-class ValidationFailed(PostroomError):
-    status, code = 400, "validation_error"
-
-
-class ConfirmationRequired(PostroomError):
-    status, code = 400, "confirmation_required"
-
-
-class MissingFromEmail(PostroomError):
-    status, code = 400, "missing_from_email"
-
-
-class NoContent(PostroomError):
-    status, code = 400, "no_content"
-
-
-class InvalidSchedule(PostroomError):
-    status, code = 400, "invalid_schedule"
-
-
-class Unauthorized(PostroomError):
-    status, code = 401, "unauthorized"
-
-
-class Forbidden(PostroomError):
-    status, code = 403, "forbidden"
-
-
-class NotFound(PostroomError):
-    status, code = 404, "not_found"
-
-
-class Conflict(PostroomError):
-    status, code = 409, "conflict"
+# The plain kinds, one a line: a status and a default code are all that tells them apart.
+class ValidationFailed(PostroomError): status, code = 400, "validation_error"
+class ConfirmationRequired(PostroomError): status, code = 400, "confirmation_required"
+class MissingFromEmail(PostroomError): status, code = 400, "missing_from_email"
+class NoContent(PostroomError): status, code = 400, "no_content"
+class InvalidSchedule(PostroomError): status, code = 400, "invalid_schedule"
+class Unauthorized(PostroomError): status, code = 401, "unauthorized"
+class Forbidden(PostroomError): status, code = 403, "forbidden"
+class NotFound(PostroomError): status, code = 404, "not_found"
+class Conflict(PostroomError): status, code = 409, "conflict"
+class ServerError(PostroomError): status, code = 500, "internal_error"
 
 
 class RateLimited(PostroomError):
@@ -93,8 +70,8 @@ class RateLimited(PostroomError):
         self.retry_after = retry_after
 
 
-class ServerError(PostroomError):
-    status, code = 500, "internal_error"
+# Retry-After on a 503 (a dependency away): a store or broker restart takes seconds, not minutes.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
 
 class ServiceUnavailable(PostroomError):

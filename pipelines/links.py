@@ -22,6 +22,7 @@ import functools
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
@@ -93,27 +94,17 @@ def names_message_only(payload: dict) -> bool:
     return not payload.get("e") and not payload.get("c") and bool(payload.get("m"))
 
 
+def _route(pattern: str) -> Callable[[str, str], str]:
+    """A URL builder `(base_url, token) -> URL` for one recipient-facing route."""
+    def build(base_url: str, token: str) -> str:
+        return f"{base_url.rstrip('/')}/" + pattern.format(token)
+    return build
+
+
 # URL layout of the recipient-facing routes (served by front/routes/pages.py).
-def unsubscribe_url(base_url: str, token: str) -> str:
-    return f"{base_url.rstrip('/')}/u/{token}"
-
-
-def preferences_url(base_url: str, token: str) -> str:
-    return f"{base_url.rstrip('/')}/p/{token}"
-
-
-def open_pixel_url(base_url: str, token: str) -> str:
-    return f"{base_url.rstrip('/')}/t/o/{token}.gif"
-
-
-def click_url(base_url: str, token: str) -> str:
-    return f"{base_url.rstrip('/')}/t/c/{token}"
-
-
-def form_url(base_url: str, form_id: str) -> str:
-    """A form's hosted page (GET) and where any website posts submissions (POST)."""
-    return f"{base_url.rstrip('/')}/f/{form_id}"
-
-
-def form_confirm_url(base_url: str, token: str) -> str:
-    return f"{base_url.rstrip('/')}/f/confirm/{token}"
+unsubscribe_url = _route("u/{}")
+preferences_url = _route("p/{}")
+open_pixel_url = _route("t/o/{}.gif")
+click_url = _route("t/c/{}")
+form_url = _route("f/{}")  # a form's hosted page (GET) and where any website posts submissions (POST)
+form_confirm_url = _route("f/confirm/{}")

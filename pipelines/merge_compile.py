@@ -1,147 +1,147 @@
-"""Merge-tag AST → Jinja2 source → a compiled, sandboxed template, cached by content hash.
+"""Merge-tag AST → Python source → a compiled render function, cached by content hash.
 
-Every piece of user text is emitted as data: literal text inside `{% raw %}` blocks (split
-around any `{%` so a user's `{% endraw %}` cannot close them early) and constants as
-escaped string literals. Only the generated skeleton is Jinja syntax, so `{{7*7}}`,
-`{% for %}` or `{{ ''.__class__ }}` in a template come out as the characters written.
-Values are fetched by our own filters (dict keys and list indexes only, never attributes)
-inside an ImmutableSandboxedEnvironment, which is the second wall, not the first.
+Every piece of user text is emitted as data: literal text and constants as Python
+literals written by `repr`, keys likewise. Only the generated skeleton (list appends,
+`if`, `for` over our loop helper) is code, so `{{7*7}}`, `{% for %}` or
+`{{ ''.__class__ }}` in a template come out as the characters written. The function runs
+with no builtins and can reach only the value functions of pipelines/merge_values.py,
+which read dict keys and list indexes, never attributes.
 
-Filters and tests are bound once when Jinja compiles the module, so a render costs about
-what hand-written Jinja2 costs (bench/render measures it). Loops iterate a plain
-(index, items left, item) tuple instead of Jinja's `loop` object, whose attributes would
-go through the sandbox's checks. Every value written, and every loop and branch taken
-inside a loop, is charged to the message's RenderBudget (pipelines/render_budget.py)."""
+A render is one call building one list of pieces that is joined once, which costs less
+than hand-written Jinja2 (bench/render measures both). Every value written, and every
+loop and branch taken inside a loop, is charged to the message's RenderBudget
+(pipelines/render_budget.py)."""
 
 from __future__ import annotations
 
 import collections
 import hashlib
-import json
 import re
 import threading
 
 import markupsafe
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import merge_tags as mt
 from .loop_cost import cost
-from .merge_values import FILTERS, TESTS, compare, lookup, mt_loop, mt_out, mt_scoped, truthy
+from .merge_values import compare, lookup, mt_compare, mt_loop, mt_out, mt_scoped, mt_truthy, truthy
 from .render_budget import RenderBudget
 
 CACHE_SIZE = 512
-JINJA_MAX_DEPTH = 16     # deeper templates are interpreted (see CompiledTemplate)
-_ROOT = "D"              # the data, in the generated Jinja2
-_BUDGET = "B"            # the message's RenderBudget, in the generated Jinja2
+COMPILED_MAX_DEPTH = 16  # deeper templates are interpreted (see CompiledTemplate)
+_ROOT = "D"              # the data, in the generated Python
+_BUDGET = "B"            # the message's RenderBudget, in the generated Python
 _NEWLINE = re.compile(r"\r\n?")
 
 
-def _const(value) -> str:
-    """A Jinja literal for `value` that contains no delimiter characters."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    text = json.dumps(value, ensure_ascii=False)  # JSON escapes are ones Jinja decodes too
-    for char in "{}%#'":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return text
-
-
-def _raw(text: str) -> str:
-    pieces = text.split("{%")
-    out = "{% raw %}" + "{% endraw %}{{ '\\u007b%' }}{% raw %}".join(pieces) + "{% endraw %}"
-    return out.replace("{% raw %}{% endraw %}", "")
-
-
 class _Generator:
-    def __init__(self):
-        self.out: list[str] = []
+    """Python source for one template: a function `render(D, B)` returning the output as
+    a list of pieces (literal text as it is, each value as written: escaped in HTML)."""
+
+    def __init__(self, mode: str):
+        self.escape = mode == "html"
+        self.lines: list[str] = []
+        self.run: list[str] = []            # pieces not yet written out, in order
         self.loops: list[int] = []          # numbers of the enclosing loops, innermost last
+        self.depth = 1                      # indentation of the next line
 
     def operand(self, operand) -> str:
         if isinstance(operand, mt.Literal):
-            return _const(operand.value)
+            return repr(operand.value)
         ref = operand
-        keys = ", ".join(_const(k) for k in ref.keys)
         if ref.kind == "loop":
             n = self.loops[-1]
             return {"index": f"_i{n}", "first": f"(_i{n} == 0)", "last": f"(_r{n} == 0)"}[ref.keys[0]]
         if ref.kind == "this":
             item = f"_item{self.loops[-1]}"
-            return f"{item}|mt_get({keys})" if ref.keys else item
+            return f"lookup({item}, {ref.keys!r})" if ref.keys else item
         if not self.loops:
-            return f"{_ROOT}|mt_get({keys})"
+            return f"{_ROOT}.get({ref.keys[0]!r})" if len(ref.keys) == 1 else f"lookup({_ROOT}, {ref.keys!r})"
         scopes = ", ".join([*(f"_item{n}" for n in reversed(self.loops)), _ROOT])
-        return f"({scopes},)|mt_scoped({keys})"
+        return f"mt_scoped(({scopes},), *{ref.keys!r})"
 
     def condition(self, node: mt.If) -> str:
         """The test of an {{#if}}/{{#unless}}; inside a loop it charges the budget with what
         the branch it picks costs (outside loops each branch runs at most once)."""
         cond = node.condition
-        args = [] if cond.op is None else [_const(cond.op), self.operand(cond.right)]
         when_true, when_false = cost(node.body, len(self.loops)), cost(node.otherwise, len(self.loops))
         if node.negate:
             when_true, when_false = when_false, when_true
-        if self.loops and (any(when_true) or any(when_false)):
-            args += [_BUDGET, repr(when_true), repr(when_false)]
-        test = f"{self.operand(cond.left)} is " + ("mt_truthy" if cond.op is None else "mt_compare")
-        if args:
-            test += f"({', '.join(args)})"
-        return f"not ({test})" if node.negate else test
+        charge = f", {_BUDGET}, {when_true!r}, {when_false!r}" if self.loops and (any(when_true) or any(when_false)) else ""
+        left = self.operand(cond.left)
+        if cond.op is None:
+            test = f"mt_truthy({left}{charge})" if charge else f"truthy({left})"
+        else:
+            test = f"{'mt_compare' if charge else 'compare'}({left}, {cond.op!r}, {self.operand(cond.right)}{charge})"
+        return f"not {test}" if node.negate else test
+
+    def flush(self) -> None:
+        if self.run:
+            self.lines.append("    " * self.depth + f"o += ({', '.join(self.run)},)")
+            self.run = []
+
+    def line(self, text: str) -> None:
+        self.flush()
+        self.lines.append("    " * self.depth + text)
 
     def emit(self, nodes: list) -> None:
         for node in nodes:
             if isinstance(node, mt.Text):
-                self.out.append(_raw(node.text))
+                if node.text:
+                    self.run.append(repr(node.text))
             elif isinstance(node, mt.Var):
-                self.out.append("{{ %s|mt_out(%s, %s, %s) }}" % (
-                    self.operand(node.ref), _const(node.fallback), _const(node.format), _BUDGET))
+                value = f"mt_out({self.operand(node.ref)}, {node.fallback!r}, {node.format!r}, {_BUDGET})"
+                self.run.append(f"escape({value})" if self.escape else value)
             elif isinstance(node, mt.If):
-                self.out.append("{%% if %s %%}" % self.condition(node))
-                self.emit(node.body)
+                self.line(f"if {self.condition(node)}:")
+                self.block(node.body)
                 if node.otherwise:
-                    self.out.append("{% else %}")
-                    self.emit(node.otherwise)
-                self.out.append("{% endif %}")
+                    self.line("else:")
+                    self.block(node.otherwise)
             elif isinstance(node, mt.Each):
                 source = self.operand(node.ref)
                 n = len(self.loops) + 1
-                self.out.append("{%% for _i%d, _r%d, _item%d in %s|mt_loop(%s, %r, %r) %%}" % (
-                    n, n, n, source, _BUDGET, cost(node.body, n), cost(node.otherwise, n - 1)))
+                self.line(f"_l{n} = mt_loop({source}, {_BUDGET}, {cost(node.body, n)!r}, {cost(node.otherwise, n - 1)!r})")
+                self.line(f"for _i{n}, _r{n}, _item{n} in _l{n}:")
                 self.loops.append(n)
-                self.emit(node.body)
+                self.block(node.body)
                 self.loops.pop()
                 if node.otherwise:
-                    self.out.append("{% else %}")
-                    self.emit(node.otherwise)
-                self.out.append("{% endfor %}")
+                    self.line(f"if not _l{n}:")
+                    self.block(node.otherwise)
+
+    def block(self, nodes: list) -> None:
+        self.depth += 1
+        written = len(self.lines)
+        self.emit(nodes)
+        self.flush()
+        if len(self.lines) == written:   # a block that writes nothing
+            self.lines.append("    " * self.depth + "pass")
+        self.depth -= 1
 
 
-def to_jinja(nodes: list) -> str:
-    """The Jinja2 source for a parsed template (public so it can be read when debugging)."""
-    generator = _Generator()
+def to_python(nodes: list, mode: str) -> str:
+    """The Python source for a parsed template (public so it can be read when debugging)."""
+    generator = _Generator(mode)
     generator.emit(nodes)
-    return "".join(generator.out)
+    generator.flush()
+    return "\n".join([f"def render({_ROOT}, {_BUDGET}):", "    o = []", *generator.lines, "    return o"])
 
 
-def _environment(autoescape: bool) -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(autoescape=autoescape, keep_trailing_newline=True,
-                                        auto_reload=False, cache_size=0)
-    env.filters.update(FILTERS)
-    env.tests.update(TESTS)
-    return env
+# What generated code can reach: these functions and nothing else (no builtins).
+_NAMESPACE = {"__builtins__": {}, "escape": markupsafe.escape, "lookup": lookup, "mt_scoped": mt_scoped,
+              "mt_loop": mt_loop, "mt_out": mt_out, "truthy": truthy, "compare": compare,
+              "mt_truthy": mt_truthy, "mt_compare": mt_compare}
 
 
-# Bodies are HTML (values escaped); subjects and text parts are not HTML (values as-is).
-_ENVIRONMENTS = {"html": _environment(True), "text": _environment(False)}
+def _function(nodes: list, mode: str):
+    namespace = dict(_NAMESPACE)
+    exec(compile(to_python(nodes, mode), "<merge template>", "exec"), namespace)
+    return namespace["render"]
 
 
 def _normalise_newlines(nodes: list) -> None:
-    """CRLF and CR in template text become LF, as Jinja2 does, so both engines write the
-    same characters (and the budget counts what is written)."""
+    """CRLF and CR in template text become LF (as templates have always rendered), so
+    both engines write the same characters (and the budget counts what is written)."""
     for node in nodes:
         if isinstance(node, mt.Text):
             node.text = _NEWLINE.sub("\n", node.text)
@@ -150,16 +150,13 @@ def _normalise_newlines(nodes: list) -> None:
             _normalise_newlines(node.otherwise)
 
 
-def _shape(nodes: list) -> tuple[int, bool]:
-    """(how deep blocks nest, whether there is a loop)."""
-    depth, loops = 0, False
+def _depth(nodes: list) -> int:
+    """How deep blocks nest."""
+    depth = 0
     for node in nodes:
         if isinstance(node, (mt.If, mt.Each)):
-            body = _shape(node.body)
-            otherwise = _shape(node.otherwise)
-            depth = max(depth, 1 + body[0], 1 + otherwise[0])
-            loops = loops or isinstance(node, mt.Each) or body[1] or otherwise[1]
-    return depth, loops
+            depth = max(depth, 1 + _depth(node.body), 1 + _depth(node.otherwise))
+    return depth
 
 
 # --- the interpreter -------------------------------------------------------------------
@@ -206,47 +203,43 @@ def _interpret(nodes: list, data: dict, loops: list, escape, budget: RenderBudge
 class CompiledTemplate:
     """One template's compiled form: render it once per recipient.
 
-    Templates with loops are compiled to Jinja2, unless their blocks nest deeper than
-    JINJA_MAX_DEPTH: Python compiles at most 20 nested loops and 100 indentation levels,
-    and Jinja2's parser recurses per level. The others are interpreted from the parsed
-    tree: templates without loops (compiling costs milliseconds, and a transactional body
-    is often rendered once) and deep ones (up to MAX_NESTING_DEPTH; the interpreter
-    recurses once per level). The interpreter calls the same value functions (lookup,
-    mt_out, truthy, compare, mt_loop) with the same escaping and the same budget charges
-    as the generated Jinja2, so the output is the same."""
+    Templates are compiled to a Python function, unless their blocks nest deeper than
+    COMPILED_MAX_DEPTH (Python compiles at most 20 nested loops and 100 indentation
+    levels): those are interpreted from the parsed tree (up to MAX_NESTING_DEPTH; the
+    interpreter recurses once per level). The interpreter calls the same value functions
+    (lookup, mt_out, truthy, compare, mt_loop) with the same escaping and the same budget
+    charges as the generated code, so the output is the same."""
 
-    __slots__ = ("mode", "nodes", "_template", "digest")
+    __slots__ = ("mode", "nodes", "_function", "digest")
 
     def __init__(self, source: str, mode: str, digest: str = "", *, engine: str | None = None):
-        """`engine` ("jinja" or "interpreter") overrides the choice, for tests comparing them."""
+        """`engine` ("python" or "interpreter") overrides the choice, for tests comparing them."""
         self.mode = mode
         self.digest = digest
         self.nodes = mt.parse(source)
         _normalise_newlines(self.nodes)
         if engine is None:
-            depth, loops = _shape(self.nodes)
-            engine = "jinja" if loops and depth <= JINJA_MAX_DEPTH else "interpreter"
-        self._template = (_ENVIRONMENTS[mode].from_string(to_jinja(self.nodes)) if engine == "jinja" else None)
-
-    @property
-    def jinja_source(self) -> str:
-        """The generated Jinja2 source (for reading while debugging)."""
-        return to_jinja(self.nodes)
+            engine = "python" if _depth(self.nodes) <= COMPILED_MAX_DEPTH else "interpreter"
+        self._function = _function(self.nodes, mode) if engine == "python" else None
 
     @property
     def interpreted(self) -> bool:
-        return self._template is None
+        return self._function is None
+
+    def render_parts(self, data: dict, budget: RenderBudget | None = None) -> list[str]:
+        """The output for `data` as the pieces it is joined from: literal text as `str`,
+        each value written as what the mode makes of it (in HTML, escaped `Markup`)."""
+        budget = RenderBudget() if budget is None else budget
+        if self._function is not None and isinstance(data, dict):
+            return self._function(data, budget)
+        out: list = []
+        _interpret(self.nodes, data, [], markupsafe.escape if self.mode == "html" else str, budget, out)
+        return out
 
     def render(self, data: dict, budget: RenderBudget | None = None) -> str:
         """The output for `data`; raises RenderBudgetExceeded past a limit of `budget`
         (a fresh default budget when none is given)."""
-        budget = RenderBudget() if budget is None else budget
-        template = self._template
-        if template is not None:
-            return "".join(template.root_render_func(template.new_context({_ROOT: data, _BUDGET: budget})))
-        out: list = []
-        _interpret(self.nodes, data, [], markupsafe.escape if self.mode == "html" else str, budget, out)
-        return "".join(out)
+        return "".join(self.render_parts(data, budget))
 
     def mentions(self, *keys: str) -> bool:
         return mt.mentions(self.nodes, keys)
@@ -280,6 +273,6 @@ _CACHE = _Cache(CACHE_SIZE)
 
 def compile_template(source: str, mode: str = "html") -> CompiledTemplate:
     """Compile (or fetch from the cache) `source`. mode: `html` escapes values, `text` does not."""
-    if mode not in _ENVIRONMENTS:
+    if mode not in ("html", "text"):
         raise ValueError(f"unknown mode {mode!r}")
     return _CACHE.get(source, mode)

@@ -14,7 +14,7 @@ text: users paste all kinds of brace syntax and we must neither run it nor refus
 Block tags (`{{#…}}`, `{{/…}}`, `{{else}}`) and formats are strict: a typo there would
 silently change what the email says, so it is an error with a line and column. Blocks
 nest at most MAX_NESTING_DEPTH deep (pipelines/render_budget.py).
-pipelines/merge_compile.py turns the AST into sandboxed Jinja2."""
+pipelines/merge_compile.py turns the AST into a Python render function."""
 
 from __future__ import annotations
 

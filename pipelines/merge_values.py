@@ -38,10 +38,6 @@ def lookup(value, keys: tuple) -> object:
     return value
 
 
-def mt_get(value, *keys):
-    return lookup(value, keys)
-
-
 def mt_scoped(scopes: tuple, *keys):
     """A bare name inside {{#each}}: the innermost item that has it, else the root data
     (the root is the last scope), like Handlebars."""
@@ -194,7 +190,3 @@ def mt_compare(left, op: str, right, budget: RenderBudget | None = None, if_true
     if budget is not None:
         budget.spend(*(if_true if held else if_false))
     return held
-
-
-FILTERS = {"mt_get": mt_get, "mt_scoped": mt_scoped, "mt_loop": mt_loop, "mt_out": mt_out}
-TESTS = {"mt_truthy": mt_truthy, "mt_compare": mt_compare}

@@ -1,7 +1,7 @@
 """What to do with the SMTP outcomes of one send attempt: which messages are delivered,
 bounced, retried later or given up on, and what that emits (events, bounce records,
-batch and analytics counts). Plain values in, a plan out; the `send` actor applies it in
-a handful of bulk writes.
+batch and analytics counts). Plain values in, a plan out; the send workflow
+(pipelines/workflows/send_chunk.py) applies it in a handful of bulk writes.
 
 Per message, over its recipients (a message to several addresses is one SMTP
 transaction, and the server answers each RCPT on its own):
@@ -31,6 +31,7 @@ import datetime as dt
 
 from . import retry_schedule
 from .clock import iso, now_iso, parse_iso, utcnow
+from .delivery_status import Transition, fail, forward, retry
 from .transport import Outcome
 from .mail_streams import MARKETING_KINDS
 
@@ -39,7 +40,7 @@ DEFAULT_LIFETIME_SECONDS = 5 * 24 * 3600
 
 @dataclasses.dataclass
 class OutcomePlan:
-    transitions: list = dataclasses.field(default_factory=list)   # messages.advance tuples
+    transitions: list[Transition] = dataclasses.field(default_factory=list)  # the final moves
     events: list = dataclasses.field(default_factory=list)        # outbox documents
     finished: list = dataclasses.field(default_factory=list)      # (message, final outcome)
     retry_ids: list = dataclasses.field(default_factory=list)
@@ -50,10 +51,6 @@ class OutcomePlan:
     bounces: list = dataclasses.field(default_factory=list)       # synchronous 5xx, per recipient
     analytics: dict = dataclasses.field(default_factory=dict)     # {(workspace_id, day): Counter}
 
-    @property
-    def finished_ids(self) -> list[str]:
-        return [m["_id"] for m, _ in self.finished]
-
     def retries_by_broker_delay(self) -> dict[int, list[str]]:
         """The retries that ride the broker, grouped by their delay in ms."""
         groups: dict[int, list[str]] = {}
@@ -62,6 +59,12 @@ class OutcomePlan:
             if following.via_broker:
                 groups.setdefault(int(following.delay_seconds * 1000), []).append(mid)
         return groups
+
+    def retry_transitions(self, token: str, now: dt.datetime) -> list[Transition]:
+        """The retries back to `queued` under the claim `token` (delivery_status.retry)."""
+        due = self.retries_in_store(now)
+        return [retry(mid, token, self.retry_notes.get(mid), progress=self.retry_progress.get(mid),
+                      next_attempt_at=due.get(mid, "")) for mid in self.retry_ids]
 
     def retries_in_store(self, now: dt.datetime) -> dict[str, str]:
         """The retries that wait in the store: message id → when it is due."""
@@ -116,7 +119,7 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
         attempt = int(message.get("attempts") or 0)
         if outcomes is None:
             why = "rendered message missing"
-            plan.transitions.append((mid, "failed", {"error": why}, why))
+            plan.transitions.append(fail(mid, why))
             plan.finished.append((message, "failed"))
             continue
         now_accepted = [r for r, o in outcomes.items() if o.accepted]
@@ -152,24 +155,24 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
             response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
             extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
                      **({"undelivered_recipients": list(transient), "error": gave_up} if gave_up else {})}
-            plan.transitions.append((mid, "delivered", extra, gave_up or response, ("sent",)))
+            plan.transitions.append(forward(mid, "delivered", extra, gave_up or response, via=("sent",)))
             plan.events.append(_event(message, "email.sent", {"sent_at": now_iso()}))
             plan.events.append(_event(message, "email.delivered", {"smtp_response": response}))
             plan.finished.append((message, "delivered"))
             _count(plan, message, sends=1, delivered=1, **{_send_kind(message): 1})
         elif not gave_up and any(not o.local for o in permanent.values()):
             detail = _line(next(o for o in permanent.values() if not o.local))
-            plan.transitions.append((mid, "bounced", {"smtp_response": detail,
-                                                      "recipients_result": per_recipient, **settled}, detail))
+            plan.transitions.append(forward(mid, "bounced", {"smtp_response": detail,
+                                                             "recipients_result": per_recipient, **settled}, detail))
             plan.finished.append((message, "bounced"))
             _count(plan, message, sends=1, bounces=1, **{_send_kind(message): 1})
         elif not gave_up:  # refused here, for good (e.g. SMTPUTF8 needed and not offered)
             why = _line(next(iter(permanent.values()))) if permanent else "no recipient left to send to"
-            plan.transitions.append((mid, "failed", {"error": why, "recipients_result": per_recipient,
-                                                     **settled}, why))
+            plan.transitions.append(forward(mid, "failed", {"error": why, "recipients_result": per_recipient,
+                                                            **settled}, why))
             plan.finished.append((message, "failed"))
         else:
-            plan.transitions.append((mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
-                                                     **settled}, gave_up))
+            plan.transitions.append(forward(mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
+                                                            **settled}, gave_up))
             plan.finished.append((message, "failed"))
     return plan

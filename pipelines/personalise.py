@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+from collections.abc import Callable
 
 from . import links
 from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
@@ -24,7 +25,7 @@ from .merge_compile import CompiledTemplate, compile_template
 from .merge_tags import MergeTagError, parse
 from .merge_values import Lines
 from .render_budget import DEFAULT_MAX_OUTPUT_BYTES, MAX_LOOP_STEPS, RenderBudget, RenderedTooLarge
-from .text import clean_subject
+from .text import clean_subject, text_from_parts
 
 # What our additions to a client's HTML (compliance footer or postal address, open pixel,
 # click redirects) may add on top of rule 8's 256 KB, which is the client's part alone.
@@ -152,40 +153,55 @@ def recipient_data(*, contact: dict | None, email: str, template_data: dict | No
     return {**contact_fields(contact, email), **(template_data or {}), **system}
 
 
-def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> str:
+def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> tuple[str, list[str]]:
     """Rule 8's limit is on the client's part: the footer or postal address we added
     renders to bytes that do not count. The budget lets the body run up to our margin
     over the limit (stopping runaway output early); only a body that ends up over the
-    limit itself pays for measuring our part exactly."""
+    limit itself pays for measuring our part exactly. Also returns the pieces the HTML
+    is joined from (for its plain-text alternative)."""
     if compiled.html_footer is None:
-        return _render_part(compiled.html, data, budget, "HTML body", limit)
+        return _render_pieces(compiled.html, data, budget, "HTML body", limit)
     try:
-        out = _render_part(compiled.html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
+        out, pieces = _render_pieces(compiled.html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
         if len(out) * 4 > limit and len(out.encode()) - len(compiled.html_footer.render(data).encode()) > limit:
             budget.too_large()
     except RenderedTooLarge:
         raise RenderedTooLarge(f"the rendered HTML body is larger than {limit // 1024} KB once its merge tags "
                                "are filled (our footer and tracking not counted)") from None
-    return out
+    return out, pieces
+
+
+def _render_pieces(template: CompiledTemplate, data: dict, budget: RenderBudget, part: str,
+                   max_bytes: int) -> tuple[str, list[str]]:
+    """One part within `max_bytes`: stopped as it grows past the limit, then checked
+    exactly; and the pieces it is joined from."""
+    pieces = template.render_parts(data, budget.start(part, max_bytes))
+    out = "".join(pieces)
+    if len(out) * 4 > max_bytes and len(out.encode()) > max_bytes:   # encoding only when it could be over
+        budget.too_large()
+    return out, pieces
 
 
 def _render_part(template: CompiledTemplate, data: dict, budget: RenderBudget, part: str, max_bytes: int) -> str:
-    """One part within `max_bytes`: stopped as it grows past the limit, then checked exactly."""
-    out = template.render(data, budget.start(part, max_bytes))
-    if len(out) * 4 > max_bytes and len(out.encode()) > max_bytes:   # encoding only when it could be over
-        budget.too_large()
-    return out
+    return _render_pieces(template, data, budget, part, max_bytes)[0]
 
 
 def render_content(compiled: CompiledContent, data: dict, *, max_html_bytes: int | None = None,
-                   budget: RenderBudget | None = None) -> tuple[str, str | None, str | None]:
+                   budget: RenderBudget | None = None,
+                   html_as_sent: Callable[[list[str]], list[str]] | None = None) -> tuple[str, str | None, str | None]:
     """(subject, html, text) for one recipient, within one RenderBudget (pipelines/
     render_budget.py: loop iterations for the whole message, and each part at most
     `max_html_bytes`, rule 8's 256 KB by default). The subject is plain text: values are
-    not escaped, tags are stripped and CR/LF folded so nothing can inject a header."""
+    not escaped, tags are stripped and CR/LF folded so nothing can inject a header.
+    `html_as_sent`: the HTML's pieces → the pieces of the HTML the caller sends (what it
+    adds, e.g. an open pixel); given it, a message with HTML and no text gets the text
+    alternative `html_to_text` makes of the HTML sent, filled from the template's
+    skeleton (pipelines/text.py)."""
     limit = DEFAULT_MAX_OUTPUT_BYTES if max_html_bytes is None else max_html_bytes
     budget = RenderBudget() if budget is None else budget
     subject = clean_subject(_render_part(compiled.subject, data, budget, "subject", limit))
-    html = None if compiled.html is None else _render_html(compiled, data, budget, limit)
+    html, pieces = (None, None) if compiled.html is None else _render_html(compiled, data, budget, limit)
     text = None if compiled.text is None else _render_part(compiled.text, data, budget, "text body", limit)
+    if text is None and html and html_as_sent is not None:   # (an empty HTML body has an empty text part)
+        text = text_from_parts(html_as_sent(pieces))
     return subject, html, text

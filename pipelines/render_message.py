@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import logging
+from collections.abc import Callable
 
 from .clock import parse_iso, utcnow
 from .dkim import Signer, signer_key
@@ -37,6 +39,13 @@ class RenderContext:
     # signer_key(message) → the verified return-path host of its custom domain; absent:
     # bounces come back to the shared bounce domain
     return_paths: dict[str, str] = dataclasses.field(default_factory=dict)
+    # what message_content compiled for this job, by what it depends on: the messages of a
+    # job mostly share one template, and hashing its source per message costs more than this
+    compiled: dict[tuple, CompiledContent] = dataclasses.field(default_factory=dict)
+
+    def __getstate__(self) -> dict:
+        """Sent to a render process without what was compiled here (code, not data)."""
+        return {**self.__dict__, "compiled": {}}
 
 
 @dataclasses.dataclass
@@ -54,8 +63,12 @@ def message_content(message: dict, ctx: RenderContext) -> CompiledContent:
         if template is None:
             raise ValueError(f"template {message['template_id']} version {message.get('template_version')} is gone")
         html = template["html"]
-    return compile_content(message["subject"], html, message.get("text"), footer=message.get("footer", True),
-                           postal_address=stream_of(message) == MARKETING)
+    options = {"footer": message.get("footer", True), "postal_address": stream_of(message) == MARKETING}
+    key = (message["subject"], html, message.get("text"), *options.values())
+    compiled = ctx.compiled.get(key)
+    if compiled is None:
+        compiled = ctx.compiled[key] = compile_content(message["subject"], html, message.get("text"), **options)
+    return compiled
 
 
 def message_data(message: dict, ctx: RenderContext) -> dict:
@@ -84,6 +97,18 @@ def tracked_html(html: str, message: dict, s: Settings) -> str:
     return tracked
 
 
+def html_as_sent(message: dict, s: Settings) -> Callable[[list[str]], list[str]] | None:
+    """What is added to the rendered HTML's pieces before it is sent, when its text
+    alternative can be filled from the template's skeleton: nothing, or the open pixel.
+    A preheader (per-message text) or click redirects (per-message URLs in the text):
+    the text is derived from the final HTML, per message."""
+    if message.get("preview_text") or message.get("track_clicks"):
+        return None
+    if message.get("track_opens"):
+        return functools.partial(tracking_rewrite.open_pixel_parts, base_url=s.base_url)
+    return list
+
+
 def origination_date(message: dict) -> dt.datetime | None:
     """The Date header: when the message became due to send. Rendering again (a lost job,
     a retry held in the store) keeps the same Date, as it keeps the same Message-ID."""
@@ -91,14 +116,22 @@ def origination_date(message: dict) -> dt.datetime | None:
     return parse_iso(when) if isinstance(when, str) and when else None
 
 
-def render_one(message: dict, ctx: RenderContext) -> dict:
+def rendered_parts(message: dict, ctx: RenderContext) -> tuple[str, str | None, str | None, dict]:
+    """(subject, final HTML, text or None, merge fields) of one message."""
     s = ctx.settings
     fields = message_data(message, ctx)
-    subject, html, text = render_content(message_content(message, ctx), fields, max_html_bytes=s.max_html_bytes)
+    subject, html, text = render_content(message_content(message, ctx), fields, max_html_bytes=s.max_html_bytes,
+                                         html_as_sent=html_as_sent(message, s))
     if html is not None and message.get("preview_text"):  # automation emails' previewText
         html = with_preheader(html, compile_template(message["preview_text"], "text").render(fields))
     if html is not None:  # open pixel and click redirects, as the message's track_* flags ask
         html = tracked_html(html, message, s)
+    return subject, html, text, fields
+
+
+def render_one(message: dict, ctx: RenderContext) -> dict:
+    s = ctx.settings
+    subject, html, text, fields = rendered_parts(message, ctx)
     signing_domain = message.get("signing_domain") or s.shared_domain
     data = compose(
         message_id=message["_id"], from_address=message["from_address"],

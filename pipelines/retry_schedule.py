@@ -9,7 +9,7 @@ read (and documented) at a glance. Two schedules, one mechanism:
 
 Short waits ride the broker (a delayed message); longer ones wait in the store with a
 next-attempt time and the scheduler enqueues them when due, so no long-delayed message
-sits unacked in RabbitMQ (DESIGN.md). Which path a wait takes is decided on the table's
+sits unacked in RabbitMQ. Which path a wait takes is decided on the table's
 value, before `scale` (a test speed-up) is applied, so tests exercise both paths."""
 
 from __future__ import annotations
@@ -67,7 +67,3 @@ MAX_ATTEMPTS = WEBHOOKS.max_attempts
 def after_failure(attempts_made: int, scale: float = 1.0) -> NextAttempt | None:
     """The webhook schedule's next try (see RetrySchedule.after_failure)."""
     return WEBHOOKS.after_failure(attempts_made, scale)
-
-
-def total_span_seconds() -> int:
-    return sum(RETRY_DELAYS_SECONDS)

@@ -1,7 +1,7 @@
 """How rendered messages are cut into `send` jobs: each job bounded by count and by bytes.
 
-The rendered MIME rides the broker inside the job (actors/send.py), so a job of 100
-messages of a 200 KB template would be a 30 MB AMQP message; RabbitMQ 4 refuses anything
+The rendered MIME rides the broker inside the job (pipelines/workflows/send_chunk.py), so
+a job of 100 messages of a 200 KB template would be a 30 MB AMQP message; RabbitMQ 4 refuses anything
 over 16 MiB by default. Jobs are cut in order, closing one before the message that would
 take it past `max_bytes` (its JSON size, as the broker will carry it). A single message
 larger than the bound travels alone: the largest a send can make (the 256 KB HTML limit,
@@ -10,6 +10,7 @@ quoted-printable, with its text alternative) is about 2 MB, far under the broker
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 
 MAX_MESSAGES = 100
@@ -32,3 +33,9 @@ def chunks(rendered: list[dict], *, max_bytes: int, max_messages: int = MAX_MESS
         size += item_size
     if chunk:
         yield chunk
+
+
+def new_claim_token() -> str:
+    """A send job's claim token: fixed when the job is published, so a retry of the same
+    job takes its own claim back and a duplicate of it claims nothing."""
+    return uuid.uuid4().hex

@@ -54,3 +54,15 @@ def resolve_sender(*, from_email: str | None, from_name: str | None, reply_to: s
         return Sender(address, from_name, reply_to, domain, True)
     return Sender(f"{shared_local_part}@{shared_domain}", from_name, reply_to or address,
                   shared_domain, False)
+
+
+def workspace_sender(workspace: dict, *, from_email: str | None, from_name: str | None, reply_to: str | None,
+                     shared_domain: str, domains: dict[str, bool]) -> Sender:
+    """Who mail of `workspace` with these fields is from: its default address and its
+    local part on the shared domain fill what the fields leave out."""
+    return resolve_sender(
+        from_email=from_email, from_name=from_name, reply_to=reply_to,
+        default_from_email=workspace.get("default_from_email"),
+        shared_local_part=workspace.get("sending_local_part")
+        or workspace_local_part(workspace["name"], workspace["_id"]),
+        shared_domain=shared_domain, domains=domains)

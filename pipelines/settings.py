@@ -120,7 +120,3 @@ class Settings:
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)
-
-    @property
-    def api_base_url(self) -> str:
-        return self.base_url.rstrip("/") + "/api/v1"

@@ -202,5 +202,3 @@ def monthly_limit(workspace: dict, default_limit: int) -> int:
     return int(own) if isinstance(own, int) and not isinstance(own, bool) else default_limit
 
 
-def within_plan(used_after: int, limit: int) -> bool:
-    return limit <= 0 or used_after <= limit

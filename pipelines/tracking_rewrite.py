@@ -37,6 +37,24 @@ def add_open_pixel(markup: str, pixel_url: str) -> str:
     return markup[:at] + tag + markup[at:]
 
 
+def open_pixel_parts(parts: list[str], base_url: str) -> list[str]:
+    """The pieces of `add_open_pixel("".join(parts), url)` for the plain-text skeleton
+    (pipelines/text.py), with a stand-in for the pixel's URL: what tells one recipient's
+    pixel from another's is a token of URL-safe base64 inside the `<img>`'s quoted src,
+    which no step of `html_to_text` can read or be moved by, so every recipient's pixel
+    reads the same in text."""
+    pixel = pixel_tag(links.open_pixel_url(base_url, "token"))
+    ends = list(_BODY_END.finditer("".join(parts)))
+    if not ends:
+        return [*parts, pixel]
+    at, index = ends[-1].start(), 0
+    while at > len(parts[index]):
+        at -= len(parts[index])
+        index += 1
+    # `</body>` starts with `<`, never inside an escaped value: this splits literal text
+    return [*parts[:index], parts[index][:at], pixel, parts[index][at:], *parts[index + 1:]]
+
+
 def rewrite_links(markup: str, redirect: Callable[[str], str], keep_prefixes: tuple[str, ...] = ()) -> str:
     """Point each trackable `<a href>` at `redirect(original_url)`."""
     def one_href(match: re.Match) -> str:

@@ -21,8 +21,6 @@ EVENT_TYPES: tuple[str, ...] = (
 TEST_EVENT = "webhook.test"
 
 
-def is_event_type(name: str) -> bool:
-    return name in EVENT_TYPES
 
 
 # A free lease, and "not handed to the broker": a time before every real one.

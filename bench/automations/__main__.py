@@ -257,7 +257,7 @@ def main() -> int:
               f"for 6 steps each ({flow_wall / campaign_wall:.1f}× the campaign)")
 
         sizes = [int(n) for n in args.waiting.split(",")]
-        print(f"scheduler due pass, 100 due among waiting runs: ", end="", flush=True)
+        print("scheduler due pass, 100 due among waiting runs: ", end="", flush=True)
         times = due_pass_times(stack.store_url, sizes)
         print(", ".join(f"{n:,} waiting {t * 1000:.1f} ms" for n, t in times.items()))
     receiver.terminate()

@@ -1,13 +1,20 @@
-"""bench/campaign: one campaign to 100,000 contacts through the whole pipeline (front →
-RabbitMQ → campaigns fan-out → render → send) with two worker processes into a fast
-local SMTP sink, beside the bare aiosmtplib baseline of bench/send measured in the same run.
+"""bench/campaign: one campaign through the whole pipeline (front → RabbitMQ → campaigns
+fan-out → render → send) with worker processes into a fast local SMTP sink, beside the
+bare aiosmtplib baseline of bench/send measured in the same run.
 
-    .venv/bin/python -m bench.campaign [--contacts 100000] [--processes 2] [--threads 8]
+    .venv/bin/python -m bench.campaign [--contacts 100000 ...] [--processes 2] [--scale-out 1] [--threads 8]
 
-Starts its own embedded store, RabbitMQ vhost, front, scheduler and worker processes.
-Contacts are bulk-inserted into the store (set-up, not measured). Prints the time from
-the send call to its answer, the time until the sink accepted the last message,
-recipients per second, the baseline rate and each process group's CPU seconds."""
+Each audience size in `--contacts` is a run of its own: its own embedded store, RabbitMQ
+vhost, front, scheduler and worker processes. Contacts are bulk-inserted into the store
+(set-up, not measured). A run prints the time from the send call to its answer, the time
+until the sink accepted the last message, recipients per second, the baseline rate and
+each process group's CPU seconds and CPU per recipient. With several sizes the summary
+compares the CPU per recipient of the smallest and the largest (it must not grow with the
+audience); `--scale-out N` runs the smallest size again with N worker processes and
+prints the ratio of the two throughputs. Everything at once:
+
+    .venv/bin/python -m bench.campaign --contacts 10000 100000 --processes 2 --scale-out 1
+"""
 
 from __future__ import annotations
 
@@ -41,19 +48,13 @@ def seed_contacts(url: str, database: str, key: str, list_id: str, count: int) -
     asyncio.run(go())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.campaign")
-    parser.add_argument("--contacts", type=int, default=100_000)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
-    parser.add_argument("--baseline", type=int, default=20_000, help="messages the bare client sends")
-    args = parser.parse_args()
-    total, connections = args.contacts, args.connections * args.processes
-
+def run(total: int, processes: int, args: argparse.Namespace) -> dict:
+    """One campaign to `total` contacts on a fresh stack with `processes` worker processes."""
+    connections = args.connections * processes
+    print(f"=== {total:,} contacts, {processes} worker process(es)", flush=True)
     with Stack("postroom-bench-campaign-", args.connections, api_timeout_seconds=600) as stack:
         scheduler = stack.start("scheduler", ["scheduler"])
-        worker = stack.start("worker", ["worker", "--queues", "campaigns,render,send", "-p", str(args.processes),
+        worker = stack.start("worker", ["worker", "--queues", "campaigns,render,send", "-p", str(processes),
                                         "-t", str(args.threads)])
         api = stack.api
         members = api.post("/lists", json={"name": "Everyone"}).json()["data"]
@@ -96,7 +97,47 @@ def main() -> int:
         print(f"campaign status sent after: {completed - start:.1f}s")
         print(f"bare aiosmtplib baseline: {bare_rate:,.0f} msg/s; ratio campaign / baseline: {rate / bare_rate:.2f}")
         print_cpu("the campaign", used, wall)
-        return 0
+        print("CPU per recipient: " + ", ".join(f"{name} {sec / total * 1000:.2f} ms" for name, sec in used.items()),
+              flush=True)
+        return {"contacts": total, "processes": processes, "answer": answered - start, "rate": rate,
+                "bare_rate": bare_rate, "cpu": used}
+
+
+def pipeline_cpu_ms(result: dict) -> float:
+    """CPU per recipient of Postroom's processes (the sink is the measuring side)."""
+    return sum(sec for name, sec in result["cpu"].items() if name != "sink") / result["contacts"] * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.campaign")
+    parser.add_argument("--contacts", type=int, nargs="+", default=[100_000], help="audience sizes, a run each")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--scale-out", type=int, metavar="N",
+                        help="also run the smallest audience with N worker processes and compare throughputs")
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
+    parser.add_argument("--baseline", type=int, default=20_000, help="messages the bare client sends")
+    args = parser.parse_args()
+    sizes = sorted(set(args.contacts))
+    results = [run(total, args.processes, args) for total in sizes]
+    if args.scale_out is not None:
+        results.append(run(sizes[0], args.scale_out, args))
+    print("=== summary")
+    for r in results:
+        print(f"{r['contacts']:>9,} contacts, {r['processes']} process(es): send/api {r['answer']:.2f}s, "
+              f"{r['rate']:,.0f} recipients/s (baseline ratio {r['rate'] / r['bare_rate']:.2f}), "
+              f"{pipeline_cpu_ms(r):.2f} ms CPU a recipient (store "
+              f"{r['cpu']['store'] / r['contacts'] * 1000:.2f}, workers {r['cpu']['workers'] / r['contacts'] * 1000:.2f})")
+    if args.scale_out is not None:
+        base, other = results[0], results[-1]
+        print(f"scale-out at {base['contacts']:,}: {base['processes']} process(es) / {other['processes']} process(es) "
+              f"= {base['rate'] / other['rate']:.2f}× the throughput")
+    if len(sizes) > 1:
+        small, large = results[0], results[len(sizes) - 1]
+        print(f"CPU a recipient, {large['contacts']:,} vs {small['contacts']:,} contacts: "
+              f"{pipeline_cpu_ms(large):.2f} vs {pipeline_cpu_ms(small):.2f} ms "
+              f"({pipeline_cpu_ms(large) / pipeline_cpu_ms(small):.2f}×)")
+    return 0
 
 
 if __name__ == "__main__":

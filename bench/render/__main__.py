@@ -1,10 +1,12 @@
 """Render throughput of the merge-tag pipeline against two baselines, same run, same data.
 
     .venv/bin/python -m bench.render [--contacts 10000] [--repeat 3]
+    .venv/bin/python -m bench.render --stages [--contacts 2000]   # the send path's cost by stage
 
 A ~20 KB newsletter with a dozen merge tags, one conditional and a five-item loop is
 rendered once per contact by
-  1. ours: merge-tag source compiled once (pipelines.merge_compile), rendered N times;
+  1. ours: merge-tag source compiled once (pipelines.merge_compile: generated Python),
+     rendered N times;
   2. the ceiling: the same template hand-written in Jinja2 (plain Environment, autoescape);
   3. the floor: str.replace of each tag with its escaped value (the conditional and the
      loop hand-expanded in Python), the least work any approach can do.
@@ -24,6 +26,8 @@ from markupsafe import escape
 
 from bench.newsletter import OURS, _layout, contacts
 from pipelines.merge_compile import compile_template
+
+from . import stages
 
 HAND_JINJA = _layout(
     "<h1>Hello {{ firstName or 'there' }} {{ lastName|upper }}</h1><p>Account {{ email }} at {{ company }}, "
@@ -98,7 +102,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--contacts", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stages", action="store_true",
+                        help="instead: the send path's per-message cost by stage (bench/render/stages.py)")
     args = parser.parse_args()
+    if args.stages:
+        stages.run(args.contacts, args.repeat)
+        return
     data = contacts(args.contacts)
 
     compiled_at = time.perf_counter()
@@ -110,7 +119,7 @@ def main() -> None:
         assert a == b == c == join_render(d), "renderers disagree"
 
     rates = best_rates({
-        "ours (merge tags → sandboxed Jinja2)": ours.render,
+        "ours (merge tags → generated Python)": ours.render,
         "hand-written Jinja2 (ceiling)": lambda d: hand.render(**d),
         "str.replace (floor)": floor_render,
         "(context: pre-split join, no replace)": join_render,
@@ -121,8 +130,7 @@ def main() -> None:
     for name, rate in rates.items():
         print(f"  {name:<40} {rate:>10,.0f} renders/s")
     ours_rate, hand_rate = list(rates.values())[:2]
-    print(f"  ours / hand-written Jinja2 = {ours_rate / hand_rate:.2f}  "
-          f"(hand-written is {hand_rate / ours_rate:.2f}x ours; target ≤ 1.5x)")
+    print(f"  ours / hand-written Jinja2 = {ours_rate / hand_rate:.2f}  (bar: ≥ 1.0, aim ≥ 1.2)")
 
 
 if __name__ == "__main__":

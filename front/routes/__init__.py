@@ -1,33 +1,15 @@
 """One blueprint module per resource group; a blueprint is named after its permission area."""
 
-import importlib
+from . import (analytics, api_key, automations, bounces, campaigns, contacts, conversions, domains, email,
+               form_pages, forms, health, lists, pages, segments, suppressions, tags, templates, tracking,
+               webhooks)
 
-# Modules providing `bp`; features add theirs here.
-BLUEPRINT_MODULES = [
-    "front.routes.health",
-    "front.routes.api_key",
-    "front.routes.email",
-    "front.routes.contacts",
-    "front.routes.tags",
-    "front.routes.lists",
-    "front.routes.segments",
-    "front.routes.webhooks",
-    "front.routes.templates",
-    "front.routes.domains",
-    "front.routes.suppressions",
-    "front.routes.bounces",
-    "front.routes.analytics",
-    "front.routes.campaigns",
-    "front.routes.tracking",
-    "front.routes.conversions",
-    "front.routes.automations",
-    "front.routes.pages",
-    "front.routes.forms",
-    "front.routes.form_pages",
-]
+# Registered in this order; a feature adds its blueprint here.
+BLUEPRINTS = [health.bp, api_key.bp, email.bp, contacts.bp, tags.bp, lists.bp, segments.bp, webhooks.bp,
+              templates.bp, domains.bp, suppressions.bp, bounces.bp, analytics.bp, campaigns.bp, tracking.bp,
+              conversions.bp, automations.bp, pages.bp, forms.bp, form_pages.bp]
 
 
 def register_all(app) -> None:
-    for name in BLUEPRINT_MODULES:
-        module = importlib.import_module(name)
-        app.register_blueprint(module.bp)
+    for bp in BLUEPRINTS:
+        app.register_blueprint(bp)

@@ -14,18 +14,20 @@ from quart import Blueprint
 
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
-from mongo import contacts as contact_store
 from pipelines import automation_runs as run_rules
 from pipelines import automation_steps as step_rules
+from pipelines import views
 from pipelines.automation_triggers import TRIGGER_TYPES
 from pipelines.clock import now_iso
-from pipelines.errors import Conflict, NotFound, ServerError, ValidationFailed
+from pipelines.errors import Conflict, ServerError, ValidationFailed
 
+from ..audience import contact_or_404
 from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
                                  referring_step, successors_of_removed)
 from ..commerce_types import Metadata
 from ..enqueue import enqueue
-from ..pagination import PageQuery, page
+from ..lookup import found, no_such, owned
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Id, Strict
@@ -109,20 +111,13 @@ def _steps_path(index: int) -> str:
     return f"steps[{index}]"
 
 
-async def _automation_or_404(automation_id: str) -> dict:
-    doc = await automation_store.get(db(), caller().workspace_id, automation_id)
-    if doc is None:
-        raise NotFound("No such automation in this workspace.")
-    return doc
-
-
 def _changed_meanwhile() -> Conflict:
     return Conflict("The automation changed while this request was applied; read it again and retry.")
 
 
 async def _detail(doc: dict) -> dict:
     stats = await automation_store.run_stats(db(), doc["_id"])
-    out = automation_store.view(doc)
+    out = views.automation(doc)
     by_status = stats["by_status"]
     out["stats"] = {**{s: by_status.get(s, 0) for s in run_rules.STATUSES}, "total": sum(by_status.values())}
     for step in out["steps"]:
@@ -152,9 +147,9 @@ async def _save_steps(doc: dict, steps: list[dict], path_of) -> dict:
 @bp.get("/automations")
 @query(AutomationQuery)
 async def list_automations(params: AutomationQuery):
-    items, total = await automation_store.page(db(), caller().workspace_id, params.status,
-                                               limit=params.limit, offset=params.offset)
-    return page([automation_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    listed = await automation_store.page(db(), caller().workspace_id, params.status,
+                                         limit=params.limit, offset=params.offset)
+    return paged(listed, params, views.automation)
 
 
 @bp.post("/automations")
@@ -175,7 +170,7 @@ async def create_automation(data: CreateAutomation):
 @bp.get("/automations/<automation_id>")
 async def get_automation(automation_id: str):
     """The automation, its steps in order, and run statistics (per status; per step: at, passed, failed)."""
-    return one(await _detail(await _automation_or_404(automation_id)))
+    return one(await _detail(await owned(automation_store, automation_id, "automation")))
 
 
 _STATUS_MOVES = {("draft", "active"), ("active", "paused"), ("paused", "active")}
@@ -184,7 +179,7 @@ _STATUS_MOVES = {("draft", "active"), ("active", "paused"), ("paused", "active")
 @bp.patch("/automations/<automation_id>")
 @body(UpdateAutomation)
 async def update_automation(automation_id: str, data: UpdateAutomation):
-    doc = await _automation_or_404(automation_id)
+    doc = await owned(automation_store, automation_id, "automation")
     for field in ("name", "status", "trigger_type"):
         if field in data.model_fields_set and getattr(data, field) is None:
             raise ValidationFailed(f"{field}: must not be null.", path=field)
@@ -219,9 +214,7 @@ async def update_automation(automation_id: str, data: UpdateAutomation):
 @bp.delete("/automations/<automation_id>")
 async def delete_automation(automation_id: str):
     """Soft delete: gone from every read; its active and paused runs are cancelled."""
-    doc = await automation_store.soft_delete(db(), caller().workspace_id, automation_id)
-    if doc is None:
-        raise NotFound("No such automation in this workspace.")
+    await found(automation_store.soft_delete(db(), caller().workspace_id, automation_id), no_such("automation"))
     cancelled = await run_store.cancel_all(db(), automation_id, "the automation was deleted")
     return one({"id": automation_id, "deleted": True, "runs_cancelled": cancelled})
 
@@ -230,7 +223,7 @@ async def delete_automation(automation_id: str):
 @body(AddStep)
 async def add_step(automation_id: str, data: AddStep):
     """Insert a step at `position` (default: last); answers the step."""
-    doc = await _automation_or_404(automation_id)
+    doc = await owned(automation_store, automation_id, "automation")
     entries = [{"id": s["id"], "step_type": s["step_type"], "config": s["config"]} for s in doc["steps"]]
     position = len(entries) if data.position is None else min(data.position, len(entries))
     if data.id is not None and any(s["id"] == data.id for s in doc["steps"]):
@@ -241,7 +234,7 @@ async def add_step(automation_id: str, data: AddStep):
         return "" if index == position else f"steps[{index}]"
     steps = build_steps(entries, path_of, doc["steps"])
     saved = await _save_steps(doc, steps, path_of)
-    return one(automation_store.step_view(saved["steps"][position], position), 201)
+    return one(views.step(saved["steps"][position], position), 201)
 
 
 @bp.put("/automations/<automation_id>/steps")
@@ -249,17 +242,14 @@ async def add_step(automation_id: str, data: AddStep):
 async def replace_steps(automation_id: str, data: ReplaceSteps):
     """Batch update: the whole step list in its new order (reorder, update configs, add, and
     remove by leaving out). Answers the automation."""
-    doc = await _automation_or_404(automation_id)
+    doc = await owned(automation_store, automation_id, "automation")
     steps = build_steps([s.model_dump(exclude_none=True) for s in data.steps], _steps_path, doc["steps"])
     saved = await _save_steps(doc, steps, _steps_path)
     return one(await _detail(saved))
 
 
-def _step_or_404(doc: dict, step_id: str) -> int:
-    position = step_rules.position_of(doc["steps"], step_id)
-    if position is None:
-        raise NotFound("No such step in this automation.")
-    return position
+async def _step_position(doc: dict, step_id: str) -> int:
+    return await found(step_rules.position_of(doc["steps"], step_id), "No such step in this automation.")
 
 
 @bp.patch("/automations/<automation_id>/steps/<step_id>")
@@ -267,8 +257,8 @@ def _step_or_404(doc: dict, step_id: str) -> int:
 async def update_step(automation_id: str, step_id: str, data: UpdateStep):
     """Change a step's type (its config starts from the new type's defaults), its config
     (merged over the current one) or its position. Runs at the step stay at it."""
-    doc = await _automation_or_404(automation_id)
-    position = _step_or_404(doc, step_id)
+    doc = await owned(automation_store, automation_id, "automation")
+    position = await _step_position(doc, step_id)
     entries = [{"id": s["id"], "step_type": s["step_type"]} for s in doc["steps"]]
     entries[position] = {"id": step_id, **data.model_dump(include=data.model_fields_set - {"position"},
                                                           exclude_none=True)}
@@ -281,14 +271,14 @@ async def update_step(automation_id: str, step_id: str, data: UpdateStep):
         return "" if index == target else f"steps[{index}]"
     steps = build_steps(entries, path_of, doc["steps"])
     saved = await _save_steps(doc, steps, path_of)
-    return one(automation_store.step_view(saved["steps"][target], target))
+    return one(views.step(saved["steps"][target], target))
 
 
 @bp.delete("/automations/<automation_id>/steps/<step_id>")
 async def delete_step(automation_id: str, step_id: str):
     """Remove a step; the others close up. Runs at it move on to the step that followed."""
-    doc = await _automation_or_404(automation_id)
-    _step_or_404(doc, step_id)
+    doc = await owned(automation_store, automation_id, "automation")
+    await _step_position(doc, step_id)
     remaining = [s for s in doc["steps"] if s["id"] != step_id]
     referring = referring_step(remaining, {step_id})
     if referring:
@@ -304,17 +294,11 @@ async def delete_step(automation_id: str, step_id: str):
 async def trigger(automation_id: str, data: TriggerRun):
     """Start a run for one contact now (any trigger type; re-entry rules apply). 201 with the run;
     404 contact_not_found; 409 conflict when the automation is not active or re-entry refuses."""
-    doc = await _automation_or_404(automation_id)
+    doc = await owned(automation_store, automation_id, "automation")
     if (data.contact_id is None) == (data.email is None):
         raise ValidationFailed("Give exactly one of contact_id or email.",
                                path="email" if data.email is not None else "contact_id")
-    workspace_id = caller().workspace_id
-    if data.contact_id is not None:
-        contact, path = await contact_store.get(db(), workspace_id, data.contact_id), "contact_id"
-    else:
-        contact, path = await contact_store.find_by_email(db(), workspace_id, data.email), "email"
-    if contact is None:
-        raise NotFound("No such contact in this workspace.", code="contact_not_found", path=path)
+    contact = await contact_or_404(contact_id=data.contact_id, email=data.email, email_path="email")
     if doc["status"] != "active":
         raise Conflict(f"The automation is {doc['status']}; only an active automation starts runs.")
     [started] = await run_store.start_many(db(), [run_store.StartRequest(
@@ -324,7 +308,7 @@ async def trigger(automation_id: str, data: TriggerRun):
         raise Conflict(f"The contact is in this automation already or has been through it "
                        f"(reentry: {doc['trigger_config'].get('reentry')}).")
     await _hand_to_engine(started.run)
-    return one(run_rules.view(started.run, doc["steps"]), 201)
+    return one(views.run(started.run, doc["steps"]), 201)
 
 
 async def _hand_to_engine(run: dict) -> None:
@@ -332,9 +316,8 @@ async def _hand_to_engine(run: dict) -> None:
     hands the run over once its hand-off grace is out, so the request still succeeds."""
     if run["status"] != "active":
         return
-    from actors.automations import advance_runs
     try:
-        await enqueue(advance_runs, [run["_id"]])
+        await enqueue(lambda publisher: publisher.advance_runs([run["_id"]]))
     except ServerError:
         log.warning("run %s stored; the scheduler will hand it to the engine", run["_id"])
 
@@ -343,25 +326,21 @@ async def _hand_to_engine(run: dict) -> None:
 @query(RunQuery)
 async def list_runs(automation_id: str, params: RunQuery):
     """The automation's runs, newest first: contact, status, current step, history, next wake-up, error."""
-    doc = await _automation_or_404(automation_id)
-    items, total = await run_store.page(db(), automation_id, params.status, limit=params.limit,
-                                        offset=params.offset)
-    return page([run_rules.view(r, doc["steps"]) for r in items], total=total, limit=params.limit,
-                offset=params.offset)
+    doc = await owned(automation_store, automation_id, "automation")
+    listed = await run_store.page(db(), automation_id, params.status, limit=params.limit, offset=params.offset)
+    return paged(listed, params, lambda r: views.run(r, doc["steps"]))
 
 
 @bp.post("/automations/<automation_id>/runs/<run_id>/cancel")
 async def cancel_run(automation_id: str, run_id: str):
     """An active or paused run → cancelled; any other status is 409 conflict."""
-    doc = await _automation_or_404(automation_id)
+    doc = await owned(automation_store, automation_id, "automation")
     workspace_id = caller().workspace_id
     for _ in range(5):  # a worker may move the run between our read and our write: read again
-        run = await run_store.get(db(), workspace_id, automation_id, run_id)
-        if run is None:
-            raise NotFound("No such run of this automation.")
+        run = await found(run_store.get(db(), workspace_id, automation_id, run_id), "No such run of this automation.")
         if run["status"] not in run_rules.OPEN_STATUSES:
             raise Conflict(f"The run is {run['status']}; only an active or paused run can be cancelled.")
         if await run_store.cancel(db(), run, "cancelled through the API"):
             [run] = await run_store.load(db(), [run_id])
-            return one(run_rules.view(run, doc["steps"]))
+            return one(views.run(run, doc["steps"]))
     raise _changed_meanwhile()

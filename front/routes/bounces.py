@@ -10,10 +10,12 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 from quart import Blueprint
 
 from mongo import bounces as bounce_store
+from pipelines import views
 from pipelines.clock import iso, parse_iso
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines.errors import ValidationFailed
 
-from ..pagination import PageQuery, page
+from ..lookup import owned
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress
@@ -60,31 +62,18 @@ class BounceQuery(PageQuery):
                                 "date meaning the end of that day (UTC), so since=until=a date lists that day.")
 
 
-def view(doc: dict) -> dict:
-    return {
-        "id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
-        "type": doc["type"], "category": doc.get("category") or None, "kind": doc["kind"], "smtp_status": doc["smtp_status"] or None,
-        "diagnostic_code": doc["diagnostic_code"] or None, "isp_name": doc["isp_name"] or None,
-        "source": doc["source"], "action": doc["action"] or None,
-        "reporting_mta": doc["reporting_mta"] or None, "feedback_type": doc["feedback_type"] or None,
-        "created_at": doc["created_at"],
-    }
-
-
 @bp.get("/bounces")
 @query(BounceQuery)
 async def list_bounces(params: BounceQuery):
     if params.since and params.until and params.since >= params.until:
         raise ValidationFailed("until: must be later than since.", path="until")
-    docs, total = await bounce_store.list_page(
+    listed = await bounce_store.list_page(
         db(), caller().workspace_id, type_=params.type, kind=params.kind, email=params.email,
         since=params.since, until=params.until, limit=params.limit, offset=params.offset)
-    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+    return paged(listed, params, views.bounce)
 
 
 @bp.get("/bounces/<bounce_id>")
 async def get_bounce(bounce_id: str):
-    doc = await bounce_store.get(db(), caller().workspace_id, bounce_id)
-    if doc is None:
-        raise NotFound("No such bounce in this workspace.")
-    return one(view(doc))
+    doc = await owned(bounce_store, bounce_id, "bounce")
+    return one(views.bounce(doc))

@@ -8,17 +8,17 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
-from actors.campaigns import cancel_campaign_messages, fan_out_campaign
-from mongo import campaign_audience
 from mongo import campaigns as campaign_store
-from pipelines import campaign_fanout, campaign_stats
-from pipelines.clock import iso, now_iso, utcnow
-from pipelines.errors import Conflict, InvalidSchedule, NotFound, ValidationFailed
+from pipelines import campaign_stats, views
+from pipelines.clock import future_within, iso, now_iso
+from pipelines.errors import Conflict, ValidationFailed
 from pipelines.ids import new_uuid
+from pipelines.workflows import cancel_campaign, start_campaign
 
 from ..enqueue import enqueue
 from ..idempotency import idempotent
-from ..pagination import PageQuery, page
+from ..lookup import owned
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, Id, Strict
@@ -56,28 +56,6 @@ class ScheduleCampaign(Strict):
     send_at: dt.datetime = Field(description="ISO 8601; in the future and within 365 days.")
 
 
-def campaign_view(doc: dict) -> dict:
-    stats = campaign_stats.stats(doc)
-    return {
-        "id": doc["_id"], "name": doc["name"], "subject": doc["subject"],
-        "template_id": doc["template_id"], "list_id": doc["list_id"], "segment_id": doc["segment_id"],
-        "status": doc["status"], "from_email": doc["from_email"], "from_name": doc["from_name"],
-        "reply_to": doc["reply_to"], "track_opens": doc["track_opens"], "track_clicks": doc["track_clicks"],
-        "scheduled_at": doc.get("send_at"), "created_at": doc["created_at"], "updated_at": doc["updated_at"],
-        "started_at": doc.get("started_at"), "completed_at": doc.get("completed_at"),
-        "cancelled_at": doc.get("cancelled_at"), "failure_reason": doc.get("failure_reason"),
-        "total_recipients": doc.get("total_recipients", 0), "batches_queued": doc.get("batches_queued", 0),
-        "stats": stats, "rates": campaign_stats.rates(stats), "stats_at": doc.get("stats_at"),
-    }
-
-
-async def _existing(campaign_id: str) -> dict:
-    doc = await campaign_store.get(db(), caller().workspace_id, campaign_id)
-    if doc is None:
-        raise NotFound("No such campaign in this workspace.")
-    return doc
-
-
 @bp.post("/campaigns")
 @idempotent()
 @body(CreateCampaign)
@@ -86,10 +64,10 @@ async def create(data: CreateCampaign):
         raise ValidationFailed("Give exactly one of list_id or segment_id.",
                                path="segment_id" if data.list_id else "list_id")
     who = caller()
-    await campaign_audience.check_references(db(), who.workspace_id, data.template_id,
-                                             data.list_id, data.segment_id)
-    await campaign_audience.resolve_sender(db(), who.workspace, data.from_email, data.from_name,
-                                           data.reply_to, shared_domain=settings().shared_domain)
+    await start_campaign.check_references(db(), who.workspace_id, data.template_id,
+                                          data.list_id, data.segment_id)
+    await start_campaign.resolve_sender(db(), who.workspace, data.from_email, data.from_name,
+                                        data.reply_to, shared_domain=settings().shared_domain)
     now = now_iso()
     doc = {
         "_id": new_uuid(), "workspace_id": who.workspace_id, "key_id": who.key_id,
@@ -99,39 +77,32 @@ async def create(data: CreateCampaign):
         **{counter: 0 for counter in campaign_stats.COUNTERS},
     }
     await campaign_store.insert(db(), doc)
-    return one(campaign_view(doc), 201)
+    return one(views.campaign(doc), 201)
 
 
 @bp.get("/campaigns")
 @query(CampaignQuery)
 async def list_campaigns(params: CampaignQuery):
-    items, total = await campaign_store.list_page(db(), caller().workspace_id, params.status,
-                                                  params.limit, params.offset)
-    return page([campaign_view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    listed = await campaign_store.list_page(db(), caller().workspace_id, params.status,
+                                            params.limit, params.offset)
+    return paged(listed, params, views.campaign)
 
 
 @bp.get("/campaigns/<uuid:campaign_id>")
 async def read(campaign_id: str):
-    doc = await _existing(campaign_id)
+    doc = await owned(campaign_store, campaign_id, "campaign")
     if doc["status"] in ("sending", "sent", "cancelled") and doc.get("total_recipients", 0) <= LIVE_STATS_MAX_RECIPIENTS:
         doc["status_counts"] = await campaign_store.refresh_status_counts(db(), doc["_id"])
         doc["stats_at"] = now_iso()
-    return one(campaign_view(doc))
+    return one(views.campaign(doc))
 
 
 @bp.post("/campaigns/<uuid:campaign_id>/send/api")
 @idempotent(required=True)
 async def send(campaign_id: str):
-    doc = await _existing(campaign_id)
-    if doc["status"] not in campaign_fanout.STARTABLE:
-        raise Conflict(f"The campaign is {doc['status']}; only a draft or scheduled campaign can be sent.")
-    who = caller()
-    started = await campaign_audience.begin_sending(db(), who.workspace, doc, key_id=who.key_id,
-                                                    sandbox=who.sandbox, settings=settings())
-    if started is None:
-        raise Conflict("The campaign was started by another request; it is sent once.")
-    if not started["fanout_done"]:
-        await enqueue(fan_out_campaign, started["_id"], 0)
+    doc, who = await owned(campaign_store, campaign_id, "campaign"), caller()
+    started = await enqueue(lambda publisher: start_campaign.start(
+        db(), settings(), publisher, who.workspace, doc, key_id=who.key_id, sandbox=who.sandbox))
     return one({"campaign_id": started["_id"], "status": started["status"],
                 "total_recipients": started["total_recipients"],
                 "batches_queued": started["batches_queued"]}, 202)
@@ -140,27 +111,15 @@ async def send(campaign_id: str):
 @bp.post("/campaigns/<uuid:campaign_id>/schedule")
 @body(ScheduleCampaign)
 async def schedule(campaign_id: str, data: ScheduleCampaign):
-    doc = await _existing(campaign_id)
-    when = data.send_at if data.send_at.tzinfo else data.send_at.replace(tzinfo=dt.timezone.utc)
-    now = utcnow()
-    if when <= now:
-        raise InvalidSchedule("send_at must be in the future.", path="send_at")
-    if when - now > MAX_SCHEDULE_AHEAD:
-        raise InvalidSchedule("send_at must be within 365 days from now.", path="send_at")
+    doc = await owned(campaign_store, campaign_id, "campaign")
+    when = future_within(data.send_at, MAX_SCHEDULE_AHEAD, "365 days", path="send_at")
     scheduled = await campaign_store.schedule(db(), caller().workspace_id, campaign_id, iso(when))
     if scheduled is None:
         raise Conflict(f"The campaign is {doc['status']}; only a draft or scheduled campaign can be scheduled.")
-    return one(campaign_view(scheduled))
+    return one(views.campaign(scheduled))
 
 
 @bp.post("/campaigns/<uuid:campaign_id>/cancel")
 async def cancel(campaign_id: str):
-    doc = await _existing(campaign_id)
-    if doc["status"] == "cancelled":
-        return one(campaign_view(doc))
-    cancelled = await campaign_store.cancel(db(), caller().workspace_id, campaign_id)
-    if cancelled is None:
-        raise Conflict(f"The campaign is {doc['status']}; only a scheduled or sending campaign can be cancelled.")
-    if doc["status"] == "sending":
-        await enqueue(cancel_campaign_messages, campaign_id)
-    return one(campaign_view(cancelled))
+    doc = await owned(campaign_store, campaign_id, "campaign")
+    return one(views.campaign(await enqueue(lambda publisher: cancel_campaign.cancel(db(), publisher, doc))))

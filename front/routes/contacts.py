@@ -10,16 +10,26 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 from quart import Blueprint, request
 
+from front.audience import members_filter
 from mongo import activity as activity_store
-from mongo import contact_removal
+from mongo import contact_import, contact_removal
 from mongo import contacts as contact_store
 from mongo import lists as list_store
+from mongo import lists as lists_store
+from mongo import segments as segment_store
+from mongo import tags as tag_store
+from pipelines import views
 from pipelines.clock import in_seconds, now_iso
+from pipelines.contact_csv import HeaderError, export_header, export_row, read_rows
 from pipelines.contact_search import search_filter
-from pipelines.errors import ConfirmationRequired, Conflict, NotFound, ValidationFailed
+from pipelines.errors import ConfirmationRequired, Conflict, ValidationFailed
+from pipelines.segment_rules import compile_conditions
+from pipelines.workflows import update_contact as updating
 
-from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, list_or_404
-from ..pagination import PageQuery, page
+from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page
+from ..enqueue import enqueue
+from ..lookup import deleted, found, owned
+from ..pagination import PageQuery, page, paged
 from ..responses import one, streamed
 from ..runtime import caller, db
 from ..types import EmailAddress, Id, Name100, Strict, Uuid
@@ -82,13 +92,6 @@ class ActivityQuery(PageQuery):
         None, description="contacts.delete_all or contacts.restore.")
 
 
-async def _contact_or_404(contact_id: str) -> dict:
-    doc = await contact_store.get(db(), caller().workspace_id, contact_id)
-    if doc is None:
-        raise NotFound("No such contact in this workspace.")
-    return doc
-
-
 def _duplicate() -> Conflict:
     return Conflict("A contact with this email already exists in this workspace.", code="duplicate")
 
@@ -97,16 +100,14 @@ def _duplicate() -> Conflict:
 @query(ContactQuery)
 async def list_contacts(params: ContactQuery):
     condition = search_filter(params.search, subscribed=params.subscribed, bounced=params.bounced)
-    items, total = await contact_store.page(db(), caller().workspace_id, condition,
-                                            limit=params.limit, offset=params.offset)
-    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    return await contacts_page(condition, params)
 
 
 @bp.post("/contacts")
 @body(CreateContact)
 async def create_contact(data: CreateContact):
     check_attributes(data.attributes)
-    target = await list_or_404(data.list_id) if data.list_id is not None else None
+    target = await owned(list_store, data.list_id, "list") if data.list_id is not None else None
     if target is not None and target["type"] != "static":
         raise ValidationFailed("list_id: contacts join a dynamic list by matching its conditions.",
                                path="list_id")
@@ -121,22 +122,20 @@ async def create_contact(data: CreateContact):
 
 @bp.get("/contacts/<uuid:contact_id>")
 async def get_contact(contact_id: str):
-    return one(await contact_with_lists(await _contact_or_404(contact_id)))
+    return one(await contact_with_lists(await owned(contact_store, contact_id, "contact")))
 
 
 @bp.patch("/contacts/<uuid:contact_id>")
 @body(UpdateContact)
 async def update_contact(contact_id: str, data: UpdateContact):
-    current = await _contact_or_404(contact_id)
+    current = await owned(contact_store, contact_id, "contact")
     fields = data.model_dump(include=data.model_fields_set - {"attributes"})
     attributes = data.attributes if "attributes" in data.model_fields_set else {}
     check_attributes(attributes)
     if not fields and not attributes:
         return one(await contact_with_lists(current))
-    doc = await contact_store.update(
-        db(), caller().workspace_id, contact_id, fields=fields,
-        set_attributes={k: v for k, v in attributes.items() if v is not None},
-        unset_attributes=[k for k, v in attributes.items() if v is None], max_attributes=MAX_ATTRIBUTES)
+    doc = await updating.update(db(), caller().workspace_id, contact_id, fields=fields,
+                                attributes=attributes, max_attributes=MAX_ATTRIBUTES)
     if doc is None:
         raise _duplicate()
     return one(await contact_with_lists(doc))
@@ -144,9 +143,7 @@ async def update_contact(contact_id: str, data: UpdateContact):
 
 @bp.delete("/contacts/<uuid:contact_id>")
 async def delete_contact(contact_id: str):
-    if not await contact_store.delete(db(), caller().workspace_id, contact_id):
-        raise NotFound("No such contact in this workspace.")
-    return one({"id": contact_id, "deleted": True})
+    return await deleted(contact_store.delete(db(), caller().workspace_id, contact_id), contact_id, "contact")
 
 
 @bp.post("/contacts/bulk-delete")
@@ -175,9 +172,8 @@ async def delete_all(data: DeleteAll):
 @body(Restore)
 async def restore(data: Restore):
     """Undo a delete-all within 30 days; answers {deletion_id, restored, skipped, activity_id}."""
-    entry = await contact_removal.find_deletion(db(), caller().workspace_id, data.deletion_id)
-    if entry is None:
-        raise NotFound("No delete-all to restore in this workspace.")
+    entry = await found(contact_removal.find_deletion(db(), caller().workspace_id, data.deletion_id),
+                        "No delete-all to restore in this workspace.")
     if not contact_removal.restorable(entry):
         raise Conflict(f"The restore window of this delete-all ended at {entry['details']['restorable_until']}.")
     done = await contact_removal.restore(db(), caller().workspace_id, entry, caller().key_id)
@@ -188,9 +184,9 @@ async def restore(data: Restore):
 @query(ActivityQuery)
 async def activity_log(params: ActivityQuery):
     """The workspace activity log (delete-all and restore), newest first."""
-    items, total = await activity_store.page(db(), caller().workspace_id, params.action,
-                                             limit=params.limit, offset=params.offset)
-    return page([activity_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    listed = await activity_store.page(db(), caller().workspace_id, params.action,
+                                       limit=params.limit, offset=params.offset)
+    return paged(listed, params, views.activity)
 
 
 @bp.get("/contacts/duplicates")
@@ -199,13 +195,13 @@ async def duplicates(params: DuplicatesQuery):
     """Contacts in two or more static lists, each with its lists [{id, name}]."""
     condition: dict = {"$expr": {"$gte": [{"$size": "$lists"}, 2]}}
     if params.list_id is not None:
-        await list_or_404(params.list_id)
+        await owned(list_store, params.list_id, "list")
         condition = {"$and": [{"lists": params.list_id}, condition]}
     items, total = await contact_store.page(db(), caller().workspace_id, condition,
                                             limit=params.limit, offset=params.offset)
     ids = sorted({i for d in items for i in d["lists"]})
     names = {d["_id"]: d["name"] for d in await list_store.get_many(db(), caller().workspace_id, ids)}
-    data = [{**contact_store.view(d), "lists": [{"id": i, "name": names[i]} for i in d["lists"] if i in names]}
+    data = [{**views.contact(d), "lists": [{"id": i, "name": names[i]} for i in d["lists"] if i in names]}
             for d in items]
     return page(data, total=total, limit=params.limit, offset=params.offset)
 
@@ -234,11 +230,6 @@ async def start_import(params: ImportQuery):
     Upserts by address. Answers 202 with a job to poll at GET /contacts/import/{job_id};
     per-row errors (with line numbers) are in the job. A file that cannot be imported at
     all (no email column, a bad column name, not UTF-8) is refused with 400 here."""
-    from mongo import contact_import
-    from mongo import tags as tag_store
-    from pipelines.contact_csv import HeaderError, read_rows
-
-    from ..enqueue import enqueue
     data = await request.get_data()
     try:
         text = data.decode("utf-8-sig")
@@ -247,18 +238,17 @@ async def start_import(params: ImportQuery):
         raise ValidationFailed("body: the CSV file must be UTF-8.", path="body") from None
     except HeaderError as error:
         raise ValidationFailed(f"body: {error}.", path="body") from None
-    target = await list_or_404(params.list_id) if params.list_id is not None else None
+    target = await owned(list_store, params.list_id, "list") if params.list_id is not None else None
     if target is not None and target["type"] != "static":
         raise ValidationFailed("list_id: contacts join a dynamic list by matching its conditions.", path="list_id")
-    if params.tag_id is not None and await tag_store.get(db(), caller().workspace_id, params.tag_id) is None:
-        raise NotFound("No such tag in this workspace.")
+    if params.tag_id is not None:
+        await owned(tag_store, params.tag_id, "tag")
     job = await contact_import.create_job(db(), caller().workspace_id, "import", list_id=params.list_id,
                                           tag_id=params.tag_id, file_bytes=len(data), file_chunks=0)
     chunks = await contact_import.store_file(db(), job["_id"], data)
     await contact_import.update_job(db(), job["_id"], {"file_chunks": chunks})
-    from actors.imports import import_contacts
-    await enqueue(import_contacts, job["_id"])
-    return one(contact_import.job_view({**job, "file_chunks": chunks}), 202)
+    await enqueue(lambda publisher: publisher.import_contacts(job["_id"]))
+    return one(views.contact_job({**job, "file_chunks": chunks}), 202)
 
 
 @bp.get("/contacts/import/<job_id>")
@@ -266,7 +256,7 @@ async def get_import(job_id: str):
     """An import job: status (queued, running, completed, failed), counters so far
     (rows, created, updated, unchanged, duplicates, suppressed, error_count) and `errors`
     [{line, message, email}] (the first 1000)."""
-    return one(contact_import_view(await _job_or_404(job_id, "import")))
+    return one(views.contact_job(await _live_job(job_id, "import")))
 
 
 @bp.post("/contacts/export")
@@ -275,46 +265,35 @@ async def start_export(data: ExportRequest):
     """Prepare an export of live contacts (all, a list's members or a segment's matches):
     answers 201 with the job and its `download_url`; the download streams CSV in `_id`
     order, as the contacts are when it is read. Jobs expire after 24 hours."""
-    from mongo import contact_import
-    from mongo import segments as segment_store
     if data.list_id is not None and data.segment_id is not None:
         raise ValidationFailed("segment_id: give list_id or segment_id, not both.", path="segment_id")
     if data.list_id is not None:
-        await list_or_404(data.list_id)
-    if data.segment_id is not None and await segment_store.get(db(), caller().workspace_id, data.segment_id) is None:
-        raise NotFound("No such segment in this workspace.")
+        await owned(list_store, data.list_id, "list")
+    if data.segment_id is not None:
+        await owned(segment_store, data.segment_id, "segment")
     job = await contact_import.create_job(db(), caller().workspace_id, "export", list_id=data.list_id,
                                           segment_id=data.segment_id, status="ready",
                                           expires_at=in_seconds(EXPORT_LIFETIME_SECONDS))
-    return one(contact_import_view(job), 201)
+    return one(views.contact_job(job), 201)
 
 
 @bp.get("/contacts/export/<job_id>")
 async def get_export(job_id: str):
-    return one(contact_import_view(await _job_or_404(job_id, "export")))
+    return one(views.contact_job(await _live_job(job_id, "export")))
 
 
 @bp.get("/contacts/export/<job_id>/download")
 async def download_export(job_id: str):
     """The export as CSV (text/csv), streamed a page of contacts at a time."""
-    from front.audience import members_filter
-    from mongo import contact_import
-    from mongo import lists as lists_store
-    from mongo import segments as segment_store
-    from pipelines.contact_csv import export_header, export_row
-    from pipelines.segment_rules import compile_conditions
-    job = await _job_or_404(job_id, "export")
+    job = await _live_job(job_id, "export")
     workspace_id = caller().workspace_id
     condition = None
     if job.get("list_id"):
-        list_doc = await lists_store.get(db(), workspace_id, job["list_id"])
-        if list_doc is None:
-            raise NotFound("The list of this export was deleted.")
+        list_doc = await found(lists_store.get(db(), workspace_id, job["list_id"]), "The list of this export was deleted.")
         condition = members_filter(list_doc)
     elif job.get("segment_id"):
-        segment = await segment_store.get(db(), workspace_id, job["segment_id"])
-        if segment is None:
-            raise NotFound("The segment of this export was deleted.")
+        segment = await found(segment_store.get(db(), workspace_id, job["segment_id"]),
+                              "The segment of this export was deleted.")
         condition = compile_conditions(segment["conditions"])
     store = db()
     names = await contact_import.export_attribute_names(store, workspace_id, condition)
@@ -333,17 +312,8 @@ async def download_export(job_id: str):
     return streamed(lines(), "text/csv; charset=utf-8", f"contacts-{job_id}.csv", 200)
 
 
-def contact_import_view(job: dict) -> dict:
-    from mongo import contact_import
-    view = contact_import.job_view(job)
-    if job["kind"] == "export":
-        view["download_url"] = f"/api/v1/contacts/export/{job['_id']}/download"
-    return view
-
-
-async def _job_or_404(job_id: str, kind: str) -> dict:
-    from mongo import contact_import
+async def _live_job(job_id: str, kind: str) -> dict:
     job = await contact_import.get_job(db(), caller().workspace_id, job_id)
-    if job is None or job["kind"] != kind or job.get("expires_at", "9") < now_iso():
-        raise NotFound(f"No such {kind} job in this workspace (export jobs expire after 24 hours).")
-    return job
+    live = job is not None and job["kind"] == kind and job.get("expires_at", "9") >= now_iso()
+    return await found(job if live else None,
+                       f"No such {kind} job in this workspace (export jobs expire after 24 hours).")

@@ -12,7 +12,7 @@ from pipelines.ids import new_uuid
 
 from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, amount_text
-from ..pagination import PageQuery, page
+from ..pagination import PageQuery, paged
 from ..responses import one, public
 from ..runtime import caller, db
 from ..types import Id, Strict
@@ -55,5 +55,5 @@ async def create(data: CreateConversion):
 @bp.get("/conversions")
 @query(ConversionQuery)
 async def list_conversions(params: ConversionQuery):
-    items, total = await tracking.conversions_page(db(), caller().workspace_id, params.limit, params.offset)
-    return page([public(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    listed = await tracking.conversions_page(db(), caller().workspace_id, params.limit, params.offset)
+    return paged(listed, params, public)

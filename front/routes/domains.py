@@ -12,11 +12,13 @@ from quart import Blueprint
 
 from mongo import domains as domain_store
 from pipelines import dkim, dns_records
+from pipelines import views
 from pipelines.clock import now_iso
-from pipelines.errors import Conflict, NotFound, ValidationFailed
+from pipelines.errors import Conflict, ValidationFailed
 from pipelines.ids import new_uuid
 
-from ..pagination import PageQuery, page
+from ..lookup import deleted, found, no_such, owned
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import Strict
@@ -35,19 +37,6 @@ def _hostname(value: str) -> str:
 class AddDomain(Strict):
     domain: Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_hostname)] = Field(
         description="The domain to send from, e.g. `mail.example.com` (lower-cased; no trailing dot).")
-
-
-def view(doc: dict) -> dict:
-    return {
-        "id": doc["_id"],
-        "domain": doc["domain"],
-        "verified": bool(doc["verified"]),
-        "verified_at": doc.get("verified_at"),
-        "dkim": {"selector": doc["dkim_selector"], "algorithm": "rsa-sha256", "key_bits": dkim.KEY_BITS},
-        "dns_records": doc["records"],
-        "created_at": doc["created_at"],
-        "last_checked_at": doc.get("last_checked_at"),
-    }
 
 
 def _refuse_service_domains(domain: str) -> None:
@@ -75,46 +64,37 @@ async def add_domain(data: AddDomain):
     }
     if not await domain_store.insert(db(), doc):
         raise Conflict(f"{data.domain} is already added to this workspace.", code="duplicate", path="domain")
-    return one(view(doc), 201)
+    return one(views.domain(doc), 201)
 
 
 @bp.get("/domains")
 @query(PageQuery)
 async def list_domains(params: PageQuery):
-    docs, total = await domain_store.list_page(db(), caller().workspace_id, limit=params.limit,
-                                               offset=params.offset)
-    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
-
-
-async def _load(domain_id: str) -> dict:
-    doc = await domain_store.get(db(), caller().workspace_id, domain_id)
-    if doc is None:
-        raise NotFound("No such domain in this workspace.")
-    return doc
+    listed = await domain_store.list_page(db(), caller().workspace_id, limit=params.limit,
+                                          offset=params.offset)
+    return paged(listed, params, views.domain)
 
 
 @bp.get("/domains/<uuid:domain_id>")
 async def get_domain(domain_id: str):
-    return one(view(await _load(domain_id)))
+    return one(views.domain(await owned(domain_store, domain_id, "domain")))
 
 
 @bp.post("/domains/<uuid:domain_id>/verify")
 async def verify_domain(domain_id: str):
-    doc = await _load(domain_id)
+    doc = await owned(domain_store, domain_id, "domain")
     resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
     records = dns_records.with_return_path(doc["records"], doc["domain"], settings().bounce_domain)
     check = await dns_records.verify(records, resolver, checked_at=now_iso())
-    saved = await domain_store.save_check(db(), caller().workspace_id, domain_id, records=check.records,
-                                          verified=check.verified,
-                                          return_path_host=dns_records.return_path_host(doc["domain"]),
-                                          return_path_verified=check.return_path_verified)
-    if saved is None:  # removed while we were looking it up
-        raise NotFound("No such domain in this workspace.")
-    return one({**view(saved), "failed_records": check.failed})
+    # None when the domain was removed while we were looking it up
+    saved = await found(domain_store.save_check(db(), caller().workspace_id, domain_id, records=check.records,
+                                                verified=check.verified,
+                                                return_path_host=dns_records.return_path_host(doc["domain"]),
+                                                return_path_verified=check.return_path_verified),
+                        no_such("domain"))
+    return one({**views.domain(saved), "failed_records": check.failed})
 
 
 @bp.delete("/domains/<uuid:domain_id>")
 async def delete_domain(domain_id: str):
-    if not await domain_store.delete(db(), caller().workspace_id, domain_id):
-        raise NotFound("No such domain in this workspace.")
-    return one({"id": domain_id, "deleted": True})
+    return await deleted(domain_store.delete(db(), caller().workspace_id, domain_id), domain_id, "domain")

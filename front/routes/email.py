@@ -8,15 +8,17 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
+from actors.runtime import publisher
 from mongo import batches as batch_store
 from mongo import messages as message_store
-from pipelines.errors import Conflict, NotFound
+from pipelines import views
+from pipelines.workflows import accept_email
 
 from ..auth import count_emails, give_back_emails
-from ..idempotency import idempotent
+from ..idempotency import idempotent, request_seed
+from ..lookup import owned
 from ..responses import one
-from ..runtime import caller, db
-from ..sending import build_batch, build_message, charge_store_and_enqueue, refund_plan, schedule_fields
+from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, JsonObject, Strict
 from ..validation import body
 
@@ -67,63 +69,27 @@ class SendBatch(Strict):
         description="1 to 1000 emails, each validated on its own (errors name `messages[i].field`).")
 
 
-def batch_view(doc: dict) -> dict:
-    return {
-        "batch_id": doc["_id"],
-        "status": batch_store.batch_status(doc),
-        "total": doc["total"],
-        "counts": {"queued": doc["pending"], "sent": doc["sent"],
-                   **{k: doc[k] for k in batch_store.FINAL_OUTCOMES}},
-        "created_at": doc["created_at"],
-        "completed_at": batch_store.completed_at(doc),
-    }
+class _KeyWindow:
+    """The calling key's email window (front/auth), for the accept workflow."""
+
+    async def take(self, emails: int) -> None:
+        await count_emails(caller(), emails)
+
+    async def give_back(self, emails: int) -> None:
+        await give_back_emails(emails)
 
 
-def status_view(doc: dict) -> dict:
-    return {
-        "message_id": doc["_id"],
-        "status": doc["status"],
-        "to": doc["to"],
-        "subject": doc["subject"],
-        "created_at": doc["created_at"],
-        "scheduled_at": doc.get("due_at"),
-        "queued_at": doc.get("queued_at"),
-        "sent_at": doc.get("sent_at"),
-        "delivered_at": doc.get("delivered_at"),
-        "opened_at": doc.get("opened_at"),
-        "clicked_at": doc.get("clicked_at"),
-        "bounced_at": doc.get("bounced_at"),
-        "failed_at": doc.get("failed_at"),
-        "cancelled_at": doc.get("cancelled_at"),
-        "error": doc.get("error"),
-        "smtp_response": doc.get("smtp_response"),
-        "sandbox": bool(doc.get("sandbox")),
-        "batch_id": doc.get("batch_id"),
-        "history": doc.get("history", []),
-        "suppressed_recipients": doc.get("suppressed_recipients", []),
-    }
-
-
-async def _accept(docs: list[dict], batch: dict | None = None) -> None:
-    """Count the emails in the key's email window (all or none), then charge, store and
-    enqueue them; units of a request that ends up sending nothing are given back."""
-    await count_emails(caller(), len(docs))
-    try:
-        await charge_store_and_enqueue(caller(), docs, batch)
-    except Exception as error:
-        await give_back_emails(getattr(error, "unsent", len(docs)))
-        raise
+def _identity() -> accept_email.Identity:
+    who = caller()
+    return accept_email.Identity(who.workspace, who.key_id, who.sandbox, request_seed())
 
 
 @bp.post("/email/send")
 @idempotent()
 @body(SendEmail)
 async def send(data: SendEmail):
-    schedule = schedule_fields(data.send_at) if data.send_at is not None else None
-    doc = await build_message(data.model_dump(), caller())
-    if schedule is not None and doc["status"] != "suppressed":
-        doc.update(schedule)
-    await _accept([doc])
+    doc = await accept_email.send(db(), settings(), publisher(), _identity(), data.model_dump(),
+                                  send_at=data.send_at, window=_KeyWindow())
     if doc["status"] == "scheduled":
         return one({"scheduled": True, "message_id": doc["_id"], "scheduled_at": doc["due_at"]}, 201)
     # queued now (202), or every recipient suppressed: stored, never enqueued (200)
@@ -136,38 +102,25 @@ async def send(data: SendEmail):
 @idempotent()
 @body(SendBatch)
 async def send_batch(data: SendBatch):
-    batch, docs = await build_batch([m.model_dump() for m in data.messages], caller())
-    await _accept(docs, batch)
-    return one({"batch_id": batch["_id"], "status": batch_store.batch_status(batch),
+    batch, docs = await accept_email.send_batch(db(), settings(), publisher(), _identity(),
+                                                [m.model_dump() for m in data.messages], window=_KeyWindow())
+    return one({"batch_id": batch["_id"], "status": views.batch_status(batch),
                 "total": batch["total"], "message_ids": [d["_id"] for d in docs]}, 202)
 
 
 @bp.get("/email/batch/<batch_id>")
 async def batch_status(batch_id: str):
-    doc = await batch_store.get(db(), caller().workspace_id, batch_id)
-    if doc is None:
-        raise NotFound("No such batch in this workspace.")
-    return one(batch_view(doc))
+    doc = await owned(batch_store, batch_id, "batch")
+    return one(views.batch(doc))
 
 
 @bp.get("/email/<message:message_id>/status")
 async def status(message_id: str):
-    doc = await message_store.get(db(), caller().workspace_id, message_id)
-    if doc is None:
-        raise NotFound("No such message in this workspace.")
-    return one(status_view(doc))
+    doc = await owned(message_store, message_id, "message")
+    return one(views.message_status(doc))
 
 
 @bp.delete("/email/<message:message_id>")
 async def cancel(message_id: str):
-    cancelled = await message_store.cancel_scheduled(db(), caller().workspace_id, message_id)
-    if cancelled is not None:  # never sent: its count goes back to the plan
-        if not cancelled.get("sandbox"):
-            await refund_plan(cancelled["workspace_id"], 1, cancelled["created_at"])
-        return one({"message_id": message_id, "status": "cancelled"})
-    doc = await message_store.get(db(), caller().workspace_id, message_id)
-    if doc is None:
-        raise NotFound("No such message in this workspace.")
-    if doc["status"] == "cancelled":
-        return one({"message_id": message_id, "status": "cancelled"})
-    raise Conflict(f"The message is already {doc['status']}; only a scheduled message can be cancelled.")
+    await accept_email.cancel(db(), caller().workspace_id, message_id)
+    return one({"message_id": message_id, "status": "cancelled"})

@@ -14,14 +14,15 @@ from urllib.parse import urlsplit
 
 from quart import Blueprint, g, redirect, render_template, request
 
+from actors.runtime import publisher
 from mongo import forms as form_store
 from mongo import workspaces as workspace_store
 from pipelines import forms, links
 from pipelines.errors import NotFound, PostroomError, RateLimited, ValidationFailed
+from pipelines.workflows import form_signup
 
 from ..errors import error_response
-from ..form_signups import confirm, form_token, submit
-from ..runtime import db
+from ..runtime import db, settings
 from .pages import PAGE_HEADERS, sender_name
 
 bp = Blueprint("form_pages", __name__, template_folder="../templates")
@@ -52,7 +53,7 @@ async def _page(template: str, status: int, of_form: dict | None, **context):
 async def _form_page(form: dict, status: int = 200, values: dict | None = None, errors: dict | None = None):
     shown = forms.effective(form)
     return await _page("form.html", status, shown, title=shown["title"], form=shown,
-                       action=links.form_url("", form["_id"]), token=form_token(form),
+                       action=links.form_url("", form["_id"]), token=form_signup.form_token(settings(), form),
                        honeypot=forms.HONEYPOT_FIELD, values=values or {}, errors=errors or {})
 
 
@@ -136,7 +137,8 @@ async def submit_form(form_id: str):
     raw: dict = {}
     try:
         raw = await _submission(as_json)
-        result = await submit(form, raw, request.remote_addr or "unknown")
+        result = await form_signup.submit(db(), settings(), publisher(), form, raw,
+                                          request.remote_addr or "unknown")
     except ValidationFailed as error:
         if as_json:
             raise
@@ -165,7 +167,7 @@ async def submit_form(form_id: str):
 @bp.get("/f/confirm/<token>")
 async def confirm_signup(token: str):
     """The link of the confirmation email: the address is subscribed (again: harmless)."""
-    done = await confirm(token)
+    done = await form_signup.confirm(db(), settings(), token)
     if done.outcome == "confirmed":
         if done.form.get("confirmed_redirect_url"):
             return redirect(done.form["confirmed_redirect_url"], 303)

@@ -14,15 +14,15 @@ from quart import Blueprint, render_template
 
 from mongo import forms as form_store
 from mongo import lists as list_store
-from pipelines import forms, links, merge_tags
+from pipelines import forms, links, merge_tags, views
 from pipelines.errors import NotFound, PostroomError, ValidationFailed
 from pipelines.segment_rules import ATTRIBUTE_NAME
+from pipelines.workflows import accept_email, form_signup
 
-from ..form_signups import form_token
-from ..pagination import PageQuery, page
+from ..lookup import deleted, owned, updated
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..sending import workspace_sender
 from ..types import DisplayName, Id, Strict
 from ..validation import body, query
 
@@ -151,7 +151,7 @@ async def _checked(data: FormContent, current: dict | None = None) -> dict:
                 raise error.at(name) from None
     if changes.get("double_opt_in"):  # turned on (or created on): checked then, not on every PATCH
         try:
-            await workspace_sender(caller().workspace, {})
+            await accept_email.sender_of(db(), settings(), caller().workspace, {})
         except PostroomError as error:
             error.message = ("double_opt_in: the confirmation email needs a sender: " + error.message)
             error.path = "double_opt_in"
@@ -162,33 +162,17 @@ async def _checked(data: FormContent, current: dict | None = None) -> dict:
 async def form_view(doc: dict) -> dict:
     shown = forms.effective(doc)
     action = links.form_url(settings().base_url, doc["_id"])
-    token = form_token(doc)
+    token = form_signup.form_token(settings(), doc)
     snippet = await render_template("form_embed.html", form=shown, action=action, token=token,
                                     honeypot=forms.HONEYPOT_FIELD, values={}, errors={})
-    return {
-        "id": doc["_id"], "name": doc["name"], "list_ids": doc.get("list_ids") or [],
-        "fields": [{k: f[k] for k in ("name", "type", "label", "required")} for f in shown["fields"]],
-        **{k: shown[k] for k in ("double_opt_in", "title", *forms.DEFAULT_TEXTS)},
-        **{k: doc.get(k) for k in ("description", "from_name", "redirect_url", "confirmed_redirect_url")},
-        "allowed_origins": doc.get("allowed_origins") or [],
-        "hosted_url": action,
-        "embed": {"action": action, "token": token, "html": snippet.strip()},
-        "created_at": doc["created_at"], "updated_at": doc["updated_at"],
-    }
-
-
-async def _form_or_404(form_id: str) -> dict:
-    doc = await form_store.get(db(), caller().workspace_id, form_id)
-    if doc is None:
-        raise NotFound("No such form in this workspace.")
-    return doc
+    return views.form(doc, action=action, token=token, embed_html=snippet)
 
 
 @bp.get("/forms")
 @query(PageQuery)
 async def list_forms(params: PageQuery):
     items, total = await form_store.page(db(), caller().workspace_id, limit=params.limit, offset=params.offset)
-    return page([await form_view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    return paged(([await form_view(d) for d in items], total), params)
 
 
 @bp.post("/forms")
@@ -200,22 +184,18 @@ async def create_form(data: CreateForm):
 
 @bp.get("/forms/<form_id>")
 async def get_form(form_id: str):
-    return one(await form_view(await _form_or_404(form_id)))
+    return one(await form_view(await owned(form_store, form_id, "form")))
 
 
 @bp.patch("/forms/<form_id>")
 @body(UpdateForm)
 async def update_form(form_id: str, data: UpdateForm):
-    current = await _form_or_404(form_id)
+    current = await owned(form_store, form_id, "form")
     changes = await _checked(data, current)
-    doc = await form_store.update(db(), caller().workspace_id, form_id, changes) if changes else current
-    if doc is None:
-        raise NotFound("No such form in this workspace.")
+    doc = await updated(form_store, form_id, "form", changes, current)
     return one(await form_view(doc))
 
 
 @bp.delete("/forms/<form_id>")
 async def delete_form(form_id: str):
-    if not await form_store.delete(db(), caller().workspace_id, form_id):
-        raise NotFound("No such form in this workspace.")
-    return one({"id": form_id, "deleted": True})
+    return await deleted(form_store.delete(db(), caller().workspace_id, form_id), form_id, "form")

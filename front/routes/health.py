@@ -2,6 +2,8 @@ import asyncio
 
 from quart import Blueprint
 
+from actors.publish import broker_answers
+
 from mongo.client import ping
 
 from ..errors import UNAVAILABLE_RETRY_AFTER_SECONDS
@@ -11,23 +13,10 @@ bp = Blueprint("health", __name__, url_prefix="/api/v1")
 BROKER_CHECK_SECONDS = 2.0
 
 
-def _broker_reachable() -> bool:
-    import dramatiq
-    from dramatiq.brokers.rabbitmq import RabbitmqBroker
-    broker = dramatiq.get_broker()
-    if not isinstance(broker, RabbitmqBroker):
-        return True  # in-process broker
-    try:  # (`connection` connects on first use, so even reading it may fail)
-        broker.connection.process_data_events(0)
-        return True
-    except Exception:  # any failure means unreachable to a health check
-        return False
-
-
 async def _broker_answers() -> bool:
     # pika may wait its socket timeout (10 s) on a broker that drops packets: answer sooner.
     try:
-        return await asyncio.wait_for(asyncio.to_thread(_broker_reachable), BROKER_CHECK_SECONDS)
+        return await asyncio.wait_for(broker_answers(), BROKER_CHECK_SECONDS)
     except asyncio.TimeoutError:
         return False
 

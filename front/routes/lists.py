@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
-from mongo import contacts as contact_store
 from mongo import lists as list_store
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines.errors import ValidationFailed
 
-from ..audience import checked_filter, list_or_404, list_views, members_filter
-from ..pagination import PageQuery, page
+from ..audience import changed_fields, checked_filter, contacts_page, list_views, members_changed, members_filter
+from ..lookup import deleted, owned, updated
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Id, Strict
@@ -53,10 +53,12 @@ class MemberIds(Strict):
         "1 to 5000 contact ids; ids that are not live contacts of this workspace are reported in not_found."))]
 
 
-def _static_only(list_doc: dict) -> None:
+async def _static_list(list_id: str) -> dict:
+    list_doc = await owned(list_store, list_id, "list")
     if list_doc["type"] != "static":
         raise ValidationFailed("This is a dynamic list: its members are the contacts matching its "
                                "conditions, so they cannot be added or removed by id.")
+    return list_doc
 
 
 @bp.get("/lists")
@@ -64,7 +66,7 @@ def _static_only(list_doc: dict) -> None:
 async def list_lists(params: ListQuery):
     items, total = await list_store.page(db(), caller().workspace_id, type=params.type, search=params.search,
                                          limit=params.limit, offset=params.offset)
-    return page(await list_views(items), total=total, limit=params.limit, offset=params.offset)
+    return paged((await list_views(items), total), params)
 
 
 @bp.post("/lists")
@@ -84,58 +86,42 @@ async def create_list(data: CreateList):
 
 @bp.get("/lists/<uuid:list_id>")
 async def get_list(list_id: str):
-    return one((await list_views([await list_or_404(list_id)]))[0])
+    return one((await list_views([await owned(list_store, list_id, "list")]))[0])
 
 
 @bp.patch("/lists/<uuid:list_id>")
 @body(UpdateList)
 async def update_list(list_id: str, data: UpdateList):
-    current = await list_or_404(list_id)
-    changes = data.model_dump(include=data.model_fields_set)
-    if "conditions" in changes:
-        changes["conditions"] = data.conditions.model_dump(exclude_none=True)
-        if current["type"] != "dynamic":
-            raise ValidationFailed("conditions: a static list has no conditions.", path="conditions")
-        await checked_filter(changes["conditions"])
-    doc = await list_store.update(db(), caller().workspace_id, list_id, changes) if changes else current
-    if doc is None:
-        raise NotFound("No such list in this workspace.")
+    current = await owned(list_store, list_id, "list")
+    if "conditions" in data.model_fields_set and current["type"] != "dynamic":
+        raise ValidationFailed("conditions: a static list has no conditions.", path="conditions")
+    doc = await updated(list_store, list_id, "list", await changed_fields(data), current)
     return one((await list_views([doc]))[0])
 
 
 @bp.delete("/lists/<uuid:list_id>")
 async def delete_list(list_id: str):
-    if not await list_store.delete(db(), caller().workspace_id, list_id):
-        raise NotFound("No such list in this workspace.")
-    return one({"id": list_id, "deleted": True})
+    return await deleted(list_store.delete(db(), caller().workspace_id, list_id), list_id, "list")
 
 
 @bp.get("/lists/<uuid:list_id>/members")
 @query(PageQuery)
 async def members(list_id: str, params: PageQuery):
-    list_doc = await list_or_404(list_id)
-    items, total = await contact_store.page(db(), caller().workspace_id, members_filter(list_doc),
-                                            limit=params.limit, offset=params.offset)
-    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    list_doc = await owned(list_store, list_id, "list")
+    return await contacts_page(members_filter(list_doc), params)
 
 
 @bp.post("/lists/<uuid:list_id>/members")
 @body(MemberIds)
 async def add_members(list_id: str, data: MemberIds):
     """Add contacts to a static list; answers {list_id, added, already_members, not_found}."""
-    list_doc = await list_or_404(list_id)
-    _static_only(list_doc)
-    outcome = await list_store.add_members(db(), list_doc, data.contact_ids)
-    return one({"list_id": list_id, "added": len(outcome.changed),
-                "already_members": len(outcome.unchanged), "not_found": outcome.not_found})
+    outcome = await list_store.add_members(db(), await _static_list(list_id), data.contact_ids)
+    return one(members_changed({"list_id": list_id}, outcome, "added", "already_members"))
 
 
 @bp.delete("/lists/<uuid:list_id>/members")
 @body(MemberIds)
 async def remove_members(list_id: str, data: MemberIds):
     """Remove contacts from a static list; answers {list_id, removed, not_members, not_found}."""
-    list_doc = await list_or_404(list_id)
-    _static_only(list_doc)
-    outcome = await list_store.remove_members(db(), list_doc, data.contact_ids)
-    return one({"list_id": list_id, "removed": len(outcome.changed),
-                "not_members": len(outcome.unchanged), "not_found": outcome.not_found})
+    outcome = await list_store.remove_members(db(), await _static_list(list_id), data.contact_ids)
+    return one(members_changed({"list_id": list_id}, outcome, "removed", "not_members"))

@@ -8,11 +8,13 @@ meant and act on that one only."""
 from __future__ import annotations
 
 import base64
+import functools
 
 from quart import Blueprint, redirect, render_template, request
 
 from mongo import recipient_pages, suppressions, tracking
 from pipelines import links
+from pipelines.workflows import unsubscribe as opt_out
 
 from ..runtime import db, settings
 
@@ -80,7 +82,7 @@ async def _chosen(payload: dict, workspace: dict) -> tuple[dict, dict | None, st
     """(payload naming the chosen address, its contact or None, the address), or None
     when the form did not pick one of the message's recipients."""
     form = await request.form
-    chosen = await recipient_pages.chosen_recipient(db(), workspace, payload["m"], form.get("email"))
+    chosen = await opt_out.chosen_recipient(db(), workspace, payload["m"], form.get("email"))
     if chosen is None:
         return None
     contact, email = chosen
@@ -94,28 +96,36 @@ def _see_other(url: str):
     return response
 
 
+def _for_recipient(purpose: str):
+    """The view runs for the link's recipient (payload, workspace, contact, email); a link
+    that does not verify, or whose recipient is gone, gets the not-found page."""
+    def wrap(view):
+        @functools.wraps(view)
+        async def resolved(token: str):
+            found = await _recipient(purpose, token)
+            if found is None:
+                return await _not_found()
+            return await view(token, *found)
+        return resolved
+    return wrap
+
+
 @bp.get("/u/<token>")
-async def unsubscribe_page(token: str):
-    found = await _recipient("unsubscribe", token)
-    if found is None:
-        return await _not_found()
-    payload, workspace, contact, email = found
+@_for_recipient("unsubscribe")
+async def unsubscribe_page(token: str, payload: dict, workspace: dict, contact: dict | None, email: str):
     if links.names_message_only(payload):
         return await _choose_address("unsubscribe", token, payload, workspace)
     suppression = await suppressions.get(db(), workspace["_id"], email)
     return await _page("unsubscribe.html", title="Unsubscribe", sender_name=sender_name(workspace),
                        email=email, action=links.unsubscribe_url("", token),
-                       already=recipient_pages.is_unsubscribed(contact, suppression),
+                       already=opt_out.is_unsubscribed(contact, suppression),
                        preferences=_preferences_link(payload, contact))
 
 
 @bp.post("/u/<token>")
-async def unsubscribe(token: str):
+@_for_recipient("unsubscribe")
+async def unsubscribe(token: str, payload: dict, workspace: dict, contact: dict | None, email: str):
     """The page's button and RFC 8058 one-click (`List-Unsubscribe=One-Click`) alike."""
-    found = await _recipient("unsubscribe", token)
-    if found is None:
-        return await _not_found()
-    payload, workspace, contact, email = found
     if links.names_message_only(payload):  # only the address chosen on the page, never all
         chosen = await _chosen(payload, workspace)
         if chosen is None:
@@ -123,7 +133,7 @@ async def unsubscribe(token: str):
         payload, contact, email = chosen
     form = await request.form
     source = "one_click" if form.get("List-Unsubscribe") == "One-Click" else "unsubscribe_page"
-    await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), source)
+    await opt_out.unsubscribe(db(), workspace, contact, email, payload.get("m"), source)
     return await _page("unsubscribed.html", title="Unsubscribed", sender_name=sender_name(workspace),
                        email=email, preferences=_preferences_link(payload, contact))
 
@@ -156,12 +166,8 @@ async def save_preferences(token: str):
         return await _not_found()
     payload, workspace, contact, email = found
     form = await request.form
-    wants = form.get("subscribed") == "1"
-    if wants and not contact["subscribed"]:
-        await recipient_pages.resubscribe(db(), workspace, contact, "preferences_page")
-    elif not wants and contact["subscribed"]:
-        await recipient_pages.unsubscribe(db(), workspace, contact, email, payload.get("m"), "preferences_page")
-    await recipient_pages.save_lists(db(), contact, set(form.getlist("list")))
+    await opt_out.save_preferences(db(), workspace, contact, email, payload.get("m"),
+                                   subscribed=form.get("subscribed") == "1", chosen_lists=set(form.getlist("list")))
     return await _preferences(token, saved=True)
 
 

@@ -11,10 +11,11 @@ from quart import Blueprint
 from mongo import contacts as contact_store
 from mongo import segments as segment_store
 from pipelines import segment_rules
-from pipelines.errors import NotFound
+from pipelines import views
 
-from ..audience import checked_filter
-from ..pagination import PageQuery, page
+from ..audience import changed_fields, checked_filter, contacts_page
+from ..lookup import deleted, owned, updated
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Strict
@@ -60,19 +61,12 @@ class SegmentQuery(PageQuery):
         None, description="Part of the segment name, case-insensitive.")
 
 
-async def _segment_or_404(segment_id: str) -> dict:
-    doc = await segment_store.get(db(), caller().workspace_id, segment_id)
-    if doc is None:
-        raise NotFound("No such segment in this workspace.")
-    return doc
-
-
 @bp.get("/segments")
 @query(SegmentQuery)
 async def list_segments(params: SegmentQuery):
-    items, total = await segment_store.page(db(), caller().workspace_id, params.search,
-                                            limit=params.limit, offset=params.offset)
-    return page([segment_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    listed = await segment_store.page(db(), caller().workspace_id, params.search,
+                                      limit=params.limit, offset=params.offset)
+    return paged(listed, params, views.segment)
 
 
 @bp.post("/segments")
@@ -82,39 +76,31 @@ async def create_segment(data: CreateSegment):
     await checked_filter(conditions)
     doc = await segment_store.create(db(), caller().workspace_id, name=data.name,
                                      description=data.description, conditions=conditions)
-    return one(segment_store.view(doc), 201)
+    return one(views.segment(doc), 201)
 
 
 @bp.get("/segments/<uuid:segment_id>")
 async def get_segment(segment_id: str):
-    return one(segment_store.view(await _segment_or_404(segment_id)))
+    return one(views.segment(await owned(segment_store, segment_id, "segment")))
 
 
 @bp.patch("/segments/<uuid:segment_id>")
 @body(UpdateSegment)
 async def update_segment(segment_id: str, data: UpdateSegment):
-    current = await _segment_or_404(segment_id)
-    changes = data.model_dump(include=data.model_fields_set)
-    if "conditions" in changes:
-        changes["conditions"] = data.conditions.model_dump(exclude_none=True)
-        await checked_filter(changes["conditions"])
-    doc = await segment_store.update(db(), caller().workspace_id, segment_id, changes) if changes else current
-    if doc is None:
-        raise NotFound("No such segment in this workspace.")
-    return one(segment_store.view(doc))
+    current = await owned(segment_store, segment_id, "segment")
+    doc = await updated(segment_store, segment_id, "segment", await changed_fields(data), current)
+    return one(views.segment(doc))
 
 
 @bp.delete("/segments/<uuid:segment_id>")
 async def delete_segment(segment_id: str):
-    if not await segment_store.delete(db(), caller().workspace_id, segment_id):
-        raise NotFound("No such segment in this workspace.")
-    return one({"id": segment_id, "deleted": True})
+    return await deleted(segment_store.delete(db(), caller().workspace_id, segment_id), segment_id, "segment")
 
 
 @bp.post("/segments/<uuid:segment_id>/estimate")
 async def estimate(segment_id: str):
     """Count the live contacts matching the segment; answers {segment_id, count}."""
-    doc = await _segment_or_404(segment_id)
+    doc = await owned(segment_store, segment_id, "segment")
     condition = segment_rules.compile_conditions(doc["conditions"])
     return one({"segment_id": segment_id,
                 "count": await contact_store.count(db(), caller().workspace_id, condition)})
@@ -123,8 +109,6 @@ async def estimate(segment_id: str):
 @bp.get("/segments/<uuid:segment_id>/contacts")
 @query(PageQuery)
 async def segment_contacts(segment_id: str, params: PageQuery):
-    doc = await _segment_or_404(segment_id)
+    doc = await owned(segment_store, segment_id, "segment")
     condition = segment_rules.compile_conditions(doc["conditions"])
-    items, total = await contact_store.page(db(), caller().workspace_id, condition,
-                                            limit=params.limit, offset=params.offset)
-    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    return await contacts_page(condition, params)

@@ -8,14 +8,18 @@ from pydantic import Field
 from quart import Blueprint
 
 from mongo import suppressions as suppression_store
+from pipelines import views
 from pipelines.addresses import normalize
 from pipelines.errors import Conflict, NotFound
 
-from ..pagination import PageQuery, page
+from ..lookup import found
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Strict
 from ..validation import body, query
+
+NOT_LISTED = "This address is not on the suppression list."
 
 bp = Blueprint("suppressions", __name__, url_prefix="/api/v1")
 
@@ -34,17 +38,12 @@ class SuppressionQuery(PageQuery):
     reason: Reason | None = Field(None, description="Only entries with this reason.")
 
 
-def view(doc: dict) -> dict:
-    return {"email": doc["email"], "reason": doc["reason"], "source": doc.get("source", "api"),
-            "detail": doc.get("detail") or None, "created_at": doc["created_at"]}
-
-
 @bp.get("/suppressions")
 @query(SuppressionQuery)
 async def list_suppressions(params: SuppressionQuery):
-    docs, total = await suppression_store.list_page(
+    listed = await suppression_store.list_page(
         db(), caller().workspace_id, reason=params.reason, limit=params.limit, offset=params.offset)
-    return page([view(d) for d in docs], total=total, limit=params.limit, offset=params.offset)
+    return paged(listed, params, views.suppression)
 
 
 @bp.post("/suppressions")
@@ -54,7 +53,7 @@ async def add_suppression(data: AddSuppression):
     if not created:
         raise Conflict(f"{data.email} is already suppressed ({doc['reason']}).", code="duplicate",
                        path="email")
-    return one(view(doc), 201)
+    return one(views.suppression(doc), 201)
 
 
 @bp.delete("/suppressions/<path:email>")
@@ -62,7 +61,6 @@ async def remove_suppression(email: str):
     try:
         address = normalize(email)
     except ValueError:
-        raise NotFound("This address is not on the suppression list.") from None
-    if not await suppression_store.remove(db(), caller().workspace_id, address):
-        raise NotFound("This address is not on the suppression list.")
+        raise NotFound(NOT_LISTED) from None
+    await found(suppression_store.remove(db(), caller().workspace_id, address), NOT_LISTED)
     return one({"email": address, "deleted": True})

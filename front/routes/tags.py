@@ -7,12 +7,14 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 from quart import Blueprint
 
-from mongo import contacts as contact_store
 from mongo import memberships
 from mongo import tags as tag_store
-from pipelines.errors import Conflict, NotFound
+from pipelines import views
+from pipelines.errors import Conflict
 
-from ..pagination import PageQuery, page
+from ..audience import contacts_page, members_changed
+from ..lookup import deleted, owned
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Strict, Uuid
@@ -51,15 +53,14 @@ class TagContacts(Strict):
         "in not_found and change nothing."))]
 
 
-async def _tag_or_404(tag_id: str) -> dict:
-    doc = await tag_store.get(db(), caller().workspace_id, tag_id)
-    if doc is None:
-        raise NotFound("No such tag in this workspace.")
-    return doc
+async def _tag_views(docs: list[dict]) -> list[dict]:
+    """The tags as the API shows them, each with its live contact_count."""
+    counted = await memberships.counts(db(), caller().workspace_id, "tags", [d["_id"] for d in docs])
+    return [views.tag(d, counted[d["_id"]]) for d in docs]
 
 
 async def _one_view(doc: dict) -> dict:
-    return (await tag_store.with_counts(db(), [doc]))[0]
+    return (await _tag_views([doc]))[0]
 
 
 def _duplicate(name: str) -> Conflict:
@@ -71,7 +72,7 @@ def _duplicate(name: str) -> Conflict:
 async def list_tags(params: TagQuery):
     items, total = await tag_store.page(db(), caller().workspace_id, params.search,
                                         limit=params.limit, offset=params.offset)
-    return page(await tag_store.with_counts(db(), items), total=total, limit=params.limit, offset=params.offset)
+    return paged((await _tag_views(items), total), params)
 
 
 @bp.post("/tags")
@@ -86,13 +87,13 @@ async def create_tag(data: CreateTag):
 
 @bp.get("/tags/<uuid:tag_id>")
 async def get_tag(tag_id: str):
-    return one(await _one_view(await _tag_or_404(tag_id)))
+    return one(await _one_view(await owned(tag_store, tag_id, "tag")))
 
 
 @bp.patch("/tags/<uuid:tag_id>")
 @body(UpdateTag)
 async def update_tag(tag_id: str, data: UpdateTag):
-    current = await _tag_or_404(tag_id)
+    current = await owned(tag_store, tag_id, "tag")
     changes = data.model_dump(include=data.model_fields_set)
     if not changes:
         return one(await _one_view(current))
@@ -104,34 +105,28 @@ async def update_tag(tag_id: str, data: UpdateTag):
 
 @bp.delete("/tags/<uuid:tag_id>")
 async def delete_tag(tag_id: str):
-    if not await tag_store.delete(db(), caller().workspace_id, tag_id):
-        raise NotFound("No such tag in this workspace.")
-    return one({"id": tag_id, "deleted": True})
+    return await deleted(tag_store.delete(db(), caller().workspace_id, tag_id), tag_id, "tag")
 
 
 @bp.get("/tags/<uuid:tag_id>/contacts")
 @query(PageQuery)
 async def tag_contacts(tag_id: str, params: PageQuery):
-    await _tag_or_404(tag_id)
-    items, total = await contact_store.page(db(), caller().workspace_id, {"tags": tag_id},
-                                            limit=params.limit, offset=params.offset)
-    return page([contact_store.view(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    await owned(tag_store, tag_id, "tag")
+    return await contacts_page({"tags": tag_id}, params)
 
 
 @bp.post("/tags/<uuid:tag_id>/contacts")
 @body(TagContacts)
 async def assign(tag_id: str, data: TagContacts):
     """Assign the tag; answers {tag_id, assigned, already_assigned, not_found}."""
-    outcome = await tag_store.assign(db(), await _tag_or_404(tag_id), data.contact_ids)
-    return one({"tag_id": tag_id, "assigned": len(outcome.changed),
-                "already_assigned": len(outcome.unchanged), "not_found": outcome.not_found})
+    outcome = await tag_store.assign(db(), await owned(tag_store, tag_id, "tag"), data.contact_ids)
+    return one(members_changed({"tag_id": tag_id}, outcome, "assigned", "already_assigned"))
 
 
 @bp.delete("/tags/<uuid:tag_id>/contacts")
 @body(TagContacts)
 async def unassign(tag_id: str, data: TagContacts):
     """Remove the tag; answers {tag_id, removed, not_assigned, not_found}."""
-    await _tag_or_404(tag_id)
+    await owned(tag_store, tag_id, "tag")
     outcome = await memberships.remove(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
-    return one({"tag_id": tag_id, "removed": len(outcome.changed),
-                "not_assigned": len(outcome.unchanged), "not_found": outcome.not_found})
+    return one(members_changed({"tag_id": tag_id}, outcome, "removed", "not_assigned"))

@@ -15,11 +15,13 @@ from quart import Blueprint
 
 from mongo import templates as template_store
 from pipelines import merge_tags
+from pipelines import views
 from pipelines.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.email_blocks_html import render_structure
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines.errors import ValidationFailed
 
-from ..pagination import PageQuery, page
+from ..lookup import deleted, found, owned, updated
+from ..pagination import PageQuery, paged
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import JsonObject, Strict
@@ -70,23 +72,6 @@ class TemplateQuery(PageQuery):
         None, description="Case-insensitive substring of the template name.")
 
 
-def view(doc: dict, *, full: bool = True) -> dict:
-    out = {"id": doc["_id"], "name": doc["name"], "description": doc.get("description"),
-           "version": doc["version"], "created_at": doc["created_at"], "updated_at": doc["updated_at"]}
-    if full:
-        out.update(html=doc["html"], json_structure=doc.get("json_structure"))
-    return out
-
-
-def version_view(doc: dict, *, full: bool = True) -> dict:
-    out = {"template_id": doc["template_id"], "version": doc["version"], "name": doc["name"],
-           "description": doc.get("description"), "restored_from": doc.get("restored_from"),
-           "created_at": doc["created_at"]}
-    if full:
-        out.update(html=doc["html"], json_structure=doc.get("json_structure"))
-    return out
-
-
 def checked_html(html: str, path: str = "html", structure: dict | None = None) -> str:
     """`html` within the size limit and with well-formed merge tags. For html rendered from
     `structure`, a malformed tag is reported at the block field that holds it."""
@@ -123,13 +108,6 @@ def content_changes(data: Strict, *, render_html: bool, stored_structure: dict |
     return changes
 
 
-async def live_template(template_id: str) -> dict:
-    doc = await template_store.get(db(), caller().workspace_id, template_id)
-    if doc is None:
-        raise NotFound("No such template in this workspace.")
-    return doc
-
-
 @bp.post("/templates")
 @body(CreateTemplate)
 async def create_template(data: CreateTemplate):
@@ -137,15 +115,15 @@ async def create_template(data: CreateTemplate):
         raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
     changes = content_changes(data, render_html=data.html is None)
     doc = await template_store.create(db(), caller().workspace_id, changes)
-    return one(view(doc), 201)
+    return one(views.template(doc), 201)
 
 
 @bp.get("/templates")
 @query(TemplateQuery)
 async def list_templates(params: TemplateQuery):
-    docs, total = await template_store.list_page(db(), caller().workspace_id, search=params.search,
-                                                 limit=params.limit, offset=params.offset)
-    return page([view(d, full=False) for d in docs], total=total, limit=params.limit, offset=params.offset)
+    listed = await template_store.list_page(db(), caller().workspace_id, search=params.search,
+                                            limit=params.limit, offset=params.offset)
+    return paged(listed, params, lambda d: views.template(d, full=False))
 
 
 @bp.post("/templates/render")
@@ -157,59 +135,50 @@ async def render_template_structure(data: RenderStructure):
 
 @bp.get("/templates/<uuid:template_id>")
 async def get_template(template_id: str):
-    return one(view(await live_template(template_id)))
+    return one(views.template(await owned(template_store, template_id, "template")))
 
 
 @bp.patch("/templates/<uuid:template_id>")
 @body(UpdateTemplate)
 async def update_template(template_id: str, data: UpdateTemplate):
-    stored = await live_template(template_id) if data.render_html and "json_structure" not in data.model_fields_set \
+    stored = await owned(template_store, template_id, "template") if data.render_html and "json_structure" not in data.model_fields_set \
         else None
     changes = content_changes(data, render_html=data.render_html,
                               stored_structure=stored.get("json_structure") if stored else None)
     if not changes:
         raise ValidationFailed("Give at least one of name, html, description, json_structure.")
-    doc = await template_store.update(db(), caller().workspace_id, template_id, changes)
-    if doc is None:
-        raise NotFound("No such template in this workspace.")
-    return one(view(doc))
+    doc = await updated(template_store, template_id, "template", changes)
+    return one(views.template(doc))
 
 
 @bp.delete("/templates/<uuid:template_id>")
 async def delete_template(template_id: str):
-    if not await template_store.soft_delete(db(), caller().workspace_id, template_id):
-        raise NotFound("No such template in this workspace.")
-    return one({"id": template_id, "deleted": True})
+    return await deleted(template_store.soft_delete(db(), caller().workspace_id, template_id), template_id, "template")
 
 
 @bp.get("/templates/<uuid:template_id>/versions")
 @query(PageQuery)
 async def list_template_versions(template_id: str, params: PageQuery):
-    await live_template(template_id)
-    docs, total = await template_store.list_versions(db(), caller().workspace_id, template_id,
-                                                     limit=params.limit, offset=params.offset)
-    return page([version_view(d, full=False) for d in docs], total=total, limit=params.limit,
-                offset=params.offset)
+    await owned(template_store, template_id, "template")
+    listed = await template_store.list_versions(db(), caller().workspace_id, template_id,
+                                                limit=params.limit, offset=params.offset)
+    return paged(listed, params, lambda d: views.template_version(d, full=False))
 
 
 async def _version(template_id: str, version: int) -> dict:
-    await live_template(template_id)
-    doc = await template_store.get_version(db(), caller().workspace_id, template_id, version)
-    if doc is None:
-        raise NotFound(f"Template {template_id} has no version {version}.")
-    return doc
+    await owned(template_store, template_id, "template")
+    return await found(template_store.get_version(db(), caller().workspace_id, template_id, version),
+                       f"Template {template_id} has no version {version}.")
 
 
 @bp.get("/templates/<uuid:template_id>/versions/<int:version>")
 async def get_template_version(template_id: str, version: int):
-    return one(version_view(await _version(template_id, version)))
+    return one(views.template_version(await _version(template_id, version)))
 
 
 @bp.post("/templates/<uuid:template_id>/versions/<int:version>/restore")
 async def restore_template_version(template_id: str, version: int):
     old = await _version(template_id, version)
     changes = {k: old.get(k) for k in template_store.CONTENT_FIELDS}
-    doc = await template_store.update(db(), caller().workspace_id, template_id, changes, restored_from=version)
-    if doc is None:
-        raise NotFound("No such template in this workspace.")
-    return one(view(doc))
+    doc = await updated(template_store, template_id, "template", changes, restored_from=version)
+    return one(views.template(doc))

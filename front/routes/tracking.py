@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import outbox, tracking
+from pipelines import views
 from pipelines.automation_triggers import PRODUCT_VIEWED_EVENT
 
 from ..audience import contact_or_404
@@ -45,11 +46,6 @@ class ProductView(Strict):
 RESERVED_FIELDS = {"id", "contact_id", "event", "viewed_at"}
 
 
-def product_view_view(event: dict, email: str) -> dict:
-    return {"id": event["_id"], "contact_id": event["contact_id"], "contact_email": email,
-            "event": event["type"], **event["data"], "viewed_at": event["at"]}
-
-
 @bp.post("/track/product-view")
 @body(ProductView)
 async def product_view(data: ProductView):
@@ -63,7 +59,7 @@ async def product_view(data: ProductView):
     product["metadata"] = data.metadata or {}
     product.update(extra)
     event = await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "page_viewed", product)
-    view = product_view_view(event, contact["email"])
+    view = views.product_view(event, contact["email"])
     await outbox.record(db(), who.workspace_id, PRODUCT_VIEWED_EVENT,  # what automations read
                         {"contact_id": contact["_id"], "contact_email": contact["email"], "product": product,
                          "viewed_at": event["at"]}, event_id=f"{event['_id']}:{PRODUCT_VIEWED_EVENT}")

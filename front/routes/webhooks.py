@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import webhooks as webhook_store
+from pipelines import views
 from pipelines import webhook_signing
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines.errors import ValidationFailed
 from pipelines.ids import new_uuid
 from pipelines.clock import now_iso
 from pipelines.outbound_http import MAX_URL_LENGTH, target_problem
@@ -18,7 +19,8 @@ from pipelines.secret_box import seal
 from pipelines.webhook_delivery import send_signed
 from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
 
-from ..pagination import PageQuery, page
+from ..lookup import found, no_such, owned
+from ..pagination import PageQuery, page, paged
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import Id, Strict
@@ -58,13 +60,6 @@ class DeliveryList(PageQuery):
     status: Literal["pending", "delivered", "failed", "cancelled"] | None = None
 
 
-def subscription_view(doc: dict, event: str | None = None) -> dict:
-    """`event`: the one a list was filtered by (a second-form subscription has several)."""
-    return {"id": doc["_id"], "event": event or doc["events"][0], "events": doc["events"],
-            "targetUrl": doc["target_url"], "url": doc["target_url"], "createdAt": doc["created_at"],
-            "active": doc["active"]}
-
-
 def check_target(url: str, path: str) -> None:
     problem = target_problem(url, settings().allow_private_targets)
     if problem:
@@ -76,19 +71,11 @@ async def subscribe(events: list[str], url: str, form: str):
     doc = await webhook_store.create(db(), caller().workspace_id, events=list(dict.fromkeys(events)),
                                      target_url=url, secret_sealed=seal(secret, settings().secret_key),
                                      form=form)
-    return one({**subscription_view(doc), "secret": secret}, 201)
-
-
-async def owned(webhook_id: str) -> dict:
-    doc = await webhook_store.get(db(), caller().workspace_id, webhook_id)
-    if doc is None:
-        raise NotFound("No such webhook subscription in this workspace.")
-    return doc
+    return one({**views.subscription(doc), "secret": secret}, 201)
 
 
 async def unsubscribe(webhook_id: str):
-    if not await webhook_store.deactivate(db(), caller().workspace_id, webhook_id):
-        raise NotFound("No such webhook subscription in this workspace.")
+    await found(webhook_store.deactivate(db(), caller().workspace_id, webhook_id), no_such("webhook subscription"))
     return one({"success": True})
 
 
@@ -104,10 +91,9 @@ async def create_trigger(data: CreateTrigger):
 @query(TriggerList)
 async def list_triggers(params: TriggerList):
     """The workspace's active subscriptions, newest first (secrets are never listed)."""
-    docs, total = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
-                                                  limit=params.limit, offset=params.offset)
-    return page([subscription_view(d, params.event) for d in docs], total=total, limit=params.limit,
-                offset=params.offset)
+    listed = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
+                                             limit=params.limit, offset=params.offset)
+    return paged(listed, params, lambda d: views.subscription(d, params.event))
 
 
 @bp.delete("/webhooks/triggers")
@@ -128,7 +114,7 @@ async def create_webhook(data: CreateWebhook):
 @bp.get("/webhooks/<uuid:webhook_id>")
 async def get_webhook(webhook_id: str):
     """One active subscription."""
-    return one(subscription_view(await owned(webhook_id)))
+    return one(views.subscription(await owned(webhook_store, webhook_id, "webhook subscription")))
 
 
 @bp.delete("/webhooks/<uuid:webhook_id>")
@@ -141,17 +127,16 @@ async def delete_webhook(webhook_id: str):
 async def rotate_secret(webhook_id: str):
     """Replace the signing secret at once; the new one is returned only here."""
     secret = webhook_signing.new_secret()
-    doc = await webhook_store.replace_secret(db(), caller().workspace_id, webhook_id,
-                                             seal(secret, settings().secret_key))
-    if doc is None:
-        raise NotFound("No such webhook subscription in this workspace.")
+    doc = await found(webhook_store.replace_secret(db(), caller().workspace_id, webhook_id,
+                                                   seal(secret, settings().secret_key)),
+                      no_such("webhook subscription"))
     return one({"id": doc["_id"], "secret": secret, "rotatedAt": doc["secret_rotated_at"]})
 
 
 @bp.post("/webhooks/<uuid:webhook_id>/test")
 async def test_webhook(webhook_id: str):
     """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
-    doc = await owned(webhook_id)
+    doc = await owned(webhook_store, webhook_id, "webhook subscription")
     result = await send_signed(
         url=doc["target_url"], sealed_secret=doc["secret_sealed"], secret_key=settings().secret_key,
         body=webhook_signing.encode_payload(TEST_EVENT, now_iso(), {"webhook_id": doc["_id"], "test": True}),
@@ -161,24 +146,14 @@ async def test_webhook(webhook_id: str):
                 "response_time_ms": result.duration_ms, "error": None if result.status_code else result.error})
 
 
-def delivery_view(doc: dict, attempts: list[dict]) -> dict:
-    return {"id": doc["_id"], "event": doc["event"], "event_id": doc["event_id"], "status": doc["status"],
-            "attempt_count": doc["attempt_count"],
-            "next_attempt_at": doc["next_attempt_at"] if doc["status"] == "pending" else None,
-            "delivered_at": doc.get("delivered_at"), "last_status_code": doc["last_status_code"],
-            "last_error": doc.get("last_error"), "created_at": doc["created_at"],
-            "attempts": [{"attempt": a["attempt"], "at": a["at"], "status_code": a["status_code"],
-                          "duration_ms": a["duration_ms"], "error": a.get("error")} for a in attempts]}
-
-
 @bp.get("/webhooks/<uuid:webhook_id>/deliveries")
 @query(DeliveryList)
 async def list_deliveries(webhook_id: str, params: DeliveryList):
     """The subscription's deliveries, newest first, each with every attempt."""
-    await owned(webhook_id)
+    await owned(webhook_store, webhook_id, "webhook subscription")
     docs, total = await webhook_store.list_for_webhook(db(), caller().workspace_id, webhook_id,
                                                        status=params.status, limit=params.limit,
                                                        offset=params.offset)
     attempts = await webhook_store.attempts_for(db(), [d["_id"] for d in docs])
-    return page([delivery_view(d, attempts[d["_id"]]) for d in docs], total=total,
+    return page([views.delivery(d, attempts[d["_id"]]) for d in docs], total=total,
                 limit=params.limit, offset=params.offset)

@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from email.message import EmailMessage
 
-from .classify import classify, clean_diagnostic, status_from
 from .model import Bounce
-from .text_reports import ADDRESS, first_text
+from .text_reports import ADDRESS, first_text, isp_bounces
 
 _HEAD = re.compile(r"Delivery to the following recipients? (failed permanently|has been delayed|"
                    r"failed temporarily):\s*(.+?)\n\s*\n", re.I | re.S)
@@ -30,16 +29,8 @@ _BY_SERVER = re.compile(r"by ([\w.-]+\.[a-z]{2,})\.? \[", re.I)
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     text = first_text(msg)
-    head = _HEAD.search(text)
-    if not head:
+    if not (head := _HEAD.search(text)):
         return None
-    returned = _RETURNED.search(text)
-    diagnostic = clean_diagnostic(returned.group(1)) if returned else ""
-    status = status_from("", diagnostic)
     action = "failed" if "permanently" in head.group(1).lower() else "delayed"
-    verdict = classify(status, diagnostic, action, notice=head.group(0))
-    server = _BY_SERVER.search(text)
-    bounces = [Bounce(email=a, type=verdict.type, category=verdict.category, source="dsn", smtp_status=status,
-                      diagnostic_code=diagnostic, action=action, reporting_mta=server.group(1) if server else "")
-               for a in dict.fromkeys(ADDRESS.findall(head.group(2)))]
-    return ("gmail", bounces) if bounces else None
+    return isp_bounces("gmail", text, ADDRESS.findall(head.group(2)), _RETURNED.search(text), action=action,
+                       server=_BY_SERVER, default_mta="", notice=head.group(0))

@@ -13,9 +13,8 @@ from __future__ import annotations
 import re
 from email.message import EmailMessage
 
-from .classify import classify, clean_diagnostic, status_from
 from .model import Bounce
-from .text_reports import ADDRESS, first_text
+from .text_reports import ADDRESS, first_text, isp_bounces
 
 _FAILED_TO = re.compile(r"Delivery has failed to these recipients or groups:\s*(.+?)(?:\n\s*\n|$)", re.S | re.I)
 _REMOTE = re.compile(r"Remote Server returned '([^']+)'", re.I)
@@ -26,16 +25,6 @@ _GENERATING = re.compile(r"Generating server:\s*(\S+)", re.I)
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     text = first_text(msg)
     listed = _FAILED_TO.search(text)
-    if not listed:
-        return None
-    recipients = [a for a in ADDRESS.findall(listed.group(1))]
     reply = _REMOTE.search(text) or _HASH_CODE.search(text)
-    diagnostic = clean_diagnostic(reply.group(1)) if reply else ""
-    status = status_from("", diagnostic)
-    server = _GENERATING.search(text)
-    verdict = classify(status, diagnostic)
-    bounces = [Bounce(email=r, type=verdict.type, category=verdict.category, source="dsn", smtp_status=status,
-                      diagnostic_code=diagnostic, action="failed",
-                      reporting_mta=server.group(1) if server else "outlook.com", isp_name="outlook")
-               for r in dict.fromkeys(recipients)]
-    return ("outlook", bounces) if bounces else None
+    return isp_bounces("outlook", text, ADDRESS.findall(listed.group(1)), reply, action="failed", server=_GENERATING,
+                       default_mta="outlook.com", isp_name="outlook") if listed else None

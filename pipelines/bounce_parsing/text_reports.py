@@ -8,7 +8,8 @@ import re
 from email.message import Message
 
 from ..text import html_to_text
-from .classify import BASIC, ENHANCED, words_category
+from .classify import BASIC, ENHANCED, classify, clean_diagnostic, status_from, words_category
+from .model import Bounce
 
 ADDRESS = re.compile(r"<?([A-Za-z0-9._%+'=-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})>?")
 
@@ -102,3 +103,19 @@ def reply_for(address: str, notice: str, others: list[str]) -> str:
 def _tidy(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_DIAGNOSTIC_CHARS else text[:MAX_DIAGNOSTIC_CHARS - 1] + "…"
+
+
+def isp_bounces(isp: str, text: str, recipients: list[str], reply: re.Match | None, *, action: str,
+                server: re.Pattern, default_mta: str, notice: str = "", isp_name: str = "",
+                ) -> tuple[str, list[Bounce]] | None:
+    """One bounce a recipient (each once) of a provider's own text notice `text`, else None;
+    `reply` holds the receiving server's answer in its first group, `server` the reporting MTA's name."""
+    diagnostic = clean_diagnostic(reply.group(1)) if reply else ""
+    status = status_from("", diagnostic)
+    verdict = classify(status, diagnostic, action, notice=notice)
+    mta = server.search(text)
+    bounces = [Bounce(email=r, type=verdict.type, category=verdict.category, source="dsn", smtp_status=status,
+                      diagnostic_code=diagnostic, action=action, reporting_mta=mta.group(1) if mta else default_mta,
+                      isp_name=isp_name)
+               for r in dict.fromkeys(recipients)]
+    return (isp, bounces) if bounces else None

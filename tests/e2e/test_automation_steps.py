@@ -9,7 +9,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.support.audience import error, events, make_contact, make_list
+from tests.support.api import assert_error
+from tests.support.audience import events, make_contact, make_list
 from tests.support.automations import make_automation, outcomes, run_of, runs, trigger, wait_run
 from tests.support.campaigns import make_template
 from tests.support.http_receiver import HttpReceiver
@@ -220,7 +221,7 @@ def test_cancel_a_waiting_run_and_only_an_open_run(service, tenant):
     cancelled = tenant.post(f"/automations/{flow['id']}/runs/{run['id']}/cancel")
     assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled"
     assert cancelled.json()["data"]["next_wake_at"] is None
-    error(tenant.post(f"/automations/{flow['id']}/runs/{run['id']}/cancel"), 409, "conflict")
+    assert_error(tenant.post(f"/automations/{flow['id']}/runs/{run['id']}/cancel"), 409, "conflict")
     assert [r["id"] for r in runs(tenant, flow["id"], "cancelled")] == [run["id"]]
     assert runs(tenant, flow["id"], "active") == []
 
@@ -234,7 +235,7 @@ def test_pausing_pauses_the_runs_and_resuming_lets_them_go_on(service, tenant):
     wait_run(tenant, flow["id"], run["id"], status="active", where=lambda r: r["waiting_for"])
     assert tenant.patch(f"/automations/{flow['id']}", json={"status": "paused"}).status_code == 200
     assert [r["id"] for r in runs(tenant, flow["id"], "paused")] == [run["id"]]
-    error(tenant.post(f"/automations/{flow['id']}/trigger", json={"contact_id": contact["id"]}), 409, "conflict")
+    assert_error(tenant.post(f"/automations/{flow['id']}/trigger", json={"contact_id": contact["id"]}), 409, "conflict")
     # the event arrives while paused: it ends the wait, and the run goes on once resumed
     assert tenant.post("/conversions", json={"contact_id": contact["id"], "value": 5}).status_code == 201
     wait_run(tenant, flow["id"], run["id"], status="paused",

@@ -4,23 +4,12 @@ sink, follow its link, land subscribed in the form's list."""
 
 import re
 
-import pytest
-from playwright.sync_api import sync_playwright
-
-from tests.e2e.test_recipient_pages import CHROMIUM, CHROMIUM_ARGS, assert_visibly_rendered
+from tests.e2e.test_recipient_pages import assert_visibly_rendered
 from tests.support.audience import events, make_list
 from tests.support.forms import confirmation_link, make_form, unique_email
 
 FIELDS = [{"name": "first_name", "required": True}, {"name": "company", "label": "Company"},
           {"name": "newsletter_weekly", "type": "boolean", "label": "Also send the weekly digest"}]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def test_sign_up_with_the_keyboard_and_no_javascript_then_confirm_from_the_email(service, tenant, browser,

@@ -428,7 +428,7 @@ def test_policy_blocks_never_add_up_to_a_soft_bounce(service, tenant):
 
 
 def test_a_report_that_makes_the_parser_raise_ends_failed_after_its_attempts_and_is_kept(service):
-    from actors.bounces import MAX_REPORT_ATTEMPTS
+    from pipelines.workflows.bounce_reports import MAX_REPORT_ATTEMPTS
     before = service.store.run(inbound_reports.stats)
     message_id = "msg_" + uuid.uuid4().hex
     raw = deeply_nested(1200, message_id)

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from tests.support.barriers import mail_barrier
 from tests.support.polling import wait_status, wait_until
 from tests.support.private_stack import private_stack
 
@@ -34,24 +35,23 @@ def final_statuses(tenant, message_ids: list[str], timeout: float = 60) -> dict[
     return wait_until(check, timeout, "every message final")
 
 
+def sent_beside_five_others(service, tenant, address: str) -> tuple[list[str], dict[str, dict]]:
+    """`address` sent in one batch after five plain ASCII ones: the ids (it last) and each
+    message's final status view, once a barrier has passed every send job of the batch."""
+    ids = send_batch(tenant, [f"reader{i}-{tag()}@example.org" for i in range(5)] + [address])
+    views = final_statuses(tenant, ids)
+    mail_barrier(service)  # a second send job of any of them would be queued ahead of the sentinel's
+    return ids, views
+
+
 def copies(sink, message_ids: list[str], domain: str) -> collections.Counter:
     counted = sink.message_ids()
     return collections.Counter({m: counted[f"<{m}@{domain}>"] for m in message_ids})
 
 
-def barrier(tenant, sink) -> None:
-    """A message sent last and waited for: anything the batch would send twice is there by now."""
-    to = f"barrier-{tag()}@example.org"
-    assert tenant.post("/email/send", json={"to": to, "subject": "Later", "text": "x"}).status_code == 202
-    sink.wait_for(to, timeout=30)
-
-
 def test_a_unicode_domain_in_a_batch_goes_out_in_a_labels_and_everyone_gets_one_copy(service, tenant):
-    ascii_ones = [f"reader{i}-{tag()}@example.org" for i in range(5)]
     unicode_one = f"kunde-{tag()}@bücher.example"
-    ids = send_batch(tenant, ascii_ones + [unicode_one])
-    views = final_statuses(tenant, ids)
-    barrier(tenant, service.smtp)
+    ids, views = sent_beside_five_others(service, tenant, unicode_one)
 
     assert [views[m]["status"] for m in ids] == ["delivered"] * 6
     assert copies(service.smtp, ids, "postroom.test") == collections.Counter({m: 1 for m in ids})
@@ -63,11 +63,8 @@ def test_a_unicode_domain_in_a_batch_goes_out_in_a_labels_and_everyone_gets_one_
 
 
 def test_a_non_ascii_local_part_without_smtputf8_fails_alone_with_the_reason(service, tenant):
-    ascii_ones = [f"reader{i}-{tag()}@example.org" for i in range(5)]
     jurgen = f"jürgen-{tag()}@example.com"
-    ids = send_batch(tenant, ascii_ones + [jurgen])
-    views = final_statuses(tenant, ids)
-    barrier(tenant, service.smtp)
+    ids, views = sent_beside_five_others(service, tenant, jurgen)
 
     assert [views[m]["status"] for m in ids] == ["delivered"] * 5 + ["failed"]
     assert copies(service.smtp, ids[:5], "postroom.test") == collections.Counter({m: 1 for m in ids[:5]})
@@ -103,7 +100,7 @@ def test_a_non_ascii_local_part_goes_out_over_smtputf8_when_the_relay_offers_it(
     jurgen, kunde = f"jürgen-{tag()}@bücher.example", f"kunde-{tag()}@bücher.example"
     ids = send_batch(tenant, ascii_ones + [jurgen, kunde])
     views = final_statuses(tenant, ids)
-    barrier(tenant, stack.smtp)
+    mail_barrier(stack)  # a second send job of any of them would be queued ahead of the sentinel's
 
     assert [views[m]["status"] for m in ids] == ["delivered"] * 6
     assert copies(stack.smtp, ids, "postroom.test") == collections.Counter({m: 1 for m in ids})

@@ -19,6 +19,7 @@ from dramatiq.message import Message
 
 from ops.embedded_store import free_port
 from tests.support import services
+from tests.support.api import assert_error
 from tests.support.private_stack import private_stack
 from tests.support.smtp_sink import SmtpSink
 
@@ -94,7 +95,7 @@ def test_a_failing_run_logs_no_body_no_token_and_one_line_per_failed_enqueue(rel
         for _ in range(FAILED_ENQUEUES):
             refused = client.post(f"{base_url}/api/v1/email/send", json={
                 "to": address, "subject": "Private", "html": f"<p>Your code: {marker}</p>"})
-            assert refused.status_code == 500 and refused.json()["error"]["code"] == "schedule_failed"
+            assert_error(refused, 500, "schedule_failed")
         new_lines = front_log.read_text().splitlines()[lines_before:]
     assert len(new_lines) == FAILED_ENQUEUES, new_lines
     assert all(re.search(r"enqueue to render failed: \w+", line) for line in new_lines), new_lines

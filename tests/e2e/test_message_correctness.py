@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from pipelines import links
-from tests.support.api import assert_error as error
+from tests.support.api import assert_error
 from tests.support.audience import make_contact, make_list
 from tests.support.campaigns import make_campaign, make_template, send
 from tests.support.dkim_dns import dnsfunc_for, publish_service_zone
@@ -136,12 +136,12 @@ def test_transactional_mail_leaves_out_the_footer_only_when_asked(service, tenan
     [without] = service.smtp.wait_for(bare)
     for part in ("html", "plain"):
         assert "/u/" not in without.body(part) and "/p/" not in without.body(part)
-    error(tenant.post("/email/send", json={"to": bare, "subject": "x", "text": "x", "stream": "marketing",
+    assert_error(tenant.post("/email/send", json={"to": bare, "subject": "x", "text": "x", "stream": "marketing",
                                            "footer": False}), 400, "validation_error", "footer")
-    error(tenant.post("/email/batch", json={"messages": [{"to": bare, "subject": "x", "text": "x",
+    assert_error(tenant.post("/email/batch", json={"messages": [{"to": bare, "subject": "x", "text": "x",
                                                           "stream": "marketing", "footer": False}]}),
           400, "validation_error", "messages[0].footer")
-    error(tenant.post("/email/send", json={"to": bare, "subject": "x", "text": "x", "stream": "bulk"}),
+    assert_error(tenant.post("/email/send", json={"to": bare, "subject": "x", "text": "x", "stream": "bulk"}),
           400, "validation_error", "stream")
 
 

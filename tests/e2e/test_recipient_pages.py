@@ -7,27 +7,14 @@ import re
 import uuid
 
 import httpx
-import pytest
-from playwright.sync_api import sync_playwright
 
 from pipelines import links
 from tests.support.audience import events, make_contact, make_list
 from tests.support.campaigns import make_campaign, make_template, send, wait_until
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TEMPLATE = ('<html><body><p>Hello {{first_name}}</p>'
             '<p><a href="{{unsubscribe_url}}">Unsubscribe</a> · <a href="{{preferences_url}}">Preferences</a></p>'
             '</body></html>')
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def received_campaign_email(service, tenant, *lists):

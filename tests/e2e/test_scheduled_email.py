@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from pipelines.clock import iso, utcnow
+from tests.support.api import assert_error
 from tests.support.barriers import scheduler_passes
 from tests.support.polling import wait_until
 from tests.support.private_stack import ControlledClock, private_stack
@@ -66,7 +67,7 @@ def test_scheduled_emails_leave_when_the_clock_reaches_them_and_a_cancelled_one_
     wait_until(lambda: delivered(tenant, later["message_id"]), timeout=20, what="later delivered")
 
     late = tenant.delete(f"/email/{kept['message_id']}")
-    assert late.status_code == 409 and late.json()["error"]["code"] == "conflict"
+    assert_error(late, 409, "conflict")
     assert status_of(tenant, dropped["message_id"])["status"] == "cancelled"
     assert stack.smtp.messages_to(cancelled_to) == []
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.support import services
+from tests.support.api import assert_error
 from tests.support.faults import PrivateStore, StoreProxy
 from tests.support.private_stack import private_stack
 
@@ -131,8 +132,7 @@ def test_an_unknown_outcome_answers_503_and_a_retry_with_the_key_gets_the_same_m
     with httpx.Client(base_url=f"{base_url}/api/v1", headers=headers, timeout=30) as client:
         first = client.post("/email/send", json=body)
         assert proxy.lost_replies == 1, "the fault did not happen"
-        assert first.status_code == 503, first.text
-        assert first.json()["error"]["code"] == "service_unavailable"
+        assert_error(first, 503, "service_unavailable")
         assert int(first.headers["Retry-After"]) > 0
         named = re.search(r"msg_[0-9a-f]+", first.json()["error"]["message"]).group(0)
         assert message_status(service, named)["status"] == "queued"  # it had landed

@@ -4,6 +4,7 @@ import datetime as dt
 import time
 
 from mongo import analytics
+from tests.support.api import assert_error
 
 
 def days_ago(n):
@@ -36,9 +37,7 @@ def test_totals_and_series_cover_the_period_with_zero_days(service, tenant):
 def test_an_invalid_period_names_the_parameter(tenant):
     for bad in ("2d", "365d", "", "30"):
         response = tenant.get("/analytics", params={"period": bad})
-        assert response.status_code == 400
-        assert response.json()["error"]["code"] == "validation_error"
-        assert response.json()["error"]["path"] == "period"
+        assert_error(response, 400, "validation_error", "period")
 
 
 def test_counters_are_per_workspace(service, tenant):

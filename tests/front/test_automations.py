@@ -6,7 +6,8 @@ their steps are tests/e2e/test_automation_*.py.)"""
 import pytest
 
 from pipelines.automation_steps import DEFAULT_CONFIGS
-from tests.support.audience import error, make_contact, make_list, make_tag
+from tests.support.api import assert_error
+from tests.support.audience import make_contact, make_list, make_tag
 from tests.support.campaigns import make_template
 
 
@@ -91,7 +92,7 @@ def test_given_config_fields_are_kept_and_the_rest_defaulted(tenant):
 def test_a_bad_step_config_is_refused_with_its_path_and_nothing_is_stored(tenant, step, path):
     before = tenant.get("/automations").json()["pagination"]["total"]
     response = tenant.post("/automations", json={"name": "Bad", "trigger_type": "api", "steps": [step]})
-    error(response, 400, "validation_error", path)
+    assert_error(response, 400, "validation_error", path)
     assert tenant.get("/automations").json()["pagination"]["total"] == before
 
 
@@ -105,7 +106,7 @@ def test_webhook_urls_the_outbound_guard_refuses_are_refused_at_save(service, te
             response = client.post(f"{base_url}/api/v1/automations", json={
                 "name": "Guarded", "trigger_type": "api",
                 "steps": [{"step_type": "webhook", "config": {"url": url}}]})
-            error(response, 400, "validation_error", "steps[0].config.url")
+            assert_error(response, 400, "validation_error", "steps[0].config.url")
 
 
 def test_branch_targets_must_be_steps_of_the_same_automation(tenant):
@@ -113,16 +114,16 @@ def test_branch_targets_must_be_steps_of_the_same_automation(tenant):
     response = tenant.post("/automations", json={"name": "B", "trigger_type": "api", "steps": [
         {"id": "check", "step_type": "condition", "config": {"field": "plan", "value": "pro",
                                                             "trueBranchStepId": other["steps"][0]["id"]}}]})
-    error(response, 400, "validation_error", "steps[0].config.trueBranchStepId")
+    assert_error(response, 400, "validation_error", "steps[0].config.trueBranchStepId")
     response = tenant.post("/automations", json={"name": "B", "trigger_type": "api", "steps": [
         {"id": "check", "step_type": "condition", "config": {"field": "plan", "trueBranchStepId": "check"}}]})
-    error(response, 400, "validation_error", "steps[0].config.trueBranchStepId")
+    assert_error(response, 400, "validation_error", "steps[0].config.trueBranchStepId")
     ok = create(tenant, steps=[
         {"id": "check", "step_type": "condition", "config": {"field": "plan", "value": "pro",
                                                             "trueBranchStepId": "vip", "falseBranchStepId": None}},
         {"step_type": "delay"}, {"id": "vip", "step_type": "tag", "config": {"tagName": "VIP"}}])
     assert ok["steps"][0]["config"]["trueBranchStepId"] == "vip" and ok["steps"][2]["id"] == "vip"
-    error(tenant.post("/automations", json={"name": "B", "trigger_type": "api", "steps": [
+    assert_error(tenant.post("/automations", json={"name": "B", "trigger_type": "api", "steps": [
         {"id": "same", "step_type": "delay"}, {"id": "same", "step_type": "delay"}]}),
         400, "validation_error", "steps[1].id")
 
@@ -131,7 +132,7 @@ def test_move_to_flow_cannot_target_its_own_automation(tenant):
     data = create(tenant)
     response = tenant.post(f"/automations/{data['id']}/steps",
                            json={"step_type": "move_to_flow", "config": {"targetFlowId": data["id"]}})
-    error(response, 400, "validation_error", "config.targetFlowId")
+    assert_error(response, 400, "validation_error", "config.targetFlowId")
 
 
 @pytest.mark.parametrize("trigger_type, config, path", [
@@ -148,13 +149,13 @@ def test_move_to_flow_cannot_target_its_own_automation(tenant):
 ])
 def test_trigger_configs_are_checked_per_trigger_type(tenant, trigger_type, config, path):
     response = tenant.post("/automations", json={"name": "T", "trigger_type": trigger_type, "trigger_config": config})
-    error(response, 400, "validation_error", path)
+    assert_error(response, 400, "validation_error", path)
 
 
 def test_unknown_trigger_type_is_refused(tenant):
-    error(tenant.post("/automations", json={"name": "T", "trigger_type": "moon_phase"}), 400, "validation_error",
+    assert_error(tenant.post("/automations", json={"name": "T", "trigger_type": "moon_phase"}), 400, "validation_error",
           "trigger_type")
-    error(tenant.post("/automations", json={"trigger_type": "api"}), 400, "validation_error", "name")
+    assert_error(tenant.post("/automations", json={"trigger_type": "api"}), 400, "validation_error", "name")
 
 
 def test_trigger_configs_get_their_defaults(tenant):
@@ -173,25 +174,25 @@ def test_trigger_configs_get_their_defaults(tenant):
 def test_status_moves_draft_active_paused_and_back_and_nothing_else(tenant):
     data = create(tenant, steps=[{"step_type": "delay"}])
     automation_id = data["id"]
-    error(tenant.patch(f"/automations/{automation_id}", json={"status": "paused"}), 409, "conflict")
+    assert_error(tenant.patch(f"/automations/{automation_id}", json={"status": "paused"}), 409, "conflict")
     assert activate(tenant, automation_id)["status"] == "active"
     assert tenant.patch(f"/automations/{automation_id}", json={"status": "active"}).json()["data"]["status"] == "active"
-    error(tenant.patch(f"/automations/{automation_id}", json={"status": "draft"}), 409, "conflict")
+    assert_error(tenant.patch(f"/automations/{automation_id}", json={"status": "draft"}), 409, "conflict")
     paused = tenant.patch(f"/automations/{automation_id}", json={"status": "paused", "name": "Renamed"})
     assert paused.status_code == 200 and paused.json()["data"]["status"] == "paused"
     assert paused.json()["data"]["name"] == "Renamed"
-    error(tenant.patch(f"/automations/{automation_id}", json={"status": "draft"}), 409, "conflict")
+    assert_error(tenant.patch(f"/automations/{automation_id}", json={"status": "draft"}), 409, "conflict")
     assert activate(tenant, automation_id)["status"] == "active"
-    error(tenant.patch(f"/automations/{automation_id}", json={"status": "archived"}), 400, "validation_error",
+    assert_error(tenant.patch(f"/automations/{automation_id}", json={"status": "archived"}), 400, "validation_error",
           "status")
-    error(tenant.patch(f"/automations/{automation_id}", json={"steps": []}), 400, "validation_error", "steps")
+    assert_error(tenant.patch(f"/automations/{automation_id}", json={"steps": []}), 400, "validation_error", "steps")
 
 
 def test_an_automation_with_an_incomplete_step_cannot_be_activated(tenant):
     template = make_template(tenant)
     data = create(tenant, steps=[{"step_type": "delay"},
                                  {"step_type": "email", "config": {"templateId": template["id"]}}])
-    error(tenant.patch(f"/automations/{data['id']}", json={"status": "active"}), 400, "validation_error",
+    assert_error(tenant.patch(f"/automations/{data['id']}", json={"status": "active"}), 400, "validation_error",
           "steps[1].config.subject")
     patched = tenant.patch(f"/automations/{data['id']}/steps/{data['steps'][1]['id']}", json={"config": {"subject": "Hi"}})
     assert patched.status_code == 200, patched.text
@@ -199,9 +200,9 @@ def test_an_automation_with_an_incomplete_step_cannot_be_activated(tenant):
     # once it runs, a step cannot be made incomplete again
     response = tenant.patch(f"/automations/{data['id']}/steps/{active['steps'][1]['id']}",
                             json={"config": {"subject": ""}})
-    error(response, 400, "validation_error", "config.subject")
+    assert_error(response, 400, "validation_error", "config.subject")
     response = tenant.post(f"/automations/{data['id']}/steps", json={"step_type": "tag"})
-    error(response, 400, "validation_error", "config.tagName")
+    assert_error(response, 400, "validation_error", "config.tagName")
 
 
 def test_list_filters_by_status_and_pages(tenant):
@@ -212,7 +213,7 @@ def test_list_filters_by_status_and_pages(tenant):
     assert listed["pagination"] == {"total": 3, "limit": 2, "offset": 0, "has_more": True}
     assert [a["id"] for a in listed["data"]] == [d["id"] for d in reversed(drafts)][:2]
     assert [a["id"] for a in tenant.get("/automations?status=active").json()["data"]] == [live["id"]]
-    error(tenant.get("/automations?status=running"), 400, "validation_error", "status")
+    assert_error(tenant.get("/automations?status=running"), 400, "validation_error", "status")
 
 
 def test_deleted_automation_is_gone_everywhere(tenant):
@@ -224,7 +225,7 @@ def test_deleted_automation_is_gone_everywhere(tenant):
                  lambda: tenant.delete(f"/automations/{data['id']}"),
                  lambda: tenant.get(f"/automations/{data['id']}/runs"),
                  lambda: tenant.post(f"/automations/{data['id']}/steps", json={"step_type": "delay"})):
-        error(call(), 404, "not_found")
+        assert_error(call(), 404, "not_found")
     assert data["id"] not in [a["id"] for a in tenant.get("/automations").json()["data"]]
 
 
@@ -239,7 +240,7 @@ def test_steps_are_added_at_a_position_patched_moved_and_deleted_with_the_rest_r
     assert last["position"] == 3
     order = lambda: [s["id"] for s in tenant.get(f"/automations/{data['id']}").json()["data"]["steps"]]  # noqa: E731
     assert order() == ["a", "b", "c", last["id"]]
-    error(tenant.post(base, json={"id": "a", "step_type": "delay"}), 400, "validation_error", "id")
+    assert_error(tenant.post(base, json={"id": "a", "step_type": "delay"}), 400, "validation_error", "id")
 
     # config merges over the current one; a new type starts from that type's defaults
     merged = tenant.patch(f"{base}/b", json={"config": {"action": "remove"}}).json()["data"]
@@ -248,21 +249,21 @@ def test_steps_are_added_at_a_position_patched_moved_and_deleted_with_the_rest_r
     assert retyped == {"id": "b", "step_type": "delay", "position": 1, "config": {"duration": 1, "unit": "weeks"}}
     moved = tenant.patch(f"{base}/a", json={"position": 2}).json()["data"]
     assert moved["position"] == 2 and order() == ["b", "c", "a", last["id"]]
-    error(tenant.patch(f"{base}/b", json={"config": {"unit": "days", "extra": 1}}), 400, "validation_error",
+    assert_error(tenant.patch(f"{base}/b", json={"config": {"unit": "days", "extra": 1}}), 400, "validation_error",
           "config.extra")
-    error(tenant.patch(f"{base}/nope", json={"config": {}}), 404, "not_found")
+    assert_error(tenant.patch(f"{base}/nope", json={"config": {}}), 404, "not_found")
 
     assert tenant.delete(f"{base}/c").json()["data"] == {"id": "c", "deleted": True}
     steps = tenant.get(f"/automations/{data['id']}").json()["data"]["steps"]
     assert [(s["id"], s["position"]) for s in steps] == [("b", 0), ("a", 1), (last["id"], 2)]
-    error(tenant.delete(f"{base}/c"), 404, "not_found")
+    assert_error(tenant.delete(f"{base}/c"), 404, "not_found")
 
 
 def test_a_step_another_branches_to_cannot_be_deleted(tenant):
     data = create(tenant, steps=[
         {"id": "check", "step_type": "condition", "config": {"field": "plan", "value": "x", "falseBranchStepId": "end"}},
         {"id": "end", "step_type": "delay"}])
-    error(tenant.delete(f"/automations/{data['id']}/steps/end"), 409, "conflict")
+    assert_error(tenant.delete(f"/automations/{data['id']}/steps/end"), 409, "conflict")
 
 
 def test_put_replaces_the_whole_step_list_reordering_updating_adding_and_removing(tenant):
@@ -280,9 +281,9 @@ def test_put_replaces_the_whole_step_list_reordering_updating_adding_and_removin
         ("b", "tag", 0), ("n", "email", 1), ("a", "delay", 2)]
     assert steps[0]["config"] == {"action": "add", "tagName": "new"}
     assert steps[2]["config"] == {"duration": 1, "unit": "hours"}
-    error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"id": "zz"}]}), 400, "validation_error",
+    assert_error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"id": "zz"}]}), 400, "validation_error",
           "steps[0].step_type")
-    error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"step_type": "delay",
+    assert_error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"step_type": "delay",
                                                                            "config": {"unit": "ms"}}]}),
           400, "validation_error", "steps[0].config.unit")
     assert [s["id"] for s in tenant.get(f"/automations/{data['id']}").json()["data"]["steps"]] == ["b", "n", "a"]
@@ -291,21 +292,21 @@ def test_put_replaces_the_whole_step_list_reordering_updating_adding_and_removin
 def test_trigger_endpoint_refusals(tenant):
     contact = make_contact(tenant, "trig@example.org")
     draft = create(tenant, steps=[{"step_type": "delay"}])
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"]}), 409, "conflict")
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"]}), 409, "conflict")
     activate(tenant, draft["id"])
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": "nobody"}), 404,
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": "nobody"}), 404,
           "contact_not_found", "contact_id")
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={"email": "nobody@example.org"}), 404,
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"email": "nobody@example.org"}), 404,
           "contact_not_found", "email")
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={}), 400, "validation_error", "contact_id")
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"],
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={}), 400, "validation_error", "contact_id")
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"],
                                                                    "email": contact["email"]}),
           400, "validation_error", "email")
-    error(tenant.post(f"/automations/{draft['id']}/trigger", json={"email": "TRIG@example.org",
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"email": "TRIG@example.org",
                                                                    "trigger_data": "x"}),
           400, "validation_error", "trigger_data")
-    error(tenant.post("/automations/nope/trigger", json={"contact_id": contact["id"]}), 404, "not_found")
-    error(tenant.post(f"/automations/{draft['id']}/runs/nope/cancel"), 404, "not_found")
+    assert_error(tenant.post("/automations/nope/trigger", json={"contact_id": contact["id"]}), 404, "not_found")
+    assert_error(tenant.post(f"/automations/{draft['id']}/runs/nope/cancel"), 404, "not_found")
 
 
 def test_another_workspace_sees_nothing_of_an_automation(service, tenant):
@@ -320,14 +321,14 @@ def test_another_workspace_sees_nothing_of_an_automation(service, tenant):
                      other.delete(f"/automations/{data['id']}/steps/s"),
                      other.post(f"/automations/{data['id']}/trigger", json={"email": "x@example.org"}),
                      other.get(f"/automations/{data['id']}/runs")):
-        error(response, 404, "not_found")
+        assert_error(response, 404, "not_found")
     assert other.get("/automations").json()["data"] == []
     # nor can a step name another workspace's template or automation
     template = make_template(tenant)
-    error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
+    assert_error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
         {"step_type": "email", "config": {"templateId": template["id"]}}]}), 400, "validation_error",
         "steps[0].config.templateId")
-    error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
+    assert_error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
         {"step_type": "move_to_flow", "config": {"targetFlowId": data["id"]}}]}), 400, "validation_error",
         "steps[0].config.targetFlowId")
 
@@ -337,11 +338,11 @@ def test_permissions_automations_read_and_write(service, tenant):
     reader = service.extra_key(tenant, permissions=["automations:read"])
     assert reader.get(f"/automations/{data['id']}").status_code == 200
     assert reader.get(f"/automations/{data['id']}/runs").status_code == 200
-    error(reader.post("/automations", json={"name": "x", "trigger_type": "api"}), 403, "forbidden")
-    error(reader.patch(f"/automations/{data['id']}", json={"name": "x"}), 403, "forbidden")
-    error(reader.post(f"/automations/{data['id']}/trigger", json={"email": "a@example.org"}), 403, "forbidden")
+    assert_error(reader.post("/automations", json={"name": "x", "trigger_type": "api"}), 403, "forbidden")
+    assert_error(reader.patch(f"/automations/{data['id']}", json={"name": "x"}), 403, "forbidden")
+    assert_error(reader.post(f"/automations/{data['id']}/trigger", json={"email": "a@example.org"}), 403, "forbidden")
     writer = service.extra_key(tenant, permissions=["automations:write"])
-    error(writer.get("/automations"), 403, "forbidden")
+    assert_error(writer.get("/automations"), 403, "forbidden")
     assert writer.patch(f"/automations/{data['id']}", json={"name": "ok"}).status_code == 200
     stranger = service.extra_key(tenant, permissions=["contacts:*"])
-    error(stranger.get("/automations"), 403, "forbidden")
+    assert_error(stranger.get("/automations"), 403, "forbidden")

@@ -5,7 +5,7 @@ import uuid
 from mongo import bounces as bounce_store
 from pipelines.bounce_effects import bounce_document
 from pipelines.bounce_parsing import Bounce
-from tests.support.api import assert_error as error
+from tests.support.api import assert_error
 
 
 def seed(service, tenant, email, type_, created_at, kind="bounce"):
@@ -49,19 +49,19 @@ def test_detail_shows_status_diagnostic_and_isp(service, tenant):
 
 
 def test_bad_filters_name_the_parameter(tenant):
-    error(tenant.get("/bounces", params={"type": "soft"}), 400, "validation_error", "type")
-    error(tenant.get("/bounces", params={"since": "yesterday"}), 400, "validation_error", "since")
-    error(tenant.get("/bounces", params={"until": "2026-13-01"}), 400, "validation_error", "until")
-    error(tenant.get("/bounces", params={"email": "nobody"}), 400, "validation_error", "email")
-    error(tenant.get("/bounces", params={"since": "2026-02-01", "until": "2026-01-01"}), 400,
+    assert_error(tenant.get("/bounces", params={"type": "soft"}), 400, "validation_error", "type")
+    assert_error(tenant.get("/bounces", params={"since": "yesterday"}), 400, "validation_error", "since")
+    assert_error(tenant.get("/bounces", params={"until": "2026-13-01"}), 400, "validation_error", "until")
+    assert_error(tenant.get("/bounces", params={"email": "nobody"}), 400, "validation_error", "email")
+    assert_error(tenant.get("/bounces", params={"since": "2026-02-01", "until": "2026-01-01"}), 400,
           "validation_error", "until")
-    error(tenant.get("/bounces", params={"limit": 0}), 400, "validation_error", "limit")
-    error(tenant.get("/bounces", params={"offset": -1}), 400, "validation_error", "offset")
+    assert_error(tenant.get("/bounces", params={"limit": 0}), 400, "validation_error", "limit")
+    assert_error(tenant.get("/bounces", params={"offset": -1}), 400, "validation_error", "offset")
 
 
 def test_unknown_and_foreign_bounces_answer_404(service, tenant):
     bounce_id = seed(service, tenant, "e@gmail.com", "permanent", "2026-01-10T08:00:00.000000Z")
     other = service.tenant()
-    error(other.get(f"/bounces/{bounce_id}"), 404, "not_found")
-    error(tenant.get(f"/bounces/{uuid.uuid4()}"), 404, "not_found")
+    assert_error(other.get(f"/bounces/{bounce_id}"), 404, "not_found")
+    assert_error(tenant.get(f"/bounces/{uuid.uuid4()}"), 404, "not_found")
     assert other.get("/bounces").json()["data"] == []

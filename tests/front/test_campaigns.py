@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from tests.support.audience import error, make_list
+from tests.support.api import assert_error
+from tests.support.audience import make_list
 from tests.support.campaigns import make_campaign, make_template, send
 
 
@@ -45,8 +46,8 @@ def test_a_campaign_for_a_segment_can_turn_tracking_off(tenant, template):
 
 def test_both_or_neither_of_list_and_segment_is_refused(tenant, template, members):
     base = {"name": "x", "subject": "s", "template_id": template["id"]}
-    error(tenant.post("/campaigns", json=base), 400, "validation_error", "list_id")
-    error(tenant.post("/campaigns", json={**base, "list_id": members["id"], "segment_id": "seg"}),
+    assert_error(tenant.post("/campaigns", json=base), 400, "validation_error", "list_id")
+    assert_error(tenant.post("/campaigns", json={**base, "list_id": members["id"], "segment_id": "seg"}),
           400, "validation_error", "segment_id")
 
 
@@ -54,7 +55,7 @@ def test_both_or_neither_of_list_and_segment_is_refused(tenant, template, member
 def test_required_fields_are_required(tenant, template, members, missing):
     body = {"name": "x", "subject": "s", "template_id": template["id"], "list_id": members["id"]}
     del body[missing]
-    error(tenant.post("/campaigns", json=body), 400, "validation_error", missing)
+    assert_error(tenant.post("/campaigns", json=body), 400, "validation_error", missing)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -65,27 +66,27 @@ def test_required_fields_are_required(tenant, template, members, missing):
 ])
 def test_bad_fields_are_refused_with_their_path(tenant, template, members, field, value):
     body = {"name": "x", "subject": "s", "template_id": template["id"], "list_id": members["id"], field: value}
-    error(tenant.post("/campaigns", json=body), 400, "validation_error", field)
+    assert_error(tenant.post("/campaigns", json=body), 400, "validation_error", field)
 
 
 def test_malformed_json_is_a_validation_error(tenant):
     response = tenant.post("/campaigns", content=b'{"name": ', headers={"Content-Type": "application/json"})
-    error(response, 400, "validation_error")
+    assert_error(response, 400, "validation_error")
 
 
 def test_unknown_or_foreign_references_answer_404_with_the_right_code(service, tenant, template, members):
     base = {"name": "x", "subject": "s"}
-    error(tenant.post("/campaigns", json={**base, "template_id": "nope", "list_id": members["id"]}),
+    assert_error(tenant.post("/campaigns", json={**base, "template_id": "nope", "list_id": members["id"]}),
           404, "template_not_found", "template_id")
-    error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "list_id": "nope"}),
+    assert_error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "list_id": "nope"}),
           404, "not_found", "list_id")
-    error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "segment_id": "nope"}),
+    assert_error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "segment_id": "nope"}),
           404, "not_found", "segment_id")
     other = service.tenant()
     theirs_template, theirs_list = make_template(other), make_list(other, "Theirs")
-    error(tenant.post("/campaigns", json={**base, "template_id": theirs_template["id"], "list_id": members["id"]}),
+    assert_error(tenant.post("/campaigns", json={**base, "template_id": theirs_template["id"], "list_id": members["id"]}),
           404, "template_not_found")
-    error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "list_id": theirs_list["id"]}),
+    assert_error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "list_id": theirs_list["id"]}),
           404, "not_found")
 
 
@@ -93,7 +94,7 @@ def test_a_workspace_without_a_default_sender_needs_from_email(service, template
     tenant = service.tenant(from_email=None)
     own_template, own_list = make_template(tenant), make_list(tenant, "L")
     body = {"name": "x", "subject": "s", "template_id": own_template["id"], "list_id": own_list["id"]}
-    error(tenant.post("/campaigns", json=body), 400, "missing_from_email", "from_email")
+    assert_error(tenant.post("/campaigns", json=body), 400, "missing_from_email", "from_email")
     assert tenant.post("/campaigns", json={**body, "from_email": "news@acme.example"}).status_code == 201
 
 
@@ -105,7 +106,7 @@ def test_create_replays_with_the_same_idempotency_key_and_refuses_another_body(t
     assert first.status_code == again.status_code == 201
     assert first.headers["X-Idempotency-Status"] == "new" and again.headers["X-Idempotency-Status"] == "cached"
     assert first.json()["data"]["id"] == again.json()["data"]["id"]
-    error(tenant.post("/campaigns", json={**body, "name": "Other"}, headers=headers), 409, "idempotency_conflict")
+    assert_error(tenant.post("/campaigns", json={**body, "name": "Other"}, headers=headers), 409, "idempotency_conflict")
     names = [c["name"] for c in tenant.get("/campaigns").json()["data"]]
     assert names.count("Once") == 1
 
@@ -124,23 +125,23 @@ def test_campaigns_are_listed_by_status_with_pagination_and_only_for_the_workspa
     assert only_drafts["data"][0]["status"] == "draft"
     scheduled = tenant.get("/campaigns", params={"status": "scheduled"}).json()["data"]
     assert [c["id"] for c in scheduled] == [drafts[0]["id"]]
-    error(tenant.get("/campaigns", params={"status": "paused"}), 400, "validation_error", "status")
+    assert_error(tenant.get("/campaigns", params={"status": "paused"}), 400, "validation_error", "status")
 
 
 def test_unknown_and_foreign_campaigns_answer_404(service, tenant):
     other = service.tenant()
     theirs = make_campaign(other, template_id=make_template(other)["id"], list_id=make_list(other, "L")["id"])
     for path in (f"/campaigns/{theirs['id']}", "/campaigns/nope"):
-        error(tenant.get(path), 404, "not_found")
-    error(send(tenant, theirs["id"]), 404, "not_found")
-    error(tenant.post(f"/campaigns/{theirs['id']}/cancel"), 404, "not_found")
+        assert_error(tenant.get(path), 404, "not_found")
+    assert_error(send(tenant, theirs["id"]), 404, "not_found")
+    assert_error(tenant.post(f"/campaigns/{theirs['id']}/cancel"), 404, "not_found")
     later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
-    error(tenant.post(f"/campaigns/{theirs['id']}/schedule", json={"send_at": later}), 404, "not_found")
+    assert_error(tenant.post(f"/campaigns/{theirs['id']}/schedule", json={"send_at": later}), 404, "not_found")
 
 
 def test_send_requires_the_idempotency_key_header(tenant, template, members):
     campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
-    error(tenant.post(f"/campaigns/{campaign['id']}/send/api"), 400, "validation_error", "Idempotency-Key")
+    assert_error(tenant.post(f"/campaigns/{campaign['id']}/send/api"), 400, "validation_error", "Idempotency-Key")
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "draft"
 
 
@@ -148,12 +149,12 @@ def test_schedule_needs_a_future_send_at_within_a_year(tenant, template, members
     campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
     now = dt.datetime.now(dt.timezone.utc)
     path = f"/campaigns/{campaign['id']}/schedule"
-    error(tenant.post(path, json={"send_at": (now - dt.timedelta(minutes=1)).isoformat()}),
+    assert_error(tenant.post(path, json={"send_at": (now - dt.timedelta(minutes=1)).isoformat()}),
           400, "invalid_schedule", "send_at")
-    error(tenant.post(path, json={"send_at": (now + dt.timedelta(days=400)).isoformat()}),
+    assert_error(tenant.post(path, json={"send_at": (now + dt.timedelta(days=400)).isoformat()}),
           400, "invalid_schedule", "send_at")
-    error(tenant.post(path, json={"send_at": "tomorrow"}), 400, "validation_error", "send_at")
-    error(tenant.post(path, json={}), 400, "validation_error", "send_at")
+    assert_error(tenant.post(path, json={"send_at": "tomorrow"}), 400, "validation_error", "send_at")
+    assert_error(tenant.post(path, json={}), 400, "validation_error", "send_at")
     when = (now + dt.timedelta(days=2)).replace(microsecond=0)
     scheduled = tenant.post(path, json={"send_at": when.isoformat()}).json()["data"]
     assert scheduled["status"] == "scheduled"
@@ -163,11 +164,11 @@ def test_schedule_needs_a_future_send_at_within_a_year(tenant, template, members
 def test_cancel_applies_to_scheduled_campaigns_only_and_repeats_harmlessly(tenant, template, members):
     campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
     path = f"/campaigns/{campaign['id']}/cancel"
-    error(tenant.post(path), 409, "conflict")
+    assert_error(tenant.post(path), 409, "conflict")
     later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
     tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": later})
     cancelled = tenant.post(path)
     assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled"
     assert tenant.post(path).json()["data"]["status"] == "cancelled"
-    error(send(tenant, campaign["id"]), 409, "conflict")
-    error(tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": later}), 409, "conflict")
+    assert_error(send(tenant, campaign["id"]), 409, "conflict")
+    assert_error(tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": later}), 409, "conflict")

@@ -6,7 +6,8 @@ import uuid
 import pytest
 
 from mongo import contacts as contact_store
-from tests.support.audience import error, events, make_contact, make_list
+from tests.support.api import assert_error
+from tests.support.audience import events, make_contact, make_list
 
 
 def test_create_normalises_the_email_and_applies_defaults(tenant):
@@ -34,7 +35,7 @@ def test_create_with_list_id_joins_the_list_and_get_shows_its_lists(service, ten
 
 def test_a_second_contact_with_the_same_address_in_any_case_is_a_duplicate(tenant):
     make_contact(tenant, "carol@example.org")
-    error(tenant.post("/contacts", json={"email": "CAROL@Example.org"}), 409, "duplicate")
+    assert_error(tenant.post("/contacts", json={"email": "CAROL@Example.org"}), 409, "duplicate")
 
 
 def test_the_same_address_may_exist_in_two_workspaces(service, tenant):
@@ -54,7 +55,7 @@ def test_the_same_address_may_exist_in_two_workspaces(service, tenant):
     ({"email": "a@example.org", "nickname": "al"}, "nickname"),
 ])
 def test_create_refuses_invalid_fields_with_their_path(tenant, payload, path):
-    error(tenant.post("/contacts", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/contacts", json=payload), 400, "validation_error", path)
 
 
 def test_create_accepts_names_of_exactly_100_characters(tenant):
@@ -64,30 +65,30 @@ def test_create_accepts_names_of_exactly_100_characters(tenant):
 
 def test_create_refuses_malformed_json_and_a_non_object_body(tenant):
     response = tenant.client.post("/contacts", content=b"{not json", headers={"Content-Type": "application/json"})
-    error(response, 400, "validation_error")
-    error(tenant.post("/contacts", json=["a@example.org"]), 400, "validation_error")
+    assert_error(response, 400, "validation_error")
+    assert_error(tenant.post("/contacts", json=["a@example.org"]), 400, "validation_error")
 
 
 def test_create_with_an_unknown_or_foreign_list_is_not_found_and_creates_nothing(service, tenant):
     foreign = make_list(service.tenant(), "Theirs")
     for list_id in (str(uuid.uuid4()), foreign["id"]):
-        error(tenant.post("/contacts", json={"email": "d@example.org", "list_id": list_id}), 404, "not_found")
+        assert_error(tenant.post("/contacts", json={"email": "d@example.org", "list_id": list_id}), 404, "not_found")
     assert tenant.get("/contacts").json()["pagination"]["total"] == 0
 
 
 def test_create_into_a_dynamic_list_is_refused(tenant):
     dynamic = make_list(tenant, "VIPs", type="dynamic",
                         conditions={"match": "all", "rules": [{"field": "vip", "operator": "equals", "value": True}]})
-    error(tenant.post("/contacts", json={"email": "e@example.org", "list_id": dynamic["id"]}),
+    assert_error(tenant.post("/contacts", json={"email": "e@example.org", "list_id": dynamic["id"]}),
           400, "validation_error", "list_id")
 
 
 def test_get_patch_delete_of_unknown_or_foreign_contacts_answer_404(service, tenant):
     foreign = make_contact(service.tenant(), "foreign@example.org")
     for contact_id in (str(uuid.uuid4()), foreign["id"]):
-        error(tenant.get(f"/contacts/{contact_id}"), 404, "not_found")
-        error(tenant.patch(f"/contacts/{contact_id}", json={"first_name": "X"}), 404, "not_found")
-        error(tenant.delete(f"/contacts/{contact_id}"), 404, "not_found")
+        assert_error(tenant.get(f"/contacts/{contact_id}"), 404, "not_found")
+        assert_error(tenant.patch(f"/contacts/{contact_id}", json={"first_name": "X"}), 404, "not_found")
+        assert_error(tenant.delete(f"/contacts/{contact_id}"), 404, "not_found")
     assert service.store.run(contact_store.get, foreign_ws(service, foreign), foreign["id"]) is not None
 
 
@@ -123,7 +124,7 @@ def test_patch_null_clears_names_and_email_change_is_normalised(tenant):
 def test_patch_to_an_address_taken_by_another_contact_is_a_duplicate(tenant):
     make_contact(tenant, "taken@example.org")
     contact = make_contact(tenant, "h@example.org")
-    error(tenant.patch(f"/contacts/{contact['id']}", json={"email": "Taken@example.org"}), 409, "duplicate")
+    assert_error(tenant.patch(f"/contacts/{contact['id']}", json={"email": "Taken@example.org"}), 409, "duplicate")
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["email"] == "h@example.org"
 
 
@@ -138,7 +139,7 @@ def test_patch_to_an_address_taken_by_another_contact_is_a_duplicate(tenant):
 ])
 def test_patch_refuses_invalid_fields_with_their_path(tenant, payload, path):
     contact = make_contact(tenant, "i@example.org")
-    error(tenant.patch(f"/contacts/{contact['id']}", json=payload), 400, "validation_error", path)
+    assert_error(tenant.patch(f"/contacts/{contact['id']}", json=payload), 400, "validation_error", path)
 
 
 def test_unsubscribing_and_resubscribing_record_events(service, tenant):
@@ -180,7 +181,7 @@ def test_delete_is_permanent_and_frees_the_address(service, tenant):
     contact = make_contact(tenant, "l@example.org")
     response = tenant.delete(f"/contacts/{contact['id']}")
     assert response.status_code == 200 and response.json()["data"] == {"id": contact["id"], "deleted": True}
-    error(tenant.get(f"/contacts/{contact['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/contacts/{contact['id']}"), 404, "not_found")
 
     async def raw(db):
         return await db.contacts.find_one({"_id": contact["id"]})
@@ -209,7 +210,7 @@ def test_bulk_delete_deletes_own_contacts_and_reports_the_rest(service, tenant):
     ({"contact_ids": "abc"}, "contact_ids"),
 ])
 def test_bulk_delete_refuses_bad_id_arrays(tenant, payload, path):
-    error(tenant.post("/contacts/bulk-delete", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/contacts/bulk-delete", json=payload), 400, "validation_error", path)
 
 
 def test_bulk_delete_accepts_5000_ids(tenant):
@@ -269,7 +270,7 @@ def test_pagination_pages_through_contacts_newest_first(tenant, people):
     ({"limit": "ten"}, "limit"), ({"subscribed": "maybe"}, "subscribed"),
 ])
 def test_list_query_errors_name_the_parameter(tenant, params, path):
-    error(tenant.get("/contacts", params=params), 400, "validation_error", path)
+    assert_error(tenant.get("/contacts", params=params), 400, "validation_error", path)
 
 
 def test_duplicates_are_contacts_in_two_or_more_lists_with_their_lists(tenant, people):
@@ -289,21 +290,21 @@ def test_duplicates_are_contacts_in_two_or_more_lists_with_their_lists(tenant, p
 
 def test_duplicates_with_an_unknown_or_foreign_list_is_not_found_and_a_malformed_one_is_refused(service, tenant):
     foreign = make_list(service.tenant(), "Theirs")
-    error(tenant.get("/contacts/duplicates", params={"list_id": foreign["id"]}), 404, "not_found")
-    error(tenant.get("/contacts/duplicates", params={"list_id": str(uuid.uuid4())}), 404, "not_found")
-    error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 400, "validation_error", "list_id")
+    assert_error(tenant.get("/contacts/duplicates", params={"list_id": foreign["id"]}), 404, "not_found")
+    assert_error(tenant.get("/contacts/duplicates", params={"list_id": str(uuid.uuid4())}), 404, "not_found")
+    assert_error(tenant.get("/contacts/duplicates", params={"list_id": "nope"}), 400, "validation_error", "list_id")
 
 
 def test_read_only_key_can_list_but_not_create_contacts(service, tenant):
     reader = service.extra_key(tenant, permissions=["contacts:read"])
     assert reader.get("/contacts").status_code == 200
-    error(reader.post("/contacts", json={"email": "m@example.org"}), 403, "forbidden")
+    assert_error(reader.post("/contacts", json={"email": "m@example.org"}), 403, "forbidden")
 
 
 def test_patches_cannot_grow_attributes_past_the_cap_one_at_a_time(tenant):
     contact = make_contact(tenant, "many@example.org", attributes={f"a{i}": i for i in range(99)})
     assert tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"a99": 99}}).status_code == 200
-    error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"one_more": 1}}),
+    assert_error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"one_more": 1}}),
           400, "validation_error", "attributes")
     # replacing one (null clears it) keeps the count at 100
     swap = tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"a0": None, "one_more": 1}})

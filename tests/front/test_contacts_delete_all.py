@@ -5,7 +5,8 @@ import uuid
 
 import pytest
 
-from tests.support.audience import error, make_contact, make_list, make_tag
+from tests.support.api import assert_error
+from tests.support.audience import make_contact, make_list, make_tag
 
 
 @pytest.fixture
@@ -25,14 +26,14 @@ def total(tenant, path="/contacts"):
 
 @pytest.mark.parametrize("payload", [{}, {"confirm": False}, {"confirm": None}])
 def test_delete_all_without_confirm_true_deletes_nothing(tenant, audience, payload):
-    error(tenant.post("/contacts/delete-all", json=payload), 400, "confirmation_required")
+    assert_error(tenant.post("/contacts/delete-all", json=payload), 400, "confirmation_required")
     assert total(tenant) == 3
     assert tenant.get("/contacts/activity").json()["data"] == []
 
 
 def test_delete_all_with_no_body_at_all_asks_for_confirmation_and_deletes_nothing(tenant, audience):
-    error(tenant.client.post("/contacts/delete-all"), 400, "confirmation_required")
-    error(tenant.client.post("/contacts/delete-all", content=b"  ", headers={"Content-Type": "application/json"}),
+    assert_error(tenant.client.post("/contacts/delete-all"), 400, "confirmation_required")
+    assert_error(tenant.client.post("/contacts/delete-all", content=b"  ", headers={"Content-Type": "application/json"}),
           400, "confirmation_required")
     assert total(tenant) == 3
 
@@ -40,10 +41,10 @@ def test_delete_all_with_no_body_at_all_asks_for_confirmation_and_deletes_nothin
 @pytest.mark.parametrize("payload, path", [({"confirm": "true"}, "confirm"), ({"confirm": 1}, "confirm"),
                                            ({"confirm": True, "force": True}, "force")])
 def test_delete_all_with_a_malformed_body_is_a_validation_error_and_deletes_nothing(tenant, audience, payload, path):
-    error(tenant.post("/contacts/delete-all", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/contacts/delete-all", json=payload), 400, "validation_error", path)
     response = tenant.client.post("/contacts/delete-all", content=b'{"confirm": tru',
                                   headers={"Content-Type": "application/json"})
-    error(response, 400, "validation_error")
+    assert_error(response, 400, "validation_error")
     assert total(tenant) == 3
 
 
@@ -53,12 +54,12 @@ def test_delete_all_hides_contacts_from_every_read(tenant, audience):
     body = response.json()["data"]
     assert body["deleted"] == 3 and body["deletion_id"] and body["restorable_until"] > "2000"
     assert total(tenant) == 0
-    error(tenant.get(f"/contacts/{audience['contacts'][0]['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/contacts/{audience['contacts'][0]['id']}"), 404, "not_found")
     assert tenant.get(f"/tags/{audience['tag']['id']}").json()["data"]["contact_count"] == 0
     assert total(tenant, f"/tags/{audience['tag']['id']}/contacts") == 0
     assert tenant.get(f"/lists/{audience['list']['id']}").json()["data"]["member_count"] == 0
     assert total(tenant, f"/lists/{audience['list']['id']}/members") == 0
-    error(tenant.patch(f"/contacts/{audience['contacts'][0]['id']}", json={"first_name": "X"}), 404, "not_found")
+    assert_error(tenant.patch(f"/contacts/{audience['contacts'][0]['id']}", json={"first_name": "X"}), 404, "not_found")
 
 
 def test_delete_all_touches_no_other_workspace(service, tenant, audience):
@@ -108,13 +109,13 @@ def test_restore_names_a_delete_all_by_its_id(tenant, audience):
 
 
 def test_restore_without_a_delete_all_or_of_another_workspace_is_not_found(service, tenant):
-    error(tenant.post("/contacts/restore", json={}), 404, "not_found")
+    assert_error(tenant.post("/contacts/restore", json={}), 404, "not_found")
     other = service.tenant()
     make_contact(other, "x@example.org")
     theirs = other.post("/contacts/delete-all", json={"confirm": True}).json()["data"]
-    error(tenant.post("/contacts/restore", json={"deletion_id": theirs["deletion_id"]}), 404, "not_found")
-    error(tenant.post("/contacts/restore", json={"deletion_id": str(uuid.uuid4())}), 404, "not_found")
-    error(tenant.post("/contacts/restore", json={"deletion_id": 7}), 400, "validation_error", "deletion_id")
+    assert_error(tenant.post("/contacts/restore", json={"deletion_id": theirs["deletion_id"]}), 404, "not_found")
+    assert_error(tenant.post("/contacts/restore", json={"deletion_id": str(uuid.uuid4())}), 404, "not_found")
+    assert_error(tenant.post("/contacts/restore", json={"deletion_id": 7}), 400, "validation_error", "deletion_id")
 
 
 def test_restore_after_the_30_day_window_is_refused(service, tenant, audience):
@@ -124,7 +125,7 @@ def test_restore_after_the_30_day_window_is_refused(service, tenant, audience):
         await db.activity.update_one({"workspace_id": tenant.workspace_id, "action": "contacts.delete_all"},
                                      {"$set": {"details.restorable_until": "2000-01-01T00:00:00.000000Z"}})
     service.store.run(age)
-    error(tenant.post("/contacts/restore", json={"deletion_id": deletion["deletion_id"]}), 409, "conflict")
+    assert_error(tenant.post("/contacts/restore", json={"deletion_id": deletion["deletion_id"]}), 409, "conflict")
     assert total(tenant) == 0
 
 

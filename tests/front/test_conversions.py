@@ -3,7 +3,8 @@ conversion.created emitted, listed with pagination."""
 
 import pytest
 
-from tests.support.audience import error, events, make_contact
+from tests.support.api import assert_error
+from tests.support.audience import events, make_contact
 
 
 def contact_events(service, tenant, contact_id, kind):
@@ -52,26 +53,26 @@ def test_value_may_be_a_numeric_string_and_currency_defaults_to_usd(tenant):
 def test_bad_fields_are_refused_with_their_path(tenant, field, value, path):
     contact = make_contact(tenant, f"bad-{field}@example.org")
     body = {"contact_id": contact["id"], "value": 10, field: value}
-    error(tenant.post("/conversions", json=body), 400, "validation_error", path)
+    assert_error(tenant.post("/conversions", json=body), 400, "validation_error", path)
 
 
 @pytest.mark.parametrize("missing", ["contact_id", "value"])
 def test_required_fields_are_required(tenant, missing):
     body = {"contact_id": "x", "value": 1}
     del body[missing]
-    error(tenant.post("/conversions", json=body), 400, "validation_error", missing)
+    assert_error(tenant.post("/conversions", json=body), 400, "validation_error", missing)
 
 
 def test_unknown_or_foreign_contact_answers_404_contact_not_found(service, tenant):
-    error(tenant.post("/conversions", json={"contact_id": "nope", "value": 1}), 404, "contact_not_found")
+    assert_error(tenant.post("/conversions", json={"contact_id": "nope", "value": 1}), 404, "contact_not_found")
     other = service.tenant()
     theirs = make_contact(other, "theirs@example.org")
-    error(tenant.post("/conversions", json={"contact_id": theirs["id"], "value": 1}), 404, "contact_not_found")
+    assert_error(tenant.post("/conversions", json={"contact_id": theirs["id"], "value": 1}), 404, "contact_not_found")
 
 
 def test_malformed_json_is_a_validation_error(tenant):
     response = tenant.post("/conversions", content=b"{nope", headers={"Content-Type": "application/json"})
-    error(response, 400, "validation_error")
+    assert_error(response, 400, "validation_error")
 
 
 def test_conversions_are_listed_newest_first_with_pagination_and_only_for_the_workspace(service, tenant):
@@ -86,4 +87,4 @@ def test_conversions_are_listed_newest_first_with_pagination_and_only_for_the_wo
     assert [c["value"] for c in body["data"]] == ["3", "2"]
     rest = tenant.get("/conversions", params={"limit": 2, "offset": 2}).json()
     assert [c["value"] for c in rest["data"]] == ["1"]
-    error(tenant.get("/conversions", params={"limit": 0}), 400, "validation_error", "limit")
+    assert_error(tenant.get("/conversions", params={"limit": 0}), 400, "validation_error", "limit")

@@ -7,7 +7,7 @@ import uuid
 import dkim as dkimpy
 
 from tests.support import inbound, reports
-from tests.support.api import assert_error as error
+from tests.support.api import assert_error
 from tests.support.dkim_dns import dnsfunc_for, publish_service_zone
 from tests.support.polling import wait_status, wait_until
 from tests.support.services import run_postroom
@@ -56,31 +56,31 @@ def test_the_private_key_is_stored_sealed(service, tenant):
 def test_a_domain_twice_is_a_duplicate_and_bad_names_are_refused(tenant):
     domain = new_domain()
     add(tenant, domain)
-    error(tenant.post("/domains", json={"domain": domain}), 409, "duplicate", "domain")
+    assert_error(tenant.post("/domains", json={"domain": domain}), 409, "duplicate", "domain")
     for bad in ("not a domain", "localhost", "-x.example.com", "a..b.com", "x" * 64 + ".com", ""):
-        error(tenant.post("/domains", json={"domain": bad}), 400, "validation_error", "domain")
-    error(tenant.post("/domains", json={"domain": "x" * 250 + ".com"}), 400, "validation_error", "domain")
-    error(tenant.post("/domains", json={}), 400, "validation_error", "domain")
-    error(tenant.post("/domains", json={"domain": 7}), 400, "validation_error", "domain")
-    error(tenant.post("/domains", json={"domain": "ok.example.com", "x": 1}), 400, "validation_error", "x")
-    error(tenant.post("/domains", json={"domain": "news.postroom.test"}), 400, "validation_error", "domain")
+        assert_error(tenant.post("/domains", json={"domain": bad}), 400, "validation_error", "domain")
+    assert_error(tenant.post("/domains", json={"domain": "x" * 250 + ".com"}), 400, "validation_error", "domain")
+    assert_error(tenant.post("/domains", json={}), 400, "validation_error", "domain")
+    assert_error(tenant.post("/domains", json={"domain": 7}), 400, "validation_error", "domain")
+    assert_error(tenant.post("/domains", json={"domain": "ok.example.com", "x": 1}), 400, "validation_error", "x")
+    assert_error(tenant.post("/domains", json={"domain": "news.postroom.test"}), 400, "validation_error", "domain")
 
 
 def test_unknown_and_foreign_domains_answer_404(service, tenant):
     view = add(tenant, new_domain())
     other = service.tenant()
     for call in (other.get, other.delete):
-        error(call(f"/domains/{view['id']}"), 404, "not_found")
-    error(other.post(f"/domains/{view['id']}/verify"), 404, "not_found")
-    error(tenant.get(f"/domains/{uuid.uuid4()}"), 404, "not_found")
+        assert_error(call(f"/domains/{view['id']}"), 404, "not_found")
+    assert_error(other.post(f"/domains/{view['id']}/verify"), 404, "not_found")
+    assert_error(tenant.get(f"/domains/{uuid.uuid4()}"), 404, "not_found")
     assert other.get("/domains").json()["data"] == []
 
 
 def test_delete_removes_the_domain(tenant):
     view = add(tenant, new_domain())
     assert tenant.delete(f"/domains/{view['id']}").json()["data"] == {"id": view["id"], "deleted": True}
-    error(tenant.get(f"/domains/{view['id']}"), 404, "not_found")
-    error(tenant.delete(f"/domains/{view['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/domains/{view['id']}"), 404, "not_found")
+    assert_error(tenant.delete(f"/domains/{view['id']}"), 404, "not_found")
 
 
 def test_verify_reports_each_missing_or_wrong_record(tenant, dns_server):
@@ -137,7 +137,7 @@ def test_verify_succeeds_with_the_txt_key_instead_of_the_cname(tenant, dns_serve
 def test_mail_from_an_unverified_domain_is_refused(tenant):
     domain = new_domain()
     add(tenant, domain)
-    error(tenant.post("/email/send", json={"to": "r@example.org", "subject": "s", "text": "t",
+    assert_error(tenant.post("/email/send", json={"to": "r@example.org", "subject": "s", "text": "t",
                                            "from_email": f"news@{domain}"}), 403, "domain_invalid")
 
 

@@ -7,16 +7,13 @@ import uuid
 import pytest
 
 from pipelines.clock import iso, utcnow
+from tests.support.api import assert_error
 
 HTML = "<p>Hello</p>"
 
 
 def address(tag="r"):
     return f"{tag}-{uuid.uuid4().hex[:8]}@example.org"
-
-
-def error_of(response):
-    return response.json()["error"]
 
 
 def stored(service, message_id):
@@ -52,8 +49,7 @@ def test_send_to_a_list_puts_every_address_on_one_message(tenant):
 def test_send_to_more_than_50_addresses_is_refused(tenant):
     response = tenant.post("/email/send", json={"to": [address() for _ in range(51)], "subject": "Hi",
                                                 "text": "x"})
-    assert response.status_code == 400
-    assert error_of(response)["code"] == "validation_error" and error_of(response)["path"] == "to"
+    assert_error(response, 400, "validation_error", "to")
 
 
 @pytest.mark.parametrize("field, value, path", [
@@ -77,9 +73,7 @@ def test_send_to_more_than_50_addresses_is_refused(tenant):
 def test_send_with_a_bad_field_names_it(tenant, field, value, path):
     body = {"to": address(), "subject": "Hi", "html": HTML, field: value}
     response = tenant.post("/email/send", json=body)
-    assert response.status_code == 400, response.text
-    assert error_of(response)["code"] == "validation_error"
-    assert error_of(response)["path"] == path
+    assert_error(response, 400, "validation_error", path)
 
 
 @pytest.mark.parametrize("missing", ["to", "subject"])
@@ -87,24 +81,23 @@ def test_send_without_a_required_field_is_refused(tenant, missing):
     body = {"to": address(), "subject": "Hi", "html": HTML}
     del body[missing]
     response = tenant.post("/email/send", json=body)
-    assert response.status_code == 400 and error_of(response)["path"] == missing
+    assert_error(response, 400, "validation_error", missing)
 
 
 def test_send_with_malformed_json_is_a_validation_error(tenant):
     response = tenant.client.post("/email/send", content=b'{"to": ', headers={"Content-Type": "application/json"})
-    assert response.status_code == 400 and error_of(response)["code"] == "validation_error"
+    assert_error(response, 400, "validation_error")
 
 
 def test_send_without_content_answers_no_content(tenant):
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi"})
-    assert response.status_code == 400 and error_of(response)["code"] == "no_content"
+    assert_error(response, 400, "no_content")
 
 
 def test_send_with_html_over_256_kb_is_refused(tenant):
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi",
                                                 "html": "<p>" + "x" * (256 * 1024) + "</p>"})
-    assert response.status_code == 400
-    assert error_of(response)["path"] == "html"
+    assert_error(response, 400, "validation_error", "html")
 
 
 def test_send_with_html_of_exactly_256_kb_is_accepted(tenant):
@@ -116,7 +109,7 @@ def test_send_with_html_of_exactly_256_kb_is_accepted(tenant):
 def test_send_without_from_email_and_no_workspace_default_answers_missing_from_email(service):
     tenant = service.tenant(from_email=None)
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "html": HTML})
-    assert response.status_code == 400 and error_of(response)["code"] == "missing_from_email"
+    assert_error(response, 400, "missing_from_email")
 
 
 def test_send_from_an_unverified_domain_of_the_workspace_answers_domain_invalid(service, tenant):
@@ -126,7 +119,7 @@ def test_send_from_an_unverified_domain_of_the_workspace_answers_domain_invalid(
     service.store.run(add_domain)
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "html": HTML,
                                                 "from_email": "news@pending.example"})
-    assert response.status_code == 403 and error_of(response)["code"] == "domain_invalid"
+    assert_error(response, 403, "domain_invalid")
 
 
 def test_send_strips_tags_from_the_subject_and_stores_tracking_choices(service, tenant):
@@ -159,14 +152,13 @@ def test_send_from_name_and_reply_to_are_kept(service, tenant):
 def test_send_at_in_the_past_is_an_invalid_schedule(tenant):
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "html": HTML,
                                                 "send_at": iso(utcnow() - dt.timedelta(minutes=1))})
-    assert response.status_code == 400 and error_of(response)["code"] == "invalid_schedule"
-    assert error_of(response)["path"] == "send_at"
+    assert_error(response, 400, "invalid_schedule", "send_at")
 
 
 def test_send_at_beyond_72_hours_is_an_invalid_schedule(tenant):
     response = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "html": HTML,
                                                 "send_at": iso(utcnow() + dt.timedelta(hours=72, minutes=5))})
-    assert response.status_code == 400 and error_of(response)["code"] == "invalid_schedule"
+    assert_error(response, 400, "invalid_schedule")
 
 
 def test_send_at_within_72_hours_answers_scheduled(tenant):
@@ -195,7 +187,7 @@ def test_cancel_of_an_email_sent_now_is_a_conflict(tenant):
     message_id = tenant.post("/email/send", json={"to": address(), "subject": "Hi",
                                                   "html": HTML}).json()["data"]["message_id"]
     response = tenant.delete(f"/email/{message_id}")
-    assert response.status_code == 409 and error_of(response)["code"] == "conflict"
+    assert_error(response, 409, "conflict")
 
 
 def test_unknown_and_foreign_messages_answer_404(service, tenant):
@@ -218,7 +210,7 @@ def test_send_replayed_with_the_same_idempotency_key_returns_the_same_message(se
     assert again.headers["X-Idempotency-Status"] == "cached"
     assert again.json() == first.json()
     other = tenant.post("/email/send", json={**body, "subject": "Other"}, headers=headers)
-    assert other.status_code == 409 and error_of(other)["code"] == "idempotency_conflict"
+    assert_error(other, 409, "idempotency_conflict")
 
 
 # --- plan limit -----------------------------------------------------------------------
@@ -229,10 +221,10 @@ def test_a_workspace_at_its_monthly_limit_gets_limit_reached(service):
     body = {"subject": "Hi", "text": "x"}
     assert tenant.post("/email/send", json={**body, "to": address()}).status_code == 202
     batch = tenant.post("/email/batch", json={"messages": [{**body, "to": address()}] * 3})
-    assert batch.status_code == 403 and error_of(batch)["code"] == "limit_reached"
+    assert_error(batch, 403, "limit_reached")
     assert tenant.post("/email/batch", json={"messages": [{**body, "to": address()}] * 2}).status_code == 202
     refused = tenant.post("/email/send", json={**body, "to": address()})
-    assert refused.status_code == 403 and error_of(refused)["code"] == "limit_reached"
+    assert_error(refused, 403, "limit_reached")
     sandbox = service.extra_key(tenant, sandbox=True)
     assert sandbox.post("/email/send", json={**body, "to": address()}).status_code == 202
 
@@ -249,12 +241,12 @@ def test_a_cancelled_scheduled_email_gives_its_count_back_to_the_plan(service):
     later = {"subject": "Hi", "text": "x", "send_at": iso(utcnow() + dt.timedelta(hours=1))}
     message_id = tenant.post("/email/send", json={**later, "to": address()}).json()["data"]["message_id"]
     full = tenant.post("/email/send", json={**later, "to": address()})
-    assert full.status_code == 403 and error_of(full)["code"] == "limit_reached"
+    assert_error(full, 403, "limit_reached")
     assert tenant.delete(f"/email/{message_id}").status_code == 200
     assert tenant.delete(f"/email/{message_id}").status_code == 200  # a repeat gives nothing back twice
     assert tenant.post("/email/send", json={**later, "to": address()}).status_code == 201
     again = tenant.post("/email/send", json={**later, "to": address()})
-    assert again.status_code == 403 and error_of(again)["code"] == "limit_reached"
+    assert_error(again, 403, "limit_reached")
 
 
 def test_when_the_broker_is_unreachable_the_send_fails_loudly_and_is_not_counted(service):
@@ -271,7 +263,7 @@ def test_when_the_broker_is_unreachable_the_send_fails_loudly_and_is_not_counted
         broken_batch = tenant.client.post(base_url + "/api/v1/email/batch",
                                           json={"messages": [{**body, "to": address()}] * 2})
     for response in (broken, broken_batch):
-        assert response.status_code == 500 and error_of(response)["code"] == "schedule_failed"
+        assert_error(response, 500, "schedule_failed")
         assert "Traceback" not in response.text
 
     async def statuses(db):
@@ -318,8 +310,7 @@ def test_an_invalid_batch_item_is_named_and_nothing_is_stored(service, tenant, i
     good = {"to": address(), "subject": "Hi", "text": "x"}
     before = count_messages(service, tenant.workspace_id)
     response = tenant.post("/email/batch", json={"messages": [good, good, item, good]})
-    assert response.status_code == 400, response.text
-    assert error_of(response)["code"] == code and error_of(response)["path"] == path
+    assert_error(response, 400, code, path)
     assert count_messages(service, tenant.workspace_id) == before
 
 
@@ -328,20 +319,19 @@ def test_a_batch_item_without_any_sender_answers_missing_from_email_with_its_pat
     items = [{"to": address(), "subject": "Hi", "text": "x", "from_email": "a@example.org"},
              {"to": address(), "subject": "Hi", "text": "x"}]
     response = tenant.post("/email/batch", json={"messages": items})
-    assert response.status_code == 400
-    assert error_of(response)["code"] == "missing_from_email" and error_of(response)["path"] == "messages[1].from_email"
+    assert_error(response, 400, "missing_from_email", "messages[1].from_email")
 
 
 @pytest.mark.parametrize("messages", [[], None, "x"])
 def test_a_batch_without_a_list_of_messages_is_refused(tenant, messages):
     response = tenant.post("/email/batch", json={"messages": messages})
-    assert response.status_code == 400 and error_of(response)["path"] == "messages"
+    assert_error(response, 400, "validation_error", "messages")
 
 
 def test_a_batch_of_more_than_1000_messages_is_refused(tenant):
     item = {"to": "x@example.org", "subject": "Hi", "text": "x"}
     response = tenant.post("/email/batch", json={"messages": [item] * 1001})
-    assert response.status_code == 400 and error_of(response)["path"] == "messages"
+    assert_error(response, 400, "validation_error", "messages")
 
 
 def test_a_batch_replayed_with_its_idempotency_key_is_not_sent_twice(service, tenant):

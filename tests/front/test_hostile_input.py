@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from tests.support.audience import error, make_contact, make_list, make_tag
+from tests.support.api import assert_error
+from tests.support.audience import make_contact, make_list, make_tag
 
 MB = 1024 * 1024
 
@@ -16,10 +17,10 @@ MB = 1024 * 1024
 # -- sizes: never DocumentTooLarge ---------------------------------------------------------------
 def test_a_10_mb_attribute_is_refused_with_its_path_on_create_and_on_patch(tenant):
     huge = {"big": "x" * (10 * MB)}
-    error(tenant.post("/contacts", json={"email": "huge@example.org", "attributes": huge}),
+    assert_error(tenant.post("/contacts", json={"email": "huge@example.org", "attributes": huge}),
           400, "validation_error", "attributes.big")
     contact = make_contact(tenant, "patched@example.org")
-    error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": huge}), 400, "validation_error",
+    assert_error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": huge}), 400, "validation_error",
           "attributes.big")
     assert tenant.get("/contacts").json()["pagination"]["total"] == 1
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["attributes"] == {}
@@ -30,22 +31,22 @@ def test_an_attribute_value_is_at_most_10_kb_serialised_whatever_its_type(tenant
     contact = make_contact(tenant, "limit@example.org", attributes={"note": at_limit})
     assert contact["attributes"]["note"] == at_limit
     for value in ("x" * (10 * 1024 - 1), ["y" * 600] * 20, {"deep": "é" * 6000}):
-        error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"other": value}}),
+        assert_error(tenant.patch(f"/contacts/{contact['id']}", json={"attributes": {"other": value}}),
               400, "validation_error", "attributes.other")
 
 
 def test_oversized_free_form_values_of_an_email_are_refused_with_their_path(tenant):
     send = {"to": "bob@example.org", "subject": "Hi"}
-    error(tenant.post("/email/send", json={**send, "text": "x" * (2 * MB)}), 400, "validation_error", "text")
-    error(tenant.post("/email/send", json={**send, "text": "hi", "template_data": {"blob": "x" * (300 * 1024)}}),
+    assert_error(tenant.post("/email/send", json={**send, "text": "x" * (2 * MB)}), 400, "validation_error", "text")
+    assert_error(tenant.post("/email/send", json={**send, "text": "hi", "template_data": {"blob": "x" * (300 * 1024)}}),
           400, "validation_error", "template_data")
-    error(tenant.post("/email/batch", json={"messages": [{**send, "text": "ok"}, {**send, "text": "é" * MB}]}),
+    assert_error(tenant.post("/email/batch", json={"messages": [{**send, "text": "ok"}, {**send, "text": "é" * MB}]}),
           400, "validation_error", "messages[1].text")
 
 
 def test_an_oversized_template_structure_is_refused_with_its_path(tenant):
     structure = {"blocks": [{"id": "b1", "type": "text", "content": {"text": "x" * (600 * 1024)}}]}
-    error(tenant.post("/templates", json={"name": "big", "json_structure": structure}),
+    assert_error(tenant.post("/templates", json={"name": "big", "json_structure": structure}),
           400, "validation_error", "json_structure")
 
 
@@ -56,14 +57,14 @@ def test_an_oversized_template_structure_is_refused_with_its_path(tenant):
 ])
 def test_encoded_words_and_line_breaks_in_header_values_are_refused_at_the_api(tenant, field, value):
     body = {"to": "bob@example.org", "subject": "Hi", "text": "hello", field: value}
-    error(tenant.post("/email/send", json=body), 400, "validation_error", field)
+    assert_error(tenant.post("/email/send", json=body), 400, "validation_error", field)
     batch = {"messages": [{"to": "bob@example.org", "subject": "Hi", "text": "hello", field: value}]}
-    error(tenant.post("/email/batch", json=batch), 400, "validation_error", f"messages[0].{field}")
+    assert_error(tenant.post("/email/batch", json=batch), 400, "validation_error", f"messages[0].{field}")
 
 
 def test_a_recipient_list_names_the_address_carrying_an_encoded_word(tenant):
     body = {"to": ["ok@example.org", "=?utf-8?q?bob?=@example.org"], "subject": "Hi", "text": "hello"}
-    error(tenant.post("/email/send", json=body), 400, "validation_error", "to[1]")
+    assert_error(tenant.post("/email/send", json=body), 400, "validation_error", "to[1]")
 
 
 @pytest.mark.parametrize("name", ["Zoë Ünal — 山田 =? yes", "=?utf-8?q?Support?=", "Ann =?iso-8859-1?b?w6k=?= Smith"])
@@ -77,20 +78,20 @@ def test_a_display_name_in_any_script_is_accepted_and_arrives_as_written(service
 
 
 def test_a_contact_address_carrying_an_encoded_word_is_refused(tenant):
-    error(tenant.post("/contacts", json={"email": "=?utf-8?q?ann?=@example.org"}), 400, "validation_error", "email")
+    assert_error(tenant.post("/contacts", json={"email": "=?utf-8?q?ann?=@example.org"}), 400, "validation_error", "email")
 
 
 # -- numbers written as digits only -------------------------------------------------------------
 @pytest.mark.parametrize("raw", ["%205", "5%20", "1.0", "1_000", "%D9%A1", "+5", "0x5", "5e0", "%EF%BC%95"])
 def test_limit_and_offset_take_plain_ascii_digits_only(tenant, raw):
     for name in ("limit", "offset"):
-        error(tenant.get(f"/contacts?{name}={raw}"), 400, "validation_error", name)
+        assert_error(tenant.get(f"/contacts?{name}={raw}"), 400, "validation_error", name)
 
 
 @pytest.mark.parametrize("query, path", [("offset=0&offset=5", "offset"), ("limit=5&limit=5", "limit"),
                                          ("limit=5&offset=1&limit=7", "limit"), ("search=a&search=b", "search")])
 def test_a_parameter_given_twice_is_refused(tenant, query, path):
-    error(tenant.get(f"/contacts?{query}"), 400, "validation_error", path)
+    assert_error(tenant.get(f"/contacts?{query}"), 400, "validation_error", path)
 
 
 def test_an_unknown_parameter_given_twice_is_ignored_like_any_unknown_parameter(tenant):
@@ -98,16 +99,16 @@ def test_an_unknown_parameter_given_twice_is_ignored_like_any_unknown_parameter(
 
 
 def test_an_empty_since_is_refused_as_documented(tenant):
-    error(tenant.get("/bounces?since="), 400, "validation_error", "since")
+    assert_error(tenant.get("/bounces?since="), 400, "validation_error", "since")
     assert tenant.get("/bounces?since=2026-01-01t00:00:00z").status_code == 200  # RFC 3339 lower case
 
 
 @pytest.mark.parametrize("value", ["1_000", "١", "１２", " 5", "1e3", "+1", ".5", "5."])
 def test_money_strings_are_ascii_digits_with_an_optional_point(tenant, value):
     contact = make_contact(tenant, f"buyer-{uuid.uuid4().hex[:6]}@example.org")
-    error(tenant.post("/conversions", json={"contact_id": contact["id"], "value": value}),
+    assert_error(tenant.post("/conversions", json={"contact_id": contact["id"], "value": value}),
           400, "validation_error", "value")
-    error(tenant.post("/track/product-view", json={"contact_email": contact["email"], "product_id": "p1",
+    assert_error(tenant.post("/track/product-view", json={"contact_email": contact["email"], "product_id": "p1",
                                                     "price": value}), 400, "validation_error", "price")
     assert tenant.get("/conversions").json()["pagination"]["total"] == 0
 
@@ -122,7 +123,7 @@ def test_money_as_a_json_number_or_a_plain_decimal_string_is_kept_exactly(tenant
 
 # -- ids of the wrong shape (issue 13) --------------------------------------------------------
 def test_a_contact_created_into_a_list_id_that_is_not_a_uuid_is_refused_with_its_path(tenant):
-    error(tenant.post("/contacts", json={"email": "d@example.org", "list_id": "not-a-uuid"}),
+    assert_error(tenant.post("/contacts", json={"email": "d@example.org", "list_id": "not-a-uuid"}),
           400, "validation_error", "list_id")
     assert tenant.get("/contacts").json()["pagination"]["total"] == 0
     # an upper-case UUID is the same id
@@ -137,7 +138,7 @@ def test_tag_assignment_refuses_contact_ids_that_are_not_uuids_and_assigns_nothi
     for method in ("post", "delete"):
         response = tenant.client.request(method.upper(), f"/tags/{tag['id']}/contacts",
                                          json={"contact_ids": [contact["id"], "c-1"]})
-        error(response, 400, "validation_error", "contact_ids[1]")
+        assert_error(response, 400, "validation_error", "contact_ids[1]")
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["tags"] == []
 
 
@@ -155,9 +156,9 @@ def test_options_beside_an_id_route_advertises_only_that_paths_methods(tenant, p
 
 def test_a_method_of_the_id_route_on_a_fixed_path_is_not_allowed_there(tenant):
     response = tenant.patch("/contacts/activity", json={"first_name": "x"})
-    error(response, 405, "method_not_allowed")
+    assert_error(response, 405, "method_not_allowed")
     assert {m.strip() for m in response.headers["Allow"].split(",")} == {"GET", "HEAD", "OPTIONS"}
     # an id route still answers for an id of its shape, in any letter case
     contact = make_contact(tenant, "g@example.org")
     assert tenant.get(f"/contacts/{contact['id'].upper()}").json()["data"]["id"] == contact["id"]
-    error(tenant.get("/contacts/not-a-uuid"), 404, "not_found")
+    assert_error(tenant.get("/contacts/not-a-uuid"), 404, "not_found")

@@ -4,7 +4,8 @@ import uuid
 
 import pytest
 
-from tests.support.audience import error, events, make_contact, make_list
+from tests.support.api import assert_error
+from tests.support.audience import assert_unknown_everywhere, events, make_contact, make_list
 
 VIP_RULES = {"match": "all", "rules": [{"field": "vip", "operator": "equals", "value": True}]}
 
@@ -29,7 +30,7 @@ def test_create_static_list_by_default_with_no_members(tenant):
     ({"name": "L", "colour": "red"}, "colour"),
 ])
 def test_create_refuses_invalid_lists_with_their_path(tenant, payload, path):
-    error(tenant.post("/lists", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/lists", json=payload), 400, "validation_error", path)
 
 
 def test_rules_may_name_static_lists_but_not_dynamic_ones(tenant):
@@ -37,7 +38,7 @@ def test_rules_may_name_static_lists_but_not_dynamic_ones(tenant):
     dynamic = make_list(tenant, "D", type="dynamic", conditions=VIP_RULES)
     make_list(tenant, "In S", type="dynamic",
               conditions={"rules": [{"field": "lists", "operator": "equals", "value": static["id"]}]})
-    error(tenant.post("/lists", json={"name": "In D", "type": "dynamic", "conditions": {
+    assert_error(tenant.post("/lists", json={"name": "In D", "type": "dynamic", "conditions": {
         "rules": [{"field": "lists", "operator": "in", "value": [static["id"], dynamic["id"]]}]}}),
         400, "validation_error", "conditions.rules[0].value[1]")
 
@@ -120,7 +121,7 @@ def test_dynamic_list_members_cannot_be_added_or_removed_by_id(tenant):
     vip = make_list(tenant, "VIPs", type="dynamic", conditions=VIP_RULES)
     contact = make_contact(tenant, "d@example.org")
     for call in (tenant.post, tenant.delete):
-        body = error(call(f"/lists/{vip['id']}/members", json={"contact_ids": [contact["id"]]}), 400,
+        body = assert_error(call(f"/lists/{vip['id']}/members", json={"contact_ids": [contact["id"]]}), 400,
                      "validation_error")
         assert "dynamic" in body["message"]
 
@@ -142,13 +143,13 @@ def test_patch_updates_name_description_and_dynamic_conditions(tenant):
 ])
 def test_patch_refuses_invalid_changes_with_their_path(tenant, payload, path):
     lst = make_list(tenant, "Static")
-    error(tenant.patch(f"/lists/{lst['id']}", json=payload), 400, "validation_error", path)
+    assert_error(tenant.patch(f"/lists/{lst['id']}", json=payload), 400, "validation_error", path)
 
 
 def test_patch_of_dynamic_conditions_is_validated(tenant):
     lst = make_list(tenant, "Dyn", type="dynamic", conditions=VIP_RULES)
     bad = {"match": "all", "rules": [{"field": "created_at", "operator": "gt", "value": "soon"}]}
-    error(tenant.patch(f"/lists/{lst['id']}", json={"conditions": bad}), 400, "validation_error",
+    assert_error(tenant.patch(f"/lists/{lst['id']}", json={"conditions": bad}), 400, "validation_error",
           "conditions.rules[0].value")
 
 
@@ -161,7 +162,7 @@ def test_list_filters_by_type_and_pages(tenant):
     assert [x["name"] for x in tenant.get("/lists", params={"type": "dynamic"}).json()["data"]] == ["D1"]
     paged = tenant.get("/lists", params={"limit": 1, "offset": 1}).json()
     assert paged["pagination"] == {"total": 3, "limit": 1, "offset": 1, "has_more": True}
-    error(tenant.get("/lists", params={"type": "smart"}), 400, "validation_error", "type")
+    assert_error(tenant.get("/lists", params={"type": "smart"}), 400, "validation_error", "type")
 
 
 def test_delete_keeps_the_member_contacts(tenant):
@@ -173,19 +174,14 @@ def test_delete_keeps_the_member_contacts(tenant):
     assert response.status_code == 200 and response.json()["data"] == {"id": lst["id"], "deleted": True}
     kept = tenant.get(f"/contacts/{contact['id']}").json()["data"]
     assert kept["lists"] == [{"id": other["id"], "name": "Other"}]
-    error(tenant.get(f"/lists/{lst['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/lists/{lst['id']}"), 404, "not_found")
 
 
 def test_unknown_or_foreign_lists_answer_404_everywhere(service, tenant):
     foreign = make_list(service.tenant(), "Theirs")
     contact = make_contact(tenant, "a@example.org")
     for list_id in (foreign["id"], str(uuid.uuid4())):
-        error(tenant.get(f"/lists/{list_id}"), 404, "not_found")
-        error(tenant.patch(f"/lists/{list_id}", json={"name": "x"}), 404, "not_found")
-        error(tenant.get(f"/lists/{list_id}/members"), 404, "not_found")
-        error(tenant.post(f"/lists/{list_id}/members", json={"contact_ids": [contact["id"]]}), 404, "not_found")
-        error(tenant.delete(f"/lists/{list_id}/members", json={"contact_ids": [contact["id"]]}), 404, "not_found")
-        error(tenant.delete(f"/lists/{list_id}"), 404, "not_found")
+        assert_unknown_everywhere(tenant, f"/lists/{list_id}", f"/lists/{list_id}/members", contact["id"])
 
 
 @pytest.mark.parametrize("payload, path", [
@@ -195,5 +191,5 @@ def test_unknown_or_foreign_lists_answer_404_everywhere(service, tenant):
 ])
 def test_member_changes_refuse_bad_id_arrays(tenant, payload, path):
     lst = make_list(tenant, "L")
-    error(tenant.post(f"/lists/{lst['id']}/members", json=payload), 400, "validation_error", path)
-    error(tenant.delete(f"/lists/{lst['id']}/members", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post(f"/lists/{lst['id']}/members", json=payload), 400, "validation_error", path)
+    assert_error(tenant.delete(f"/lists/{lst['id']}/members", json=payload), 400, "validation_error", path)

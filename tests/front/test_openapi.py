@@ -72,11 +72,11 @@ def statuses(func, seen):
             for choice in choices:
                 assert isinstance(choice, ast.Constant), ("status not a literal", func.__name__, ast.dump(choice))
                 found.add(choice.value)
-        elif name == "page":
+        elif name in ("page", "paged"):
             found.add(200)
-        else:
+        else:  # a helper of the front's own (a route module's, or lookup's, audience's) answers for the view
             helper = func.__globals__.get(name)
-            if inspect.isfunction(helper) and helper.__module__ == func.__module__:
+            if inspect.isfunction(helper) and helper.__module__.startswith("front."):
                 found |= statuses(helper, seen)
     return found
 

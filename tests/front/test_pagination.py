@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.support.api import assert_error
+
 
 @pytest.fixture
 def five_tags(tenant):
@@ -69,10 +71,7 @@ def test_largest_limit_1000_and_largest_offset_are_accepted(tenant):
 ])
 def test_invalid_limit_or_offset_answers_400_with_its_path(tenant, params, path):
     response = tenant.get("/tags", params=params)
-    assert response.status_code == 400
-    error = response.json()["error"]
-    assert error["code"] == "validation_error"
-    assert error["path"] == path
+    assert_error(response, 400, "validation_error", path)
 
 
 def test_every_list_endpoint_validates_and_answers_the_list_shape(service, tenant):

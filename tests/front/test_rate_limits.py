@@ -4,6 +4,7 @@ shares it; headers on every authenticated response; 429 with Retry-After."""
 import datetime as dt
 
 from tests.support import services
+from tests.support.api import assert_error
 
 SEND = {"to": "limited@example.org", "subject": "Hi", "text": "hello"}
 
@@ -58,9 +59,7 @@ def test_over_the_limit_answers_429_rate_limited_with_retry_after(service, tenan
     assert allowed[-1].headers["X-RateLimit-Remaining"] == "0"
 
     refused = key.get("/api-key/permissions")
-    assert refused.status_code == 429
-    error = refused.json()["error"]
-    assert error["code"] == "rate_limited"
+    error = assert_error(refused, 429, "rate_limited")
     assert "5" in error["message"]
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
     assert_rate_headers(refused, 5)
@@ -93,8 +92,7 @@ def test_email_window_is_separate_and_answers_429_rate_limit_exceeded(service, t
     assert [first.headers["X-EmailRateLimit-Remaining"], second.headers["X-EmailRateLimit-Remaining"]] == ["1", "0"]
 
     third = key.post("/email/send", json=SEND)
-    assert third.status_code == 429
-    assert third.json()["error"]["code"] == "rate_limit_exceeded"
+    assert_error(third, 429, "rate_limit_exceeded")
     assert 1 <= int(third.headers["Retry-After"]) <= 60
 
     # reads are not email sends: only the general window counts them
@@ -121,8 +119,7 @@ def test_the_email_window_counts_emails_and_refuses_a_batch_that_does_not_fit_wh
     assert first.headers["X-EmailRateLimit-Remaining"] == "2"
 
     refused = tenant.post("/email/batch", json=batch(3))
-    assert refused.status_code == 429
-    assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+    assert_error(refused, 429, "rate_limit_exceeded")
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
     assert refused.headers["X-EmailRateLimit-Remaining"] == "2"
     assert workspace_messages(service, tenant) == 3, "nothing of the refused batch was accepted"

@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from mongo import contacts as contact_store
-from tests.support.audience import error, make_contact, make_list, make_tag
+from tests.support.api import assert_error
+from tests.support.audience import make_contact, make_list, make_tag
 
 SEED = [
     # email, first, last, attributes, subscribed, bounced, tags, lists
@@ -228,7 +229,7 @@ def test_create_get_patch_list_and_delete_a_segment(tenant):
 
     response = tenant.delete(f"/segments/{segment['id']}")
     assert response.status_code == 200 and response.json()["data"] == {"id": segment["id"], "deleted": True}
-    error(tenant.get(f"/segments/{segment['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/segments/{segment['id']}"), 404, "not_found")
 
 
 @pytest.mark.parametrize("payload, path", [
@@ -256,22 +257,22 @@ def test_create_get_patch_list_and_delete_a_segment(tenant):
     ({"name": "S", "conditions": {"match": "all", "rules": [rule("age", "gt", 1)] * 101}}, "conditions.rules"),
 ])
 def test_invalid_segments_are_refused_with_the_rule_path(tenant, payload, path):
-    error(tenant.post("/segments", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/segments", json=payload), 400, "validation_error", path)
 
 
 def test_patch_with_invalid_conditions_changes_nothing(tenant):
     conditions = {"match": "all", "rules": [rule("age", "gt", 1)]}
     segment = tenant.post("/segments", json={"name": "S", "conditions": conditions}).json()["data"]
     bad = {"match": "all", "rules": [rule("age", "gt", 1), rule("created_at", "lt", "not a date")]}
-    error(tenant.patch(f"/segments/{segment['id']}", json={"conditions": bad}), 400, "validation_error",
+    assert_error(tenant.patch(f"/segments/{segment['id']}", json={"conditions": bad}), 400, "validation_error",
           "conditions.rules[1].value")
-    error(tenant.patch(f"/segments/{segment['id']}", json={"name": None}), 400, "validation_error", "name")
+    assert_error(tenant.patch(f"/segments/{segment['id']}", json={"name": None}), 400, "validation_error", "name")
     assert tenant.get(f"/segments/{segment['id']}").json()["data"]["conditions"] == conditions
 
 
 def test_another_workspaces_tag_is_not_a_valid_rule_value(service, tenant):
     theirs = make_tag(service.tenant(), "theirs")
-    error(tenant.post("/segments", json={"name": "S", "conditions": {
+    assert_error(tenant.post("/segments", json={"name": "S", "conditions": {
         "rules": [rule("tags", "equals", theirs["id"])]}}), 400, "validation_error", "conditions.rules[0].value")
 
 
@@ -280,9 +281,9 @@ def test_unknown_or_foreign_segments_answer_404_everywhere(service, tenant):
     foreign = other.post("/segments", json={"name": "Theirs", "conditions": {
         "rules": [rule("email", "exists")]}}).json()["data"]
     for segment_id in (foreign["id"], str(uuid.uuid4())):
-        error(tenant.get(f"/segments/{segment_id}"), 404, "not_found")
-        error(tenant.patch(f"/segments/{segment_id}", json={"name": "x"}), 404, "not_found")
-        error(tenant.post(f"/segments/{segment_id}/estimate"), 404, "not_found")
-        error(tenant.get(f"/segments/{segment_id}/contacts"), 404, "not_found")
-        error(tenant.delete(f"/segments/{segment_id}"), 404, "not_found")
+        assert_error(tenant.get(f"/segments/{segment_id}"), 404, "not_found")
+        assert_error(tenant.patch(f"/segments/{segment_id}", json={"name": "x"}), 404, "not_found")
+        assert_error(tenant.post(f"/segments/{segment_id}/estimate"), 404, "not_found")
+        assert_error(tenant.get(f"/segments/{segment_id}/contacts"), 404, "not_found")
+        assert_error(tenant.delete(f"/segments/{segment_id}"), 404, "not_found")
     assert other.get(f"/segments/{foreign['id']}").status_code == 200

@@ -2,7 +2,7 @@
 
 
 from mongo import suppressions as suppression_store
-from tests.support.api import assert_error as error
+from tests.support.api import assert_error
 from tests.support.barriers import mail_barrier
 
 
@@ -18,12 +18,12 @@ def test_add_list_and_remove_an_address(tenant):
     removed = tenant.delete("/suppressions/gone@EXAMPLE.org")
     assert removed.status_code == 200 and removed.json()["data"]["deleted"] is True
     assert tenant.get("/suppressions").json()["data"] == []
-    error(tenant.delete("/suppressions/gone@example.org"), 404, "not_found")
+    assert_error(tenant.delete("/suppressions/gone@example.org"), 404, "not_found")
 
 
 def test_the_same_address_twice_in_any_case_is_a_duplicate(tenant):
     assert tenant.post("/suppressions", json={"email": "dup@example.org"}).status_code == 201
-    error(tenant.post("/suppressions", json={"email": "DUP@example.org", "reason": "complaint"}),
+    assert_error(tenant.post("/suppressions", json={"email": "DUP@example.org", "reason": "complaint"}),
           409, "duplicate", "email")
 
 
@@ -34,26 +34,27 @@ def test_list_filters_by_reason_and_pages(tenant):
     only = tenant.get("/suppressions", params={"reason": "unsubscribe", "limit": 2, "offset": 1}).json()
     assert len(only["data"]) == 2 and all(e["reason"] == "unsubscribe" for e in only["data"])
     assert only["pagination"] == {"total": 3, "limit": 2, "offset": 1, "has_more": False}
-    error(tenant.get("/suppressions", params={"reason": "bored"}), 400, "validation_error", "reason")
-    error(tenant.get("/suppressions", params={"limit": 1001}), 400, "validation_error", "limit")
+    assert_error(tenant.get("/suppressions", params={"reason": "bored"}), 400, "validation_error", "reason")
+    assert_error(tenant.get("/suppressions", params={"limit": 1001}), 400, "validation_error", "limit")
 
 
 def test_invalid_bodies_are_refused_with_the_field_named(tenant):
-    error(tenant.post("/suppressions", json={}), 400, "validation_error", "email")
-    error(tenant.post("/suppressions", json={"email": "not-an-address"}), 400, "validation_error", "email")
-    error(tenant.post("/suppressions", json={"email": 5}), 400, "validation_error", "email")
-    error(tenant.post("/suppressions", json={"email": "a" * 250 + "@x.org"}), 400, "validation_error", "email")
-    error(tenant.post("/suppressions", json={"email": "a@x.org", "reason": "other"}), 400, "validation_error", "reason")
-    error(tenant.post("/suppressions", json={"email": "a@x.org", "extra": 1}), 400, "validation_error", "extra")
+    assert_error(tenant.post("/suppressions", json={}), 400, "validation_error", "email")
+    assert_error(tenant.post("/suppressions", json={"email": "not-an-address"}), 400, "validation_error", "email")
+    assert_error(tenant.post("/suppressions", json={"email": 5}), 400, "validation_error", "email")
+    assert_error(tenant.post("/suppressions", json={"email": "a" * 250 + "@x.org"}), 400, "validation_error", "email")
+    assert_error(tenant.post("/suppressions", json={"email": "a@x.org", "reason": "other"}),
+                 400, "validation_error", "reason")
+    assert_error(tenant.post("/suppressions", json={"email": "a@x.org", "extra": 1}), 400, "validation_error", "extra")
     bad = tenant.post("/suppressions", content=b"{nope", headers={"Content-Type": "application/json"})
-    error(bad, 400, "validation_error")
+    assert_error(bad, 400, "validation_error")
 
 
 def test_another_workspace_neither_sees_nor_removes_the_entry(service, tenant):
     tenant.post("/suppressions", json={"email": "private@example.org"})
     other = service.tenant()
     assert other.get("/suppressions").json()["data"] == []
-    error(other.delete("/suppressions/private@example.org"), 404, "not_found")
+    assert_error(other.delete("/suppressions/private@example.org"), 404, "not_found")
     assert len(tenant.get("/suppressions").json()["data"]) == 1
 
 
@@ -66,7 +67,7 @@ def test_a_fully_suppressed_send_is_stored_as_suppressed_and_never_sent(service,
     status = tenant.get(f"/email/{data['message_id']}/status").json()["data"]
     assert status["status"] == "suppressed"
     assert status["suppressed_recipients"] == ["blocked@example.org"]
-    mail_barrier(service)  # a later email arrived: the suppressed one never will
+    mail_barrier(service)  # a job this send published is queued ahead of the sentinel's
     assert service.smtp.messages_to("blocked@example.org") == []
 
 

@@ -4,7 +4,8 @@ import uuid
 
 import pytest
 
-from tests.support.audience import error, make_contact, make_tag
+from tests.support.api import assert_error
+from tests.support.audience import assert_unknown_everywhere, make_contact, make_tag
 
 
 def test_create_applies_the_default_colour_and_starts_with_no_contacts(tenant):
@@ -30,12 +31,12 @@ def test_create_accepts_short_and_long_hex_colours_and_limits(tenant):
     ({"name": "T", "weight": 1}, "weight"),
 ])
 def test_create_refuses_invalid_fields_with_their_path(tenant, payload, path):
-    error(tenant.post("/tags", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post("/tags", json=payload), 400, "validation_error", path)
 
 
 def test_tag_names_are_unique_per_workspace_ignoring_case(service, tenant):
     make_tag(tenant, "Newsletter")
-    error(tenant.post("/tags", json={"name": "newsletter"}), 409, "duplicate")
+    assert_error(tenant.post("/tags", json={"name": "newsletter"}), 409, "duplicate")
     make_tag(service.tenant(), "Newsletter")
 
 
@@ -51,7 +52,7 @@ def test_patch_changes_given_fields_and_null_clears_the_description(tenant):
 def test_patch_to_a_taken_name_is_a_duplicate_and_changes_nothing(tenant):
     make_tag(tenant, "Taken")
     tag = make_tag(tenant, "Mine")
-    error(tenant.patch(f"/tags/{tag['id']}", json={"name": "TAKEN"}), 409, "duplicate")
+    assert_error(tenant.patch(f"/tags/{tag['id']}", json={"name": "TAKEN"}), 409, "duplicate")
     assert tenant.get(f"/tags/{tag['id']}").json()["data"]["name"] == "Mine"
     assert tenant.patch(f"/tags/{tag['id']}", json={"name": "mine"}).status_code == 200
 
@@ -62,19 +63,14 @@ def test_patch_to_a_taken_name_is_a_duplicate_and_changes_nothing(tenant):
 ])
 def test_patch_refuses_invalid_fields_with_their_path(tenant, payload, path):
     tag = make_tag(tenant, "T")
-    error(tenant.patch(f"/tags/{tag['id']}", json=payload), 400, "validation_error", path)
+    assert_error(tenant.patch(f"/tags/{tag['id']}", json=payload), 400, "validation_error", path)
 
 
 def test_unknown_or_foreign_tags_answer_404_everywhere(service, tenant):
     foreign = make_tag(service.tenant(), "Theirs")
     contact = make_contact(tenant, "a@example.org")
     for tag_id in (foreign["id"], str(uuid.uuid4())):
-        error(tenant.get(f"/tags/{tag_id}"), 404, "not_found")
-        error(tenant.patch(f"/tags/{tag_id}", json={"name": "x"}), 404, "not_found")
-        error(tenant.get(f"/tags/{tag_id}/contacts"), 404, "not_found")
-        error(tenant.post(f"/tags/{tag_id}/contacts", json={"contact_ids": [contact["id"]]}), 404, "not_found")
-        error(tenant.delete(f"/tags/{tag_id}/contacts", json={"contact_ids": [contact["id"]]}), 404, "not_found")
-        error(tenant.delete(f"/tags/{tag_id}"), 404, "not_found")
+        assert_unknown_everywhere(tenant, f"/tags/{tag_id}", f"/tags/{tag_id}/contacts", contact["id"])
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["tags"] == []
 
 
@@ -123,8 +119,8 @@ def test_assign_and_remove_report_what_changed_and_counts_follow(service, tenant
 ])
 def test_assign_and_remove_refuse_bad_id_arrays(tenant, payload, path):
     tag = make_tag(tenant, "T")
-    error(tenant.post(f"/tags/{tag['id']}/contacts", json=payload), 400, "validation_error", path)
-    error(tenant.delete(f"/tags/{tag['id']}/contacts", json=payload), 400, "validation_error", path)
+    assert_error(tenant.post(f"/tags/{tag['id']}/contacts", json=payload), 400, "validation_error", path)
+    assert_error(tenant.delete(f"/tags/{tag['id']}/contacts", json=payload), 400, "validation_error", path)
 
 
 def test_assign_accepts_500_ids(tenant):
@@ -142,5 +138,5 @@ def test_delete_removes_the_tag_from_every_contact(tenant):
     response = tenant.delete(f"/tags/{tag['id']}")
     assert response.status_code == 200 and response.json()["data"] == {"id": tag["id"], "deleted": True}
     assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["tags"] == [keep["id"]]
-    error(tenant.get(f"/tags/{tag['id']}"), 404, "not_found")
+    assert_error(tenant.get(f"/tags/{tag['id']}"), 404, "not_found")
     make_tag(tenant, "Gone")  # the name is free again

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.support.audience import error, make_contact
+from tests.support.api import assert_error
+from tests.support.audience import make_contact
 
 
 def page_views(service, tenant, contact_id):
@@ -41,7 +42,7 @@ def test_only_contact_email_and_product_id_are_required_and_a_bare_price_is_in_u
 def test_required_fields_are_required(tenant, missing):
     body = {"contact_email": "a@example.org", "product_id": "p"}
     del body[missing]
-    error(tenant.post("/track/product-view", json=body), 400, "validation_error", missing)
+    assert_error(tenant.post("/track/product-view", json=body), 400, "validation_error", missing)
 
 
 @pytest.mark.parametrize("field,value", [
@@ -53,16 +54,16 @@ def test_required_fields_are_required(tenant, missing):
 ])
 def test_bad_fields_are_refused_with_their_path(tenant, field, value):
     body = {"contact_email": "a@example.org", "product_id": "p", field: value}
-    error(tenant.post("/track/product-view", json=body), 400, "validation_error", field)
+    assert_error(tenant.post("/track/product-view", json=body), 400, "validation_error", field)
 
 
 def test_unknown_email_or_another_workspaces_contact_answers_404_contact_not_found(service, tenant):
     body = {"contact_email": "nobody@example.org", "product_id": "p"}
-    error(tenant.post("/track/product-view", json=body), 404, "contact_not_found", "contact_email")
+    assert_error(tenant.post("/track/product-view", json=body), 404, "contact_not_found", "contact_email")
     other = service.tenant()
     make_contact(other, "elsewhere@example.org")
     body = {"contact_email": "elsewhere@example.org", "product_id": "p"}
-    error(tenant.post("/track/product-view", json=body), 404, "contact_not_found")
+    assert_error(tenant.post("/track/product-view", json=body), 404, "contact_not_found")
 
 
 def test_any_other_product_field_is_kept_and_read_back(service, tenant):
@@ -84,4 +85,4 @@ def test_product_fields_are_bounded_in_number(tenant):
     body = {"contact_email": "many@example.org", "product_id": "p", **{f"f{i}": i for i in range(50)}}
     assert tenant.post("/track/product-view", json=body).status_code == 201
     body["f50"] = 50
-    error(tenant.post("/track/product-view", json=body), 400, "validation_error")
+    assert_error(tenant.post("/track/product-view", json=body), 400, "validation_error")

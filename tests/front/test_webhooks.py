@@ -4,6 +4,7 @@ error the spec names (400 validation_error with path, 404 for unknown and foreig
 
 import pytest
 
+from tests.support.api import assert_error
 from tests.support.http_receiver import HttpReceiver
 
 EVENTS = ["contact.created", "contact.updated", "contact.subscribed", "contact.unsubscribed",
@@ -23,13 +24,6 @@ def subscribe(tenant, url="https://hooks.example.com/in", event="contact.created
     response = tenant.post("/webhooks/triggers", json={"targetUrl": url, "event": event})
     assert response.status_code == 201, response.text
     return response.json()["data"]
-
-
-def assert_invalid(response, path):
-    assert response.status_code == 400, response.text
-    error = response.json()["error"]
-    assert error["code"] == "validation_error"
-    assert error.get("path") == path, error
 
 
 # -- POST /webhooks/triggers -------------------------------------------------------------
@@ -74,7 +68,7 @@ def test_the_secret_is_stored_encrypted(service, tenant):
     ({"targetUrl": "https://h.example/x", "event": "contact.created", "secret": "mine"}, "secret"),
 ])
 def test_invalid_trigger_bodies_name_the_offending_field(tenant, payload, path):
-    assert_invalid(tenant.post("/webhooks/triggers", json=payload), path)
+    assert_error(tenant.post("/webhooks/triggers", json=payload), 400, "validation_error", path)
     assert tenant.get("/webhooks/triggers").json()["data"] == []
 
 
@@ -89,9 +83,10 @@ UNSENDABLE_URLS = ["http://0177.0.0.1:18150/", "http://127.000.000.001:18150/", 
 @pytest.mark.parametrize("url", UNSENDABLE_URLS)
 def test_urls_the_sender_cannot_read_are_refused_at_creation_in_both_forms(tenant, url):
     """The suite's front allows private targets, so these are refused for their form alone."""
-    assert_invalid(tenant.post("/webhooks/triggers", json={"targetUrl": url, "event": "contact.created"}),
-                   "targetUrl")
-    assert_invalid(tenant.post("/webhooks", json={"url": url, "events": ["contact.created"]}), "url")
+    assert_error(tenant.post("/webhooks/triggers", json={"targetUrl": url, "event": "contact.created"}),
+                 400, "validation_error", "targetUrl")
+    assert_error(tenant.post("/webhooks", json={"url": url, "events": ["contact.created"]}),
+                 400, "validation_error", "url")
     assert tenant.get("/webhooks/triggers").json()["data"] == []
 
 
@@ -103,9 +98,9 @@ def test_a_target_url_of_exactly_2048_characters_is_accepted(tenant):
 def test_malformed_json_and_non_object_bodies_are_refused(tenant):
     response = tenant.post("/webhooks/triggers", content=b'{"targetUrl": ',
                            headers={"Content-Type": "application/json"})
-    assert response.status_code == 400 and response.json()["error"]["code"] == "validation_error"
+    assert_error(response, 400, "validation_error")
     response = tenant.post("/webhooks/triggers", json=["https://h.example/x"])
-    assert response.status_code == 400 and response.json()["error"]["code"] == "validation_error"
+    assert_error(response, 400, "validation_error")
 
 
 # -- GET /webhooks/triggers --------------------------------------------------------------
@@ -133,7 +128,7 @@ def test_a_list_filtered_by_event_names_that_event_for_a_multi_event_subscriptio
 @pytest.mark.parametrize("params, path", [({"event": "nope"}, "event"), ({"limit": 0}, "limit"),
                                           ({"limit": 1001}, "limit"), ({"offset": -1}, "offset")])
 def test_listing_refuses_bad_query_parameters(tenant, params, path):
-    assert_invalid(tenant.get("/webhooks/triggers", params=params), path)
+    assert_error(tenant.get("/webhooks/triggers", params=params), 400, "validation_error", path)
 
 
 def test_another_workspace_sees_none_of_these_subscriptions(service, tenant):
@@ -149,12 +144,12 @@ def test_deleting_a_trigger_removes_it_and_a_second_delete_is_404(tenant):
     assert tenant.get("/webhooks/triggers").json()["data"] == []
     assert tenant.get(f"/webhooks/{data['id']}").status_code == 404
     again = tenant.delete("/webhooks/triggers", params={"id": data["id"]})
-    assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+    assert_error(again, 404, "not_found")
 
 
 def test_deleting_a_trigger_needs_an_id(tenant):
-    assert_invalid(tenant.delete("/webhooks/triggers"), "id")
-    assert_invalid(tenant.delete("/webhooks/triggers", params={"id": ""}), "id")
+    assert_error(tenant.delete("/webhooks/triggers"), 400, "validation_error", "id")
+    assert_error(tenant.delete("/webhooks/triggers", params={"id": ""}), 400, "validation_error", "id")
 
 
 def test_another_workspace_cannot_delete_or_see_a_subscription(service, tenant):
@@ -165,8 +160,7 @@ def test_another_workspace_cannot_delete_or_see_a_subscription(service, tenant):
                      other.post(f"/webhooks/{data['id']}/rotate-secret"),
                      other.post(f"/webhooks/{data['id']}/test"),
                      other.get(f"/webhooks/{data['id']}/deliveries")):
-        assert response.status_code == 404, response.text
-        assert response.json()["error"]["code"] == "not_found"
+        assert_error(response, 404, "not_found")
     assert [w["id"] for w in tenant.get("/webhooks/triggers").json()["data"]] == [data["id"]]
 
 
@@ -180,7 +174,7 @@ def test_another_workspace_cannot_delete_or_see_a_subscription(service, tenant):
 ])
 def test_unknown_subscription_ids_answer_404(tenant, call):
     response = call(tenant)
-    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    assert_error(response, 404, "not_found")
 
 
 # -- POST /webhooks (second form) ---------------------------------------------------------
@@ -209,7 +203,7 @@ def test_the_second_form_makes_one_subscription_for_several_events(tenant):
     ({"url": "https://h.example/in", "events": ["email.sent"], "targetUrl": "x"}, "targetUrl"),
 ])
 def test_invalid_second_form_bodies_name_the_offending_field(tenant, payload, path):
-    assert_invalid(tenant.post("/webhooks", json=payload), path)
+    assert_error(tenant.post("/webhooks", json=payload), 400, "validation_error", path)
 
 
 # -- rotation -------------------------------------------------------------------------------
@@ -277,8 +271,8 @@ def test_a_front_without_the_private_targets_setting_refuses_loopback_receivers(
         for url in (receiver.url, "http://10.0.0.8/hook", "http://169.254.169.254/latest/meta-data",
                     "http://[::1]:8080/hook", "http://[fec0::1]/hook", "http://192.88.99.1/hook",
                     "http://[3fff::1]/hook", "http://[::ffff:127.0.0.1]/hook", "http://LOCALHOST./hook"):
-            assert_invalid(strict.post("/webhooks/triggers", json={"targetUrl": url, "event": "contact.created"}),
-                           "targetUrl")
+            assert_error(strict.post("/webhooks/triggers", json={"targetUrl": url, "event": "contact.created"}),
+                         400, "validation_error", "targetUrl")
         result = strict.post(f"/webhooks/{by_name['id']}/test").json()["data"]
     # refused, and the answer does not say what the name resolved to
     assert result == {**result, "success": False, "status_code": 0, "error": "refused: not a public address"}
@@ -310,7 +304,8 @@ def test_a_new_subscription_has_an_empty_delivery_log(tenant):
 
 def test_the_delivery_log_refuses_an_unknown_status(tenant):
     data = subscribe(tenant)
-    assert_invalid(tenant.get(f"/webhooks/{data['id']}/deliveries", params={"status": "lost"}), "status")
+    assert_error(tenant.get(f"/webhooks/{data['id']}/deliveries", params={"status": "lost"}),
+                 400, "validation_error", "status")
 
 
 # -- permissions --------------------------------------------------------------------------------
@@ -319,4 +314,4 @@ def test_a_read_only_key_can_list_but_not_subscribe(service, tenant):
     assert reader.get("/webhooks/triggers").status_code == 200
     response = reader.post("/webhooks/triggers", json={"targetUrl": "https://h.example/x",
                                                        "event": "contact.created"})
-    assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
+    assert_error(response, 403, "forbidden")

@@ -7,13 +7,13 @@ import asyncio
 
 from mongo import contacts
 from pipelines.errors import ValidationFailed
+from pipelines.workflows import update_contact
 
 WORKSPACE = "ws-updates"
 
 
 def patch(db, contact_id, **attributes):
-    return contacts.update(db, WORKSPACE, contact_id, fields={}, set_attributes=attributes, unset_attributes=[],
-                           max_attributes=100)
+    return update_contact.update(db, WORKSPACE, contact_id, fields={}, attributes=attributes, max_attributes=100)
 
 
 def test_concurrent_patches_merge_and_cannot_pass_the_cap_together(private_db):

@@ -5,6 +5,7 @@ promoted once and is not mistaken for a stalled message by the watchdog."""
 from __future__ import annotations
 
 from mongo import messages
+from pipelines import delivery_status
 from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_message_id
 
@@ -48,3 +49,27 @@ def test_a_retry_waiting_in_the_store_is_promoted_once_when_due_and_is_not_stale
     assert private_db.run(messages.take_due_retry, waiting["_id"], 5) is True
     assert private_db.run(messages.take_due_retry, waiting["_id"], 5) is False  # a second scheduler
     assert waiting["_id"] not in [d["_id"] for d in private_db.run(messages.due_retries)]
+
+
+def test_only_the_claiming_job_hands_a_message_back_for_a_retry_and_that_counts_one_attempt(private_db):
+    message = queued()
+    seed(private_db, message)
+    private_db.run(messages.claim_for_sending, [message["_id"]], "job-token", 300)
+    assert private_db.run(messages.apply, [delivery_status.retry(message["_id"], "other-token", "451 later")]) == 0
+    assert private_db.run(messages.apply, [delivery_status.retry(message["_id"], "job-token", "451 later",
+                                                                 next_attempt_at="2099-01-01T00:00:00Z")]) == 1
+    [doc] = private_db.run(messages.load, [message["_id"]])
+    assert doc["status"] == "queued" and doc["attempts"] == 1 and doc["lease_token"] == ""
+    assert doc["history"][-1]["status"] == "deferred"
+    assert doc["history"][-1]["detail"] == "451 later; next attempt at 2099-01-01T00:00:00Z"
+
+
+def test_a_scheduled_message_is_promoted_once_and_a_final_one_never_moves(private_db):
+    due, gone = queued(status="scheduled"), queued(status="cancelled")
+    seed(private_db, due, gone)
+    assert private_db.run(messages.apply, [delivery_status.promote(due["_id"])]) == 1
+    assert private_db.run(messages.apply, [delivery_status.promote(due["_id"])]) == 0  # a second scheduler
+    assert private_db.run(messages.apply, [delivery_status.fail(gone["_id"], "late")]) == 0
+    docs = {d["_id"]: d for d in private_db.run(messages.load, [due["_id"], gone["_id"]])}
+    assert docs[due["_id"]]["status"] == "queued" and docs[due["_id"]]["queued_at"]
+    assert docs[gone["_id"]]["status"] == "cancelled"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from mongo import contacts, lists, outbox
+from pipelines import views
 from pipelines.clock import in_seconds
 
 WORKSPACE = "ws-relay"
@@ -34,7 +35,7 @@ def new_contact(email="ann@example.org"):
 def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_sweep(private_db):
     async def go(db):
         doc = new_contact()
-        created = aged(outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)}), 60)
+        created = aged(outbox.event_document(WORKSPACE, "contact.created", {"contact": views.contact(doc)}), 60)
         await db.contacts.insert_one(outbox.inserted_with(doc, [created]))  # ... and the front died here
         before = await outbox_events(db)
         first, second = await outbox.relay_stranded(db), await outbox.relay_stranded(db)
@@ -48,7 +49,7 @@ def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_swee
 def test_the_sweep_leaves_a_fresh_change_to_its_own_writer(private_db):
     async def go(db):
         doc = new_contact()
-        created = outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)})
+        created = outbox.event_document(WORKSPACE, "contact.created", {"contact": views.contact(doc)})
         await db.contacts.insert_one(outbox.inserted_with(doc, [created]))
         swept = await outbox.relay_stranded(db)
         relayed = await outbox.relay(db, "contacts", [doc["_id"]], {created["_id"]})
@@ -132,7 +133,7 @@ def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(p
 def test_deleting_a_contact_relays_the_events_it_still_carries(private_db):
     async def go(db):
         doc = new_contact("gone@example.org")
-        created = outbox.event_document(WORKSPACE, "contact.created", {"contact": contacts.view(doc)})
+        created = outbox.event_document(WORKSPACE, "contact.created", {"contact": views.contact(doc)})
         await db.contacts.insert_one(outbox.inserted_with(doc, [created]))  # the writer died here
         assert await contacts.delete(db, WORKSPACE, doc["_id"])
         return created["_id"], [e["_id"] for e in await outbox_events(db)], await db.contacts.count_documents({})

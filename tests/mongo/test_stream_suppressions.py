@@ -8,6 +8,7 @@ import uuid
 
 from mongo import messages, suppressions
 from pipelines.clock import now_iso
+from pipelines.workflows.render_chunk import withhold_suppressed
 
 WORKSPACE = "ws-streams"
 
@@ -29,7 +30,7 @@ def test_an_unsubscribe_since_acceptance_holds_back_marketing_mail_only(private_
         await messages.insert_many(db, list(docs.values()))
         await suppressions.add(db, WORKSPACE, left, "unsubscribe", source="unsubscribe_page")
         await suppressions.add(db, WORKSPACE, bounced, "hard_bounce", source="dsn")
-        kept = await messages.withhold_suppressed(db, list(docs.values()))
+        kept = await withhold_suppressed(db, list(docs.values()))
         return {d["_id"] for d in kept}, {d["_id"]: d["status"] for d in await messages.load(db, [
             d["_id"] for d in docs.values()])}
     kept, status = private_db.run(go)

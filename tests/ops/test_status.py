@@ -9,6 +9,7 @@ import pytest
 
 from mongo import messages as message_store
 from mongo import webhooks as webhook_store
+from pipelines import delivery_status
 from pipelines.clock import now_iso
 from pipelines.retry_schedule import MAX_ATTEMPTS
 from pipelines.webhook_events import plan_deliveries
@@ -38,7 +39,7 @@ def failed_message(service, tenant, reason: str) -> str:
 
     async def seed(db):
         await message_store.insert_many(db, [doc])
-        await message_store.fail_many(db, {message_id: reason})
+        await message_store.apply(db, [delivery_status.fail(message_id, reason)])
     service.store.call(seed(service.store.db))
     return message_id
 

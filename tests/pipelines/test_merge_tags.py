@@ -9,7 +9,7 @@ from markupsafe import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.merge_compile import compile_template
+from pipelines.merge_compile import CompiledTemplate, compile_template
 from pipelines.merge_tags import MergeTagError
 from pipelines.personalise import compile_content, recipient_data, render_content, system_fields
 from pipelines.text import CONTROL, clean_subject
@@ -296,24 +296,23 @@ def test_the_same_source_is_compiled_once(name):
 @given(st.one_of(st.text(max_size=40), st.integers(-5, 5), st.booleans(), st.none()),
        st.sampled_from(["text", "uppercase", "lowercase", "capitalize"]),
        st.sampled_from(["==", "!=", ">", "<", ">=", "<="]), st.sampled_from(["3", "'abc'", "true"]))
-def test_an_interpreted_template_renders_exactly_as_the_jinja_path_does(value, fmt, op, literal):
-    """Templates without loops are interpreted; adding a loop forces the Jinja2 path.
-    Both must give the same output for every value, format and comparison."""
-    from pipelines.merge_compile import compile_template
+def test_an_interpreted_template_renders_exactly_as_the_compiled_one_does(value, fmt, op, literal):
+    """The interpreter (deeply nested templates) and the generated Python must give the
+    same output for every value, format and comparison."""
     body = (f"<p>Hi {{{{first_name|friend|{fmt}}}}} &amp; {{{{attributes.city}}}}"
             f"{{{{#if first_name {op} {literal}}}}}yes{{{{else}}}}no{{{{/if}}}}"
             "{{#unless attributes.city}}none{{/unless}}</p>")
     data = {"first_name": value, "attributes": {"city": "<Zürich>"}}
     for mode in ("html", "text"):
-        interpreted = compile_template(body, mode)
-        forced = compile_template(body + "{{#each nothing}}{{/each}}", mode)
-        assert interpreted.interpreted and not forced.interpreted
-        assert interpreted.render(data) == forced.render(data)
+        interpreted = CompiledTemplate(body, mode, engine="interpreter")
+        compiled = CompiledTemplate(body, mode, engine="python")
+        assert interpreted.interpreted and not compiled.interpreted
+        assert interpreted.render(data) == compiled.render(data)
 
 
 # --- nesting, and the two engines ----------------------------------------------------------------
 
-from pipelines.merge_compile import JINJA_MAX_DEPTH, CompiledTemplate  # noqa: E402
+from pipelines.merge_compile import COMPILED_MAX_DEPTH  # noqa: E402
 from pipelines.render_budget import MAX_NESTING_DEPTH, RenderBudget  # noqa: E402
 
 
@@ -350,11 +349,11 @@ def chain(kinds: list[str]) -> str:
 
 
 @pytest.mark.parametrize("pattern", [["each"], ["if"], ["each", "if"]])
-def test_templates_up_to_the_jinja_depth_compile_to_jinja_and_deeper_ones_are_interpreted(pattern):
+def test_templates_up_to_the_compiled_depth_compile_and_deeper_ones_are_interpreted(pattern):
     """Python compiles at most 20 nested loops (and 100 indentation levels): deeper
-    templates would be a SyntaxError in Jinja2, so they are interpreted."""
-    at_limit = chain([pattern[i % len(pattern)] for i in range(JINJA_MAX_DEPTH - 1)] + ["each"])
-    deeper = chain([pattern[i % len(pattern)] for i in range(JINJA_MAX_DEPTH)] + ["each"])
+    templates would be a SyntaxError as generated Python, so they are interpreted."""
+    at_limit = chain([pattern[i % len(pattern)] for i in range(COMPILED_MAX_DEPTH - 1)] + ["each"])
+    deeper = chain([pattern[i % len(pattern)] for i in range(COMPILED_MAX_DEPTH)] + ["each"])
     data = {"a": [{"x": "y"}], "x": "y"}
     assert not compile_template(at_limit).interpreted
     assert compile_template(deeper).interpreted
@@ -401,10 +400,10 @@ _data_values = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=3) | s
 
 @settings(max_examples=400, deadline=None)
 @given(templates(), st.dictionaries(st.sampled_from(["a", "b", "c"]), _data_values))
-def test_the_interpreter_renders_and_charges_exactly_as_the_generated_jinja_does(source, data):
+def test_the_interpreter_renders_and_charges_exactly_as_the_generated_python_does(source, data):
     for mode in ("html", "text"):
         results = set()
-        for engine in ("jinja", "interpreter"):
+        for engine in ("python", "interpreter"):
             budget = RenderBudget(steps=10**9)
             out = CompiledTemplate(source, mode, engine=engine).render(data, budget)
             results.add((out, budget.steps_left, budget.chars_left))

@@ -16,7 +16,7 @@ from pipelines.merge_tags import parse
 from pipelines.personalise import SYSTEM_FIELDS, check_merge_tags, compile_content, render_content, system_fields
 from pipelines.render_budget import MAX_LOOP_STEPS, RenderBudget, RenderBudgetExceeded, RenderedTooLarge
 
-ENGINES = ("jinja", "interpreter")
+ENGINES = ("python", "interpreter")
 THREE_NESTED = "{{#each items}}{{#each items}}{{#each items}}<td>{{this}}</td>{{/each}}{{/each}}{{/each}}"
 
 
@@ -234,4 +234,4 @@ def test_the_certain_steps_never_exceed_what_rendering_charges(source, data):
     assert certain <= steps
     if certain_overrun([parse(source)], data, certain - 1) is not None:
         with pytest.raises(RenderBudgetExceeded):
-            render(source, data, "jinja", RenderBudget(steps=certain - 1))
+            render(source, data, "python", RenderBudget(steps=certain - 1))

@@ -193,3 +193,35 @@ def test_the_client_part_is_measured_exactly_once_filled_our_footer_apart():
     from pipelines.render_message import render_all
     over = render_html(source, track=False, data={"blob": "y" * (LIMIT - 6)})
     assert "larger than 256 KB" in render_all([over[1]], over[0]).failed["msg_1"]
+
+
+# --- the plain-text alternative, filled from the template's skeleton -----------------------
+
+TEXT_CASES = [
+    ({"html": "<p>Hi {{first_name}}</p><p><a href=\"{{site}}\">{{site}}</a> &middot; {{company}}</p>",
+      "template_data": {"site": "https://acme.example", "company": "Eve & <Co>"}}, {}),
+    ({"kind": "campaign", "campaign_id": "camp-1", "contact_id": "c-ann", "html": "<h1>{{title}}</h1>",
+      "template_data": {"title": "Spring  sale\n"}}, {"company_name": "Acme", "company_address": "1 Main St\nSpringfield"}),
+    ({"html": "<p>{{#each items}}<li>{{this.name}}</li>{{/each}}</p><a href=\"{{unsubscribe_url}}\">Leave</a>",
+      "template_data": {"items": [{"name": "a b"}, {"name": "o'Brien"}]}}, {"company_address": "x & y"}),
+    ({"html": "", "template_data": {}}, {}),
+    ({"html": "<html><body><p>Hi {{first_name}}</p></body></html>", "track_opens": True}, {}),
+    ({"html": "<p>Hi {{first_name}}</p>", "track_opens": True, "track_clicks": True}, {}),
+    ({"html": "<p>Hi {{first_name}}</p>", "preview_text": "Hello {{first_name}}"}, {}),
+]
+
+
+def test_the_text_part_is_what_the_html_part_reads_as():
+    """Whichever way it is made (the skeleton, with or without an open pixel, or from the
+    final HTML for click-tracked mail and preheaders), the text part is html_to_text of
+    the HTML part, byte for byte."""
+    from pipelines.text import html_to_text
+    for overrides, workspace_settings in TEXT_CASES:
+        _, msg = render_doc(overrides, workspace_settings)
+        html_part = msg.get_body(("html",))
+        if html_part is None:
+            assert msg.get_content() == ""
+            continue
+        html = html_part.get_payload(decode=True).decode().replace("\r\n", "\n")   # as rendered
+        plain = msg.get_body(("plain",)).get_payload(decode=True).replace(b"\r\n", b"\n")
+        assert plain.decode() == html_to_text(html)

@@ -7,7 +7,7 @@ from pipelines import retry_schedule as schedule
 
 
 def test_schedule_spans_more_than_a_day_and_covers_an_hour_long_outage():
-    assert schedule.total_span_seconds() >= 24 * 3600
+    assert sum(schedule.RETRY_DELAYS_SECONDS) >= 24 * 3600
     assert sum(schedule.RETRY_DELAYS_SECONDS[:6]) > 3600  # attempts keep coming after an hour down
 
 

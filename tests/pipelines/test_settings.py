@@ -85,8 +85,7 @@ def test_every_setting_has_a_row_in_the_readme_configuration_table(field):
     assert f"| `POSTROOM_{field.upper()}` |" in README.read_text()
 
 
-def test_replace_returns_a_changed_copy_and_the_api_base_url_has_the_version():
+def test_replace_returns_a_changed_copy():
     settings = Settings.from_env({"POSTROOM_BASE_URL": "https://mail.example.com/"})
     changed = settings.replace(rate_limit_per_minute=1)
     assert settings.rate_limit_per_minute == 100 and changed.rate_limit_per_minute == 1
-    assert settings.api_base_url == "https://mail.example.com/api/v1"

@@ -1,12 +1,21 @@
 """Assertions on API answers shared by the HTTP tests."""
 
 
-def assert_error(response, status: int, code: str, path: str | None = None) -> dict:
-    """The response is the error envelope with this status and code (and `path`, when given);
+def assert_error(response, status: int, code: str, path: str | None = None, *, no_path: bool = False) -> dict:
+    """The response is the error envelope `{error: {code, message, path?}}` as JSON, with
+    this status and code, a message, and `path` when given (none at all with `no_path`);
     returns the `error` object for further checks."""
     assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code, body
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    assert "Traceback" not in response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert error["code"] == code, error
+    assert isinstance(error.get("message"), str) and error["message"], error
+    assert set(error) <= {"code", "message", "path"}, error
     if path is not None:
-        assert body.get("path") == path, body
-    return body
+        assert error.get("path") == path, error
+    if no_path:
+        assert "path" not in error, error
+    return error

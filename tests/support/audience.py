@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.api import assert_error as error  # noqa: F401  (the audience tests import it from here)
+from tests.support.api import assert_error
 
 
 def make_contact(tenant, email, **fields):
@@ -31,3 +31,12 @@ def events(service, tenant, event=None):
             query["event"] = event
         return await db.outbox.find(query, sort=[("timestamp", 1)]).to_list()
     return service.store.run(read)
+
+
+def assert_unknown_everywhere(tenant, resource: str, members: str, contact_id: str) -> None:
+    """Every route of a list or tag (`resource`, and its `members` sub-path) answers 404
+    not_found for an id that is unknown or another workspace's."""
+    body = {"contact_ids": [contact_id]}
+    for method, path, json in (("GET", resource, None), ("PATCH", resource, {"name": "x"}), ("GET", members, None),
+                               ("POST", members, body), ("DELETE", members, body), ("DELETE", resource, None)):
+        assert_error(tenant.client.request(method, path, json=json), 404, "not_found")

@@ -4,8 +4,12 @@ after whatever we are checking did not happen, instead of sleeping for a guessed
 - `scheduler_passes(service, n)`: `n` more scheduler passes finished (the scheduler counts
   its passes in the store, mongo/processes.py). With n ≥ 2 at least one whole pass ran
   after the call, so anything a scheduler job would do has been done by then.
-- `mail_barrier(service)`: an email sent now has reached the SMTP sink, so the
-  workers have taken up jobs published after everything before it.
+- `mail_barrier(service)`: a sentinel email, sent now from a workspace of its own, has
+  reached the SMTP sink. It orders because every job the checked action published is
+  already on the render or send queue: the sentinel's render job goes on the same FIFO
+  queue after it, its send job after that, and it still needs a whole render, send and
+  SMTP round of its own. (With worker threads the order is that of the jobs' starts: an
+  earlier job would have to stall longer than the sentinel's whole trip to finish later.)
 - `queue_consumers(amqp_url, queue, n)`: RabbitMQ reports `n` consumers on a queue (a
   worker process that has connected and is consuming)."""
 

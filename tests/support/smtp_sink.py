@@ -13,6 +13,7 @@ import threading
 import time
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
 
 
 class Received:
@@ -45,6 +46,7 @@ class SinkHandler:
         self.max_in_flight = collections.Counter()
         self.defer_everyone = False  # an outage: every RCPT answered 451
         self.logins: list[tuple[str, bool]] = []  # (user, over TLS) per AUTH attempt
+        self.open_sessions: set[int] = set()  # ids of the sessions whose connection is open
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         key = address.lower()
@@ -88,6 +90,26 @@ class SinkHandler:
         return AuthResult(success=True, auth_data=auth_data)
 
 
+class CountedSession(SMTP):
+    """An SMTP session that the handler knows is open from its connection to its loss: once
+    none is open, whatever a client had sent has been taken in or dropped with its session."""
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        with self.event_handler.lock:
+            self.event_handler.open_sessions.add(id(self))
+
+    def connection_lost(self, error):
+        super().connection_lost(error)
+        with self.event_handler.lock:
+            self.event_handler.open_sessions.discard(id(self))
+
+
+class CountingController(Controller):
+    def factory(self):
+        return CountedSession(self.handler, **self.SMTP_kwargs)
+
+
 class SmtpSink:
     """`smtputf8`: offer SMTPUTF8. `tls`: a tests.support.tls.RelayCertificate, offered by
     STARTTLS (or, with `implicit_tls`, from the first byte: `smtps://`). `auth`: offer AUTH
@@ -103,7 +125,7 @@ class SmtpSink:
             options["tls_context"] = tls.server_context()
         if auth:
             options.update(authenticator=self.handler.authenticate, auth_require_tls=not auth_in_clear)
-        self.controller = Controller(self.handler, hostname=host, port=self.port,
+        self.controller = CountingController(self.handler, hostname=host, port=self.port,
                                      ssl_context=tls.server_context() if implicit_tls else None, **options)
         self.url = f"{'smtps' if implicit_tls else 'smtp'}://{host}:{self.port}"
 
@@ -127,6 +149,10 @@ class SmtpSink:
             time.sleep(0.05)
         raise AssertionError(f"expected {count} message(s) to {address} within {timeout}s, got "
                              f"{len(self.messages_to(address))}")
+
+    def open_sessions(self) -> int:
+        with self.handler.lock:
+            return len(self.handler.open_sessions)
 
     def defer(self, address: str, times: int) -> None:
         with self.handler.lock:

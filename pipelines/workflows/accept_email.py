@@ -1,11 +1,24 @@
-"""From a validated send request to the message document the pipeline works on. Shared
-by single sends and batch items so both obey the same rules."""
+"""Accept transactional email: from a validated send request (one email, or a batch)
+to stored messages handed to the `render` queue — and cancel a scheduled one.
+
+    send / send_batch   build the message document(s) (the same rules for single sends
+                        and batch items), take the key's email window, charge the plan,
+                        store, enqueue the render; what then fails is given back
+    accept              charge, store and enqueue messages built with `build_message`
+                        (a form's confirmation email)
+    cancel              a scheduled email → `cancelled`, its count back to the plan
+
+The caller (front/routes/email.py, form_signup.py) passes who it is as an
+`Identity`; nothing here knows about requests."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
+from typing import Protocol
 
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from mongo import batches as batch_store
@@ -14,12 +27,13 @@ from mongo import message_intake, send_limits
 from mongo import messages as message_store
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines import mail_streams, recipients, throttle
+from pipelines import delivery_status, mail_streams, recipients, throttle
 from pipelines import sender as sender_rules
-from pipelines.clock import iso, now_iso, parse_iso, utcnow
+from pipelines.clock import future_within, iso, now_iso, parse_iso, utcnow
 from pipelines.errors import (
+    UNAVAILABLE_RETRY_AFTER_SECONDS,
+    Conflict,
     Forbidden,
-    InvalidSchedule,
     NoContent,
     NotFound,
     PostroomError,
@@ -29,18 +43,111 @@ from pipelines.errors import (
 )
 from pipelines.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
 from pipelines.personalise import check_merge_tags
+from pipelines.settings import Settings
 from pipelines.text import clean_subject
 
-from .enqueue import enqueue
-from .errors import UNAVAILABLE_RETRY_AFTER_SECONDS
-from .idempotency import request_seed
-from .runtime import Caller, db, settings
+from .publisher import Publisher, PublishFailed, not_queued
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
 log = logging.getLogger("postroom.front")
 
 
-async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache: dict | None) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who sends: the workspace, the API key (None: mail the service sends for the
+    workspace, e.g. a form's confirmation), whether the key is a sandbox key, and the
+    seed of the request's Idempotency-Key (None without one), which names what the
+    request creates so every attempt under one key names it alike."""
+    workspace: dict
+    key_id: str | None
+    sandbox: bool = False
+    seed: str | None = None
+
+    @property
+    def workspace_id(self) -> str:
+        return self.workspace["_id"]
+
+
+class EmailWindow(Protocol):
+    """The API key's email rate window (front/auth): `take` counts emails (all or none,
+    429 when they do not fit), `give_back` returns them when nothing is sent."""
+
+    async def take(self, emails: int) -> None: ...
+
+    async def give_back(self, emails: int) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Accepting:
+    """What the steps work with."""
+    db: AsyncDatabase
+    settings: Settings
+    publisher: Publisher
+
+
+async def send(db: AsyncDatabase, settings: Settings, publisher: Publisher, who: Identity, fields: dict, *,
+               send_at: dt.datetime | None = None, window: EmailWindow | None = None) -> dict:
+    """One email (`send_at`: scheduled, within 72 hours); its stored document: `queued`,
+    `scheduled`, or `suppressed` (every recipient suppressed: stored, never enqueued)."""
+    run = Accepting(db, settings, publisher)
+    schedule = schedule_fields(send_at) if send_at is not None else None
+    doc = await build_message(run, who, fields)
+    if schedule is not None and doc["status"] != "suppressed":
+        doc.update(schedule)
+    await _accept_counted(run, who, [doc], None, window)
+    return doc
+
+
+async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher, who: Identity,
+                     items: list[dict], *, window: EmailWindow | None = None) -> tuple[dict, list[dict]]:
+    """A batch: every item checked on its own (the first failure names
+    `messages[i]...`), with the workspace's domains and suppressions looked up once for
+    the whole batch. The batch document and its messages."""
+    run = Accepting(db, settings, publisher)
+    domains = await domain_store.verified_map(db, who.workspace_id)
+    everyone = list(dict.fromkeys(r for item in items
+                                  for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
+    reasons = await suppression_store.reasons_among(db, who.workspace_id, everyone)
+    templates: dict = {}
+    docs = [await build_message(run, who, item, path_prefix=f"messages[{i}].", index=i, suppression_reasons=reasons,
+                                domains=domains, templates=templates) for i, item in enumerate(items)]
+    batch_id = batch_id_for(who.seed) if who.seed else new_batch_id()
+    for doc in docs:
+        doc["batch_id"] = batch_id
+    batch = batch_store.new_batch(batch_id, who.workspace_id, who.key_id, [d["_id"] for d in docs],
+                                  [d["status"] for d in docs])
+    await _accept_counted(run, who, docs, batch, window)
+    return batch, docs
+
+
+async def _accept_counted(run: Accepting, who: Identity, docs: list[dict], batch: dict | None,
+                          window: EmailWindow | None) -> None:
+    """Count the emails in the key's email window (all or none), then charge, store and
+    enqueue them; units of a request that ends up sending nothing are given back."""
+    if window is None:
+        await _accept(run, who, docs, batch)
+        return
+    await window.take(len(docs))
+    try:
+        await _accept(run, who, docs, batch)
+    except Exception as error:
+        await window.give_back(getattr(error, "unsent", len(docs)))
+        raise
+
+
+async def accept(db: AsyncDatabase, settings: Settings, publisher: Publisher, who: Identity,
+                 docs: list[dict]) -> None:
+    """Charge, store and enqueue messages made by `prepare` (no key window)."""
+    await _accept(Accepting(db, settings, publisher), who, docs, None)
+
+
+async def prepare(db: AsyncDatabase, settings: Settings, who: Identity, fields: dict) -> dict:
+    """The message document for these send fields, not stored yet (for `accept`)."""
+    return await build_message(Accepting(db, settings, publisher=None), who, fields)
+
+
+async def load_template(db: AsyncDatabase, fields: dict, workspace_id: str, path_prefix: str,
+                        cache: dict | None) -> dict | None:
     """The live template a send names (404 template_not_found if unknown, deleted or another
     workspace's); `cache` lets a batch look each template up once."""
     template_id = fields.get("template_id")
@@ -50,28 +157,25 @@ async def load_template(fields: dict, workspace_id: str, path_prefix: str, cache
         raise ValidationFailed("Give either html or template_id, not both.", path=f"{path_prefix}html")
     cache = {} if cache is None else cache
     if template_id not in cache:
-        cache[template_id] = await template_store.get(db(), workspace_id, template_id)
+        cache[template_id] = await template_store.get(db, workspace_id, template_id)
     if cache[template_id] is None:
         raise NotFound("No template with this id in the workspace.", code="template_not_found",
                        path=f"{path_prefix}template_id")
     return cache[template_id]
 
 
-async def workspace_sender(workspace: dict, fields: dict,
-                           domains: dict[str, bool] | None = None) -> sender_rules.Sender:
+async def sender_of(db: AsyncDatabase, settings: Settings, workspace: dict, fields: dict,
+                    domains: dict[str, bool] | None = None) -> sender_rules.Sender:
     """Who mail of this workspace with these `from_email` / `from_name` / `reply_to`
     fields is from (400 missing_from_email, 403 domain_invalid)."""
     if domains is None:
-        domains = await domain_store.verified_map(db(), workspace["_id"])
-    return sender_rules.resolve_sender(
-        from_email=fields.get("from_email"), from_name=fields.get("from_name"),
-        reply_to=fields.get("reply_to"), default_from_email=workspace.get("default_from_email"),
-        shared_local_part=workspace.get("sending_local_part")
-        or sender_rules.workspace_local_part(workspace["name"], workspace["_id"]),
-        shared_domain=settings().shared_domain, domains=domains)
+        domains = await domain_store.verified_map(db, workspace["_id"])
+    return sender_rules.workspace_sender(
+        workspace, from_email=fields.get("from_email"), from_name=fields.get("from_name"),
+        reply_to=fields.get("reply_to"), shared_domain=settings.shared_domain, domains=domains)
 
 
-async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", index: int = 0,
+async def build_message(run: Accepting, who: Identity, fields: dict, *, path_prefix: str = "", index: int = 0,
                         suppression_reasons: dict[str, str] | None = None, domains: dict[str, bool] | None = None,
                         templates: dict | None = None) -> dict:
     """`suppression_reasons` / `domains` / `templates`: the suppressed addresses among the
@@ -79,24 +183,25 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", ind
     so far when the caller already looked them up in bulk (batch sends); otherwise they are
     looked up here. `index`: the message's place in its request, which names it under an
     Idempotency-Key."""
+    db, settings = run.db, run.settings
     if not any(fields.get(k) for k in ("html", "text", "template_id")):
         raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
     stream = fields.get("stream") or mail_streams.TRANSACTIONAL
     if stream == mail_streams.MARKETING and fields.get("footer") is False:
         raise ValidationFailed("Marketing mail always carries the compliance footer.", path=f"{path_prefix}footer")
     html = fields.get("html")
-    if html is not None and len(html.encode()) > settings().max_html_bytes:
-        raise ValidationFailed(f"html is larger than {settings().max_html_bytes // 1024} KB.",
+    if html is not None and len(html.encode()) > settings.max_html_bytes:
+        raise ValidationFailed(f"html is larger than {settings.max_html_bytes // 1024} KB.",
                                path=f"{path_prefix}html")
     workspace = who.workspace
-    template = await load_template(fields, workspace["_id"], path_prefix, templates)
+    template = await load_template(db, fields, workspace["_id"], path_prefix, templates)
     # Malformed merge tags, and loops over template_data that could only blow the render
     # budget, are refused now, with their position, not discovered at render.
     check_merge_tags(clean_subject(fields["subject"]), html, fields.get("text"), path_prefix=path_prefix,
                      template_html=template["html"] if template else None,
                      template_data=fields.get("template_data"))
     try:
-        sender = await workspace_sender(workspace, fields, domains)
+        sender = await sender_of(db, settings, workspace, fields, domains)
     except PostroomError as error:  # name the batch item the rule failed on
         if path_prefix and error.path:
             error.path = path_prefix + error.path
@@ -104,11 +209,11 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", ind
     to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
     to = list(dict.fromkeys(to))
     if suppression_reasons is None:
-        suppression_reasons = await suppression_store.reasons_among(db(), workspace["_id"], to)
+        suppression_reasons = await suppression_store.reasons_among(db, workspace["_id"], to)
     suppressed = mail_streams.blocked_addresses(stream, suppression_reasons)
     now = now_iso()
     doc = {
-        "_id": _message_id(index),
+        "_id": _message_id(who.seed, index),
         "workspace_id": workspace["_id"],
         "key_id": who.key_id,
         "sandbox": who.sandbox,
@@ -141,10 +246,9 @@ async def build_message(fields: dict, who: Caller, *, path_prefix: str = "", ind
     return without_suppressed(doc, suppressed)
 
 
-def _message_id(index: int) -> str:
+def _message_id(seed: str | None, index: int) -> str:
     """Random; under an Idempotency-Key, the same on every attempt of the request, so a
     retry after an unknown outcome cannot store a second copy."""
-    seed = request_seed()
     return message_id_for(seed, index) if seed else new_message_id()
 
 
@@ -164,83 +268,55 @@ def without_suppressed(doc: dict, suppressed: set[str]) -> dict:
 
 
 def schedule_fields(send_at: dt.datetime) -> dict:
-    when = send_at if send_at.tzinfo else send_at.replace(tzinfo=dt.timezone.utc)
-    now = utcnow()
-    if when <= now:
-        raise InvalidSchedule("send_at must be in the future.", path="send_at")
-    if when - now > MAX_SCHEDULE_AHEAD:
-        raise InvalidSchedule("send_at must be within 72 hours from now.", path="send_at")
+    when = future_within(send_at, MAX_SCHEDULE_AHEAD, "72 hours", path="send_at")
     at = now_iso()
     return {"status": "scheduled", "due_at": iso(when), "queued_at": None,
             "history": [{"status": "scheduled", "at": at}]}
 
 
-async def charge_plan(who: Caller, count: int) -> None:
+async def charge_plan(run: Accepting, who: Identity, count: int) -> None:
     """The plan's monthly sending limit (403 limit_reached). Emails are counted when the
     API accepts them, all or none per request; sandbox keys send nothing and count nothing."""
     if who.sandbox:
         return
-    limit = throttle.monthly_limit(who.workspace, settings().plan_monthly_email_limit)
+    limit = throttle.monthly_limit(who.workspace, run.settings.plan_monthly_email_limit)
     # Counted even when unlimited, so a limit set mid-month sees the month's real usage.
-    if not await send_limits.charge_plan(db(), who.workspace_id, throttle.month_of(utcnow()), count, limit):
+    if not await send_limits.charge_plan(run.db, who.workspace_id, throttle.month_of(utcnow()), count, limit):
         raise Forbidden(f"The plan's limit of {limit} emails this month has been reached.",
                         code="limit_reached")
 
 
-async def refund_plan(workspace_id: str, count: int, accepted_at: str | None = None) -> None:
+async def refund_plan(db: AsyncDatabase, workspace_id: str, count: int, accepted_at: str | None = None) -> None:
     """Give back live emails that will never be sent (not stored, not queued, or a scheduled
     send cancelled), to the month they were counted in."""
     month = throttle.month_of(parse_iso(accepted_at) if accepted_at else utcnow())
-    await send_limits.refund_plan(db(), workspace_id, month, count)
+    await send_limits.refund_plan(db, workspace_id, month, count)
 
 
-async def charge_store_and_enqueue(who: Caller, docs: list[dict], batch: dict | None = None) -> None:
+async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict | None) -> None:
     """Charge the plan for the messages that will be sent, then store the batch (if any) and
     the messages and enqueue them. Whatever then fails to be stored or queued is given back,
     so the client's retry is not counted twice."""
     count = sum(1 for d in docs if d["status"] != "suppressed")
-    await charge_plan(who, count)
+    await charge_plan(run, who, count)
     try:
         if batch is not None:
             try:
-                await batch_store.insert(db(), batch)
+                await batch_store.insert(run.db, batch)
             except DuplicateKeyError:  # stored by an earlier attempt under this Idempotency-Key
                 pass
-        await _store_and_enqueue(docs)
+        await _store_and_enqueue(run, docs)
     except Exception as error:
         if not who.sandbox:
             try:
-                await refund_plan(who.workspace_id, getattr(error, "unsent", count))
+                await refund_plan(run.db, who.workspace_id, getattr(error, "unsent", count))
             except PyMongoError:  # the store is away: the client's answer says why, not this
                 log.warning("plan refund of %d email(s) for workspace %s failed", count, who.workspace_id,
                             extra={"workspace_id": who.workspace_id})
         raise
 
 
-RENDER_CHUNK = 100  # message ids per render job: one bulk read and write per chunk
-
-
-async def build_batch(items: list[dict], who: Caller) -> tuple[dict, list[dict]]:
-    """Every item checked on its own (the first failure names `messages[i]...`), with the
-    workspace's domains and suppressions looked up once for the whole batch."""
-    workspace_id = who.workspace_id
-    domains = await domain_store.verified_map(db(), workspace_id)
-    everyone = list(dict.fromkeys(r for item in items
-                                  for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
-    reasons = await suppression_store.reasons_among(db(), workspace_id, everyone)
-    templates: dict = {}
-    docs = [await build_message(item, who, path_prefix=f"messages[{i}].", index=i, suppression_reasons=reasons,
-                                domains=domains, templates=templates) for i, item in enumerate(items)]
-    seed = request_seed()
-    batch_id = batch_id_for(seed) if seed else new_batch_id()
-    for doc in docs:
-        doc["batch_id"] = batch_id
-    batch = batch_store.new_batch(batch_id, workspace_id, who.key_id, [d["_id"] for d in docs],
-                                  [d["status"] for d in docs])
-    return batch, docs
-
-
-async def _store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
+async def _store_and_enqueue(run: Accepting, docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
     """Store the messages, then hand the ones to send now to the `render` queue in chunks.
     What the client is told agrees with what will happen:
     - stored and queued: success;
@@ -253,32 +329,30 @@ async def _store_and_enqueue(docs: list[dict], *, failure_code: str = "schedule_
       them if they landed (and sends them once) or stores them if they did not;
     - an enqueue failure: the messages not queued are marked failed (the watchdog never
       sends what the client will retry), 500 `failure_code` with `unsent`."""
-    from actors.render import render_messages
-    await _store(docs, failure_code)
+    await _store(run.db, docs, failure_code)
     due = [d["_id"] for d in docs if d["status"] == "queued"]
-    for start in range(0, len(due), RENDER_CHUNK):
-        chunk = due[start:start + RENDER_CHUNK]
-        try:
-            await enqueue(render_messages, chunk, failure_code=failure_code)
-        except ServerError as error:
-            left = set(due[start:])
-            await _give_up([d for d in docs if d["_id"] in left], "could not be queued for sending")
-            error.unsent = len(left)
-            raise
-
-
-async def _store(docs: list[dict], failure_code: str) -> None:
     try:
-        await message_intake.insert_new(db(), docs)
+        await run.publisher.render(due)
+    except PublishFailed as failed:
+        error = not_queued(failed, failure_code)
+        left = set(failed.unpublished)
+        await _give_up(run.db, [d for d in docs if d["_id"] in left], "could not be queued for sending")
+        error.unsent = len(left)
+        raise error from failed
+
+
+async def _store(db: AsyncDatabase, docs: list[dict], failure_code: str) -> None:
+    try:
+        await message_intake.insert_new(db, docs)
         return
     except PyMongoError as error:
         failure = error
     ids = [d["_id"] for d in docs]
     try:
-        stored = await message_intake.stored_ids(db(), ids)
+        stored = await message_intake.stored_ids(db, ids)
         if len(stored) == len(ids):
             return  # the write landed; only its answer was lost
-        await _give_up([d for d in docs if d["_id"] in stored], "could not be stored completely")
+        await _give_up(db, [d for d in docs if d["_id"] in stored], "could not be stored completely")
     except ConnectionFailure as error:
         raise ServiceUnavailable(
             f"The service lost its database while storing {_naming(ids)}; whether it was accepted "
@@ -298,8 +372,24 @@ def _naming(ids: list[str]) -> str:
     return f"message {ids[0]}" if len(ids) == 1 else f"{len(ids)} messages ({ids[0]} … {ids[-1]})"
 
 
-async def _give_up(docs: list[dict], why: str) -> None:
+async def _give_up(db: AsyncDatabase, docs: list[dict], why: str) -> None:
     """Messages stored but never to be sent (the client is told so): final as `failed`."""
     live = [d for d in docs if d["status"] != "suppressed"]
-    await message_store.advance(db(), [(d["_id"], "failed", {"error": why}, why) for d in live])
-    await batch_store.record_finished(db(), [(d, "failed") for d in live])
+    await message_store.apply(db, [delivery_status.fail(d["_id"], why) for d in live])
+    await batch_store.record_finished(db, [(d, "failed") for d in live])
+
+
+async def cancel(db: AsyncDatabase, workspace_id: str, message_id: str) -> None:
+    """A scheduled email → `cancelled` (again: nothing changes); never sent, so its count
+    goes back to the plan. 404 for no such message, 409 for one past `scheduled`."""
+    cancelled = await message_store.apply_one(db, delivery_status.cancel(message_id, current="scheduled"),
+                                              workspace_id=workspace_id)
+    if cancelled is not None:
+        if not cancelled.get("sandbox"):
+            await refund_plan(db, cancelled["workspace_id"], 1, cancelled["created_at"])
+        return
+    doc = await message_store.get(db, workspace_id, message_id)
+    if doc is None:
+        raise NotFound("No such message in this workspace.")
+    if doc["status"] != "cancelled":
+        raise Conflict(f"The message is already {doc['status']}; only a scheduled message can be cancelled.")

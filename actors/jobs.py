@@ -1,0 +1,57 @@
+"""Every actor of the service, listed, and the one publisher that enqueues them.
+
+`ACTORS` is what a worker serves and what `actors.broker.setup` binds to the process's
+broker; `BrokerPublisher` is the `pipelines.workflows.publisher.Publisher` the front,
+the actors and the scheduler hand to the workflows (reached through
+`actors.runtime.publisher()`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipelines import send_jobs
+from pipelines.settings import Settings
+
+from .automations import ADVANCE_CHUNK, advance_runs
+from .bounces import process_report
+from .campaigns import cancel_campaign_messages, fan_out_campaign
+from .imports import import_contacts
+from .publish import publish, publish_chunks, publish_each, publish_jobs
+from .render import render_messages
+from .send import send_messages
+from .webhooks import deliver_webhook
+
+ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, send_messages, process_report,
+          deliver_webhook, advance_runs, import_contacts)
+
+
+class BrokerPublisher:
+    def __init__(self, settings: Settings):
+        self._settings = settings
+
+    async def render(self, message_ids: Sequence[str]) -> None:
+        await publish_chunks(render_messages, message_ids)
+
+    async def send(self, rendered: list[dict], *, delay_ms: int = 0) -> None:
+        """Each job with its own claim token (a retry of the job keeps it)."""
+        jobs = send_jobs.chunks(rendered, max_bytes=self._settings.send_job_max_bytes)
+        await publish_jobs(send_messages, [(chunk, send_jobs.new_claim_token()) for chunk in jobs],
+                           delay_ms=delay_ms, carried=lambda args: [r["_id"] for r in args[0]])
+
+    async def fan_out(self, campaign_id: str, batch: int) -> None:
+        await publish(fan_out_campaign, campaign_id, batch)
+
+    async def cancel_campaign(self, campaign_id: str) -> None:
+        await publish(cancel_campaign_messages, campaign_id)
+
+    async def deliver_webhooks(self, delivery_ids: Sequence[str], *, delay_ms: int = 0) -> None:
+        await publish_each(deliver_webhook, delivery_ids, delay_ms=delay_ms)
+
+    async def process_report(self, report_id: str) -> None:
+        await publish(process_report, report_id)
+
+    async def advance_runs(self, run_ids: Sequence[str]) -> None:
+        await publish_chunks(advance_runs, run_ids, size=ADVANCE_CHUNK)
+
+    async def import_contacts(self, job_id: str) -> None:
+        await publish(import_contacts, job_id)

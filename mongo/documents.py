@@ -1,0 +1,78 @@
+"""What every workspace-owned collection does alike: read one by id, a page by name, a guarded
+update and delete (always scoped by `workspace_id`), and inserts where a unique index says
+"already there"."""
+
+from __future__ import annotations
+
+import re
+
+from pymongo import ASCENDING, DESCENDING, InsertOne, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from pipelines.clock import now_iso
+from pipelines.ids import new_uuid
+
+DUPLICATE_KEY = 11000
+NEWEST_FIRST = [("created_at", DESCENDING), ("_id", ASCENDING)]
+
+
+async def create(collection: AsyncCollection, workspace_id: str, fields: dict,
+                 stamped: tuple[str, ...] = ()) -> dict:
+    """A new document of the workspace with `fields`, a fresh id, and `created_at`, `updated_at`
+    and each of `stamped` set to now."""
+    now = now_iso()
+    doc = {"_id": new_uuid(), "workspace_id": workspace_id, **fields,
+           **{k: now for k in ("created_at", "updated_at", *stamped)}}
+    await collection.insert_one(doc)
+    return doc
+
+
+async def insert_new(collection: AsyncCollection, doc: dict) -> bool:
+    """False when a unique index already holds this document."""
+    try:
+        await collection.insert_one(doc)
+    except DuplicateKeyError:
+        return False
+    return True
+
+
+async def insert_all_new(collection: AsyncCollection, docs: list[dict]) -> None:
+    """Insert each document a unique index does not hold yet; the others are left as they are."""
+    if not docs:
+        return
+    try:
+        await collection.bulk_write([InsertOne(d) for d in docs], ordered=False)
+    except BulkWriteError as error:
+        if any(e.get("code") != DUPLICATE_KEY for e in error.details.get("writeErrors", [])):
+            raise
+
+
+async def get_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, **where) -> dict | None:
+    return await collection.find_one({"_id": doc_id, "workspace_id": workspace_id, **where})
+
+
+def name_search(query: dict, search: str | None) -> dict:
+    """`query`, narrowed to names holding `search` (case-insensitive, taken literally)."""
+    if search:
+        query["name"] = {"$regex": re.escape(search), "$options": "i"}
+    return query
+
+
+async def page(collection: AsyncCollection, query: dict, *, limit: int, offset: int,
+               sort: list[tuple[str, int]], projection: dict | None = None) -> tuple[list[dict], int]:
+    """One page of the documents matching `query`, and how many match in all."""
+    items = await collection.find(query, projection, sort=sort, skip=offset, limit=limit).to_list()
+    return items, await collection.count_documents(query)
+
+
+async def update_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, changes: dict) -> dict | None:
+    """The document after `changes` (and a new `updated_at`), None when it is not there."""
+    return await collection.find_one_and_update(
+        {"_id": doc_id, "workspace_id": workspace_id},
+        {"$set": {**changes, "updated_at": now_iso()}}, return_document=ReturnDocument.AFTER)
+
+
+async def delete_owned(collection: AsyncCollection, workspace_id: str, doc_id: str) -> bool:
+    result = await collection.delete_one({"_id": doc_id, "workspace_id": workspace_id})
+    return result.deleted_count == 1

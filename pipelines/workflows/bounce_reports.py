@@ -1,0 +1,131 @@
+"""Apply a bounce report: a stored inbound report → parsed bounces/complaints, believed
+for the recipients of the message it is about, applied.
+
+`handle_report` is the whole workflow on a store handle: the `bounces` actor
+(actors/bounces.py) is its shell, and `postroom inbound` (with no RabbitMQ) and
+`postroom inbound rerun` call it directly.
+
+`record_rejections` is what the send step (send_chunk.py) calls for synchronous 5xx
+rejections, through `record_bounces` as reports are, so both paths write the same
+records, suppressions and events (pipelines/bounce_effects.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions, tracking
+from pipelines import bounce_effects, delivery_status
+from pipelines.bounce_parsing import Bounce, match, parse_report, sent_to
+from pipelines.bounce_parsing.classify import SOFT_COUNTED
+from pipelines.clock import in_seconds, now_iso
+from pipelines.mime import message_id_from_verp
+
+log = logging.getLogger("postroom.bounces")
+
+
+MAX_REPORT_ATTEMPTS = 3
+
+
+async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
+    """Parse a stored report and apply it; its final status, or None when it was not
+    waiting (already handled). An attempt that raises is retried (by the broker, or the
+    scheduler's sweep) until the report has had MAX_REPORT_ATTEMPTS; then it ends
+    `failed`, kept with the error for an operator (`postroom inbound reports --status failed`,
+    `postroom inbound rerun`)."""
+    report = await inbound_reports.claim(db, report_id)
+    if report is None:
+        return None
+    attempts = report["attempts"]
+    if attempts > MAX_REPORT_ATTEMPTS:  # the attempts before this one died with their worker
+        await inbound_reports.finish(db, report_id, "failed", f"gave up after {MAX_REPORT_ATTEMPTS} attempts "
+                                     f"({report.get('last_error') or 'no error recorded: the worker died'})")
+        return "failed"
+    try:
+        return await _apply_report(db, report)
+    except Exception as error:
+        detail = f"{type(error).__name__}: {error}"[:500]
+        log.exception("inbound report %s: attempt %d of %d failed", report_id, attempts, MAX_REPORT_ATTEMPTS,
+                      extra={"report_id": report_id})
+        if attempts >= MAX_REPORT_ATTEMPTS:
+            await inbound_reports.finish(db, report_id, "failed", f"gave up after {attempts} attempts: {detail}",
+                                         last_error=detail)
+            return "failed"
+        await inbound_reports.note_error(db, report_id, detail)
+        raise
+
+
+async def _apply_report(db: AsyncDatabase, report: dict) -> str:
+    report_id = report["_id"]
+    verp = next((m for m in map(message_id_from_verp, report["rcpt_tos"]) if m), None)
+    # parsing is CPU work (up to 10 MB of MIME): off the loop every async actor shares
+    parsed = await asyncio.to_thread(parse_report, inbound_reports.raw_bytes(report), verp_message_id=verp)
+    message_id = parsed.message_id if parsed else verp
+    [message] = (await messages.load(db, [message_id]) if message_id else []) or [None]
+    about = {"message_id": message_id or "", "workspace_id": message["workspace_id"] if message else ""}
+    if parsed is None:
+        await inbound_reports.finish(db, report_id, "unparseable", "not a DSN, ARF or known bounce style", **about)
+        return "unparseable"
+    if message is None:
+        await inbound_reports.finish(db, report_id, "unmatched", f"no message {message_id or '(none named)'}",
+                                     style=parsed.style, **about)
+        return "unmatched"
+    matched = match(parsed.bounces, sent_to(message))
+    if not matched.bounces:
+        await inbound_reports.finish(
+            db, report_id, "unmatched", f"names no recipient of {message['_id']}: {', '.join(matched.ignored)}",
+            style=parsed.style, ignored_recipients=matched.ignored, **about)
+        return "unmatched"
+    ids = await record_bounces(db, [(b, message) for b in matched.bounces], origin="report")
+    await inbound_reports.finish(db, report_id, "parsed", style=parsed.style, bounce_ids=ids,
+                                 ignored_recipients=matched.ignored, **about)
+    return "parsed"
+
+
+async def record_bounces(db: AsyncDatabase, items: list[tuple[Bounce, dict]], *, origin: str) -> list[str]:
+    """Record each (bounce, the message it concerns) and apply its effects; idempotent."""
+    ids = []
+    for bounce, message in items:
+        ws = message["workspace_id"]
+        # the same report delivered twice (or sent twice by the remote MTA) is one bounce;
+        # a later report with another action or status (delayed, then failed) is another
+        key = f"{origin}:{message['_id']}:{bounce.kind}:{bounce.action}:{bounce.smtp_status}"
+        doc = bounce_effects.bounce_document(bounce, origin=key, workspace_id=ws,
+                                             message_id=message["_id"], created_at=now_iso())
+        new = await bounces.insert(db, doc)
+        doc = doc if new else await bounces.get(db, ws, doc["_id"])
+        recent = await bounces.count_recent(db, ws, doc["email"], type_="transient", categories=SOFT_COUNTED,
+                                            since=in_seconds(-bounce_effects.TRANSIENT_WINDOW_SECONDS))
+        effects = bounce_effects.effects_of(doc, transient_count=recent)
+        await _apply(db, doc, effects, counted=not new)
+        ids.append(doc["_id"])
+    return ids
+
+
+async def _apply(db: AsyncDatabase, doc: dict, effects: bounce_effects.Effects, *, counted: bool) -> None:
+    ws, detail = doc["workspace_id"], f"{doc['smtp_status']} {doc['diagnostic_code']}".strip()
+    if effects.message_status:
+        await messages.apply(db, [delivery_status.forward(doc["message_id"], effects.message_status,
+                                                          {"bounce_type": doc["type"]}, detail or doc["type"],
+                                                          once_sent=True)])
+    if effects.mark_contact_bounced:
+        await contacts.mark_bounced(db, ws, doc["email"])
+    if effects.suppress_reason:
+        await suppressions.add(db, ws, doc["email"], effects.suppress_reason, source=doc["source"],
+                               detail=detail or doc["diagnostic_code"])
+    await outbox.record(db, ws, effects.event, bounce_effects.event_data(doc),
+                        event_id=f"{doc['_id']}:{effects.event}")
+    if doc["kind"] == "complaint":  # the campaign's `complained`, once per message
+        await tracking.record_complaint(db, ws, doc["message_id"] or None)
+    if not counted:  # counters are not idempotent: bump only with the first insert
+        await analytics.bump(db, ws, doc["created_at"][:10], **effects.counters)
+
+
+async def record_rejections(db: AsyncDatabase, rejected: list[dict]) -> list[str]:
+    """Synchronous 5xx answers at send time (`OutcomePlan.bounces`: message, email, code,
+    text) through the same path as reports."""
+    items = [(bounce_effects.from_smtp_rejection(r["email"], r["code"], r["text"]), r["message"])
+             for r in rejected]
+    return await record_bounces(db, items, origin="smtp")

@@ -1,0 +1,128 @@
+"""Render a chunk of queued messages: personalised, signed MIME handed to the send step
+inside its job (not stored: see send_chunk.py). Only failures are written here; a message
+that renders stays `queued` (delivery_status has no `rendered`).
+
+    load the still-queued messages; a cancelled campaign's are cancelled
+    sandbox keys: a mock `delivered` at once (neither rendered nor sent)
+    recipients suppressed since acceptance: taken out (`suppressed` if nobody is left)
+    render the rest (`render`: off the event loop), failures end `failed`
+    publish send jobs for what rendered"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from mongo import batches, campaign_audience, campaigns, contacts, messages, suppressions, templates, workspaces
+from pipelines import delivery_status, mail_streams, recipients
+from pipelines.render_message import RenderContext, RenderResult
+from pipelines.settings import Settings
+
+from .dkim_keys import signers_for
+from .publisher import Publisher, PublishFailed
+
+log = logging.getLogger("postroom.render")
+
+SANDBOX_DETAIL = "sandbox key: not sent (mock result)"
+
+# Renders messages off the event loop (actors/render_pool.render_off_loop).
+Renderer = Callable[[list[dict], RenderContext], Awaitable[RenderResult]]
+
+
+async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
+                       message_ids: list[str]) -> None:
+    docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
+    docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
+    sandbox = [m for m in docs if m.get("sandbox")]
+    if sandbox:  # sandbox keys are neither rendered nor sent: a mock `delivered` outcome at once
+        await messages.apply(db, [delivery_status.forward(m["_id"], "delivered", {"smtp_response": "250 sandbox"},
+                                                          SANDBOX_DETAIL, via=("sent",)) for m in sandbox])
+        await batches.record_finished(db, [(m, "delivered") for m in sandbox])
+    # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
+    real = await withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
+    if not real:
+        return
+    signers, return_paths = await signers_for(db, settings, real)
+    result = await render(real, RenderContext(
+        settings=settings, signers=signers, return_paths=return_paths, **await personalisation_inputs(db, real)))
+    await messages.apply(db, [delivery_status.fail(mid, why) for mid, why in result.failed.items()])
+    await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
+    if result.rendered:
+        await _hand_to_send(db, publisher, result.rendered)
+
+
+async def personalisation_inputs(db: AsyncDatabase, docs: list[dict]) -> dict:
+    """What merge tags read: each workspace (company fields), the template versions the
+    messages were sent with, and the contact of each first recipient (if there is one)."""
+    workspace_ids = {m["workspace_id"] for m in docs}
+    found = {w: await workspaces.get(db, w) for w in workspace_ids}
+    versions = await templates.load_versions(db, list({(m["template_id"], m.get("template_version"))
+                                                        for m in docs if m.get("template_id")}))
+    people = {}
+    wanted: dict[str, set[str]] = {}
+    by_id: dict[str, set[str]] = {}  # campaign messages name their contact: a fast lookup by _id
+    for m in docs:
+        if m.get("contact_id"):
+            by_id.setdefault(m["workspace_id"], set()).add(m["contact_id"])
+        else:
+            wanted.setdefault(m["workspace_id"], set()).add(m["to"][0].lower())
+    for workspace_id, ids in by_id.items():
+        for contact in await campaign_audience.live_contacts_by_ids(db, workspace_id, list(ids)):
+            people[(workspace_id, contact["email"].lower())] = contact
+    for workspace_id, emails in wanted.items():
+        for key, contact in (await contacts.find_by_emails(db, workspace_id, list(emails))).items():
+            people[(workspace_id, key)] = contact
+    return {"workspaces": {k: v for k, v in found.items() if v}, "templates": versions, "contacts": people}
+
+
+async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
+    """Recipients still owed the message who were suppressed since it was accepted (a
+    bounce, complaint or unsubscribe while a scheduled email waited, or while campaign
+    mail sat in the queue) are taken out as the API does at accept time
+    (pipelines.recipients.without_suppressed; which reasons count depends on the
+    message's stream, pipelines.mail_streams); a message left with nobody becomes
+    `suppressed` (and counts as such in its batch). Returns the messages still to
+    render. One suppression read per workspace, by `_id`."""
+    wanted: dict[str, set[str]] = {}
+    for d in docs:
+        wanted.setdefault(d["workspace_id"], set()).update(recipients.owed_recipients(d))
+    reasons = {ws: await suppressions.reasons_among(db, ws, list(emails)) for ws, emails in wanted.items()}
+    if not any(reasons.values()):
+        return docs
+    keep, finished = [], []
+    for d in docs:
+        blocked = mail_streams.blocked_addresses(mail_streams.stream_of(d), reasons[d["workspace_id"]])
+        split = recipients.without_suppressed(d, blocked)
+        if split is None:
+            keep.append(d)
+            continue
+        changes, nobody_left = split
+        if not nobody_left:
+            if await messages.trim_recipients(db, d, changes):
+                keep.append({**d, **changes})
+            continue
+        gone = delivery_status.forward(d["_id"], "suppressed", changes,
+                                       "every recipient was suppressed before sending", current=d["status"])
+        if await messages.apply(db, [gone]):  # guarded: a redelivered render counts it once
+            finished.append((d, "suppressed"))
+    await batches.record_finished(db, finished)
+    return keep
+
+
+async def _hand_to_send(db: AsyncDatabase, publisher: Publisher, rendered: list[dict]) -> None:
+    """Send jobs for the rendered messages (bounded by count and bytes). What the broker
+    does not take keeps the reason on the message (history and `last_error`); a refusal
+    (the broker answered no) is not retried here — the watchdog renders the message
+    again after POSTROOM_MESSAGE_STALL_SECONDS and, after POSTROOM_MESSAGE_MAX_REVIVALS
+    tries, ends it `failed` with that reason; an unreachable broker is retried by Dramatiq."""
+    try:
+        await publisher.send(rendered)
+    except PublishFailed as failed:
+        why = (f"the broker refused its send job ({failed.reason})" if failed.refused
+               else f"its send job could not be handed to the broker ({failed.reason})")
+        await messages.note_handoff_failed(db, failed.unpublished, why)
+        if not failed.refused:
+            raise
+        log.error("render: %s (%d message(s) left for the watchdog)", why, len(failed.unpublished))

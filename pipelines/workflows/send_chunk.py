@@ -1,0 +1,189 @@
+"""Send a chunk of rendered messages: rendered MIME → SMTP, many messages in flight per
+worker, under limits shared by every worker process (pipelines/throttle.py over
+mongo/send_limits.py).
+
+One job is a chunk of rendered messages, `{"_id", "mail_from", "recipients", "data"}`
+each (`data`: the MIME), as the render step made them, bounded by count and bytes
+(pipelines/send_jobs.py), and a claim token fixed when the job was published. The MIME
+travels in the job, not in the store: the store stays the one record of each message's
+state, and the MIME is a derived artefact that can always be made again from the message
+(a lost job costs a render, never a message: the scheduler's watchdog,
+ops/scheduler.requeue_stalled_messages, enqueues the render again of what stays
+`queued`, or `sending` past its lease).
+
+A job claims its messages (`queued` → `sending`, guarded, so a redelivered or duplicated
+job sends nothing twice; a retry of the same job, holding the same token, takes its own
+claim back), admits what the limits allow, sends the admitted ones concurrently over the
+pooled connections — one message's failure, whatever it is, becomes that message's
+outcome and touches no other — and applies the outcomes in bulk. Held messages and short
+retries go back to `queued` and their MIME rides the broker's delay queue in a new job
+(≤ 60 s); longer retries wait in the store (`next_attempt_at`) and the scheduler enqueues
+their render when due.
+
+Once SMTP has answered, the answers are kept in memory and every store write that records
+them is retried until the store answers (`_persist`), for as long as the claim's lease
+lasts: a store outage shorter than the lease never hands an accepted message back for
+sending. A worker killed mid-send leaves its messages `sending`; once their lease runs
+out, the redelivered job (or the watchdog's render) claims and sends them again, so only
+what was in flight can arrive twice."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import uuid
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure
+
+from mongo import analytics, batches, campaigns, messages, outbox, send_limits
+from pipelines import delivery_status
+from pipelines.clock import utcnow
+from pipelines.outcomes import OutcomePlan, plan_outcomes
+from pipelines.recipients import owed_recipients
+from pipelines.settings import SEND_LEASE_MARGIN_SECONDS, Settings
+from pipelines.throttle import DomainLimit, SendThrottle
+from pipelines.transport import unexpected
+
+from .bounce_reports import record_rejections
+from .publisher import Publisher
+
+log = logging.getLogger("postroom.send")
+
+# Waits between tries of a store write that records SMTP outcomes, seconds.
+PERSIST_FIRST_PAUSE_SECONDS = 0.25
+PERSIST_MAX_PAUSE_SECONDS = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """What one job did, for the worker's metrics: the messages that ended (with their
+    outcome), those deferred for a retry, and how many a throttle held back."""
+    finished: list[tuple[dict, str]]
+    deferred: list[dict]
+    held: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    db: AsyncDatabase
+    publisher: Publisher
+    mime: dict[str, dict]
+    token: str
+    lease_end: float   # monotonic: our claim's lease, less a margin
+
+
+async def send_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport,
+                     rendered: list[dict], claim_token: str = "") -> Sent:
+    """`transport`: pipelines/transport (send(mail_from, recipients, data, name, start_by=))."""
+    mime = {r["_id"]: r for r in rendered}
+    token = claim_token or uuid.uuid4().hex  # the same for every retry of this job
+    claimed_at = time.monotonic()
+    claimed = await messages.claim_for_sending(db, list(mime), token, settings.send_lease_seconds)
+    claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
+    if not claimed:
+        return Sent([], [], 0)
+    job = _Job(db, publisher, mime, token, claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS)
+    throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
+    admission = await throttle.admit(claimed, await _limits(db, settings, claimed))
+    await _requeue(job, [m["_id"] for m in admission.held], admission.retry_after_seconds * 1000)
+    # Past its lease a claim may be given to another worker (the watchdog): start no SMTP
+    # transaction that could outlast it, so only a dead worker's in-flight mail goes twice.
+    start_by = job.lease_end - settings.smtp_timeout_seconds
+    try:
+        answers = await asyncio.gather(*(_deliver(transport, m, mime.get(m["_id"]), start_by)
+                                         for m in admission.admitted), return_exceptions=True)
+    finally:
+        await _release(throttle, admission)
+    results = [(m, _outcomes_or_error(m, answer)) for m, answer in zip(admission.admitted, answers)]
+    plan = plan_outcomes([r for r in results if r[1] is not NOT_STARTED], now=utcnow(),
+                         lifetime_seconds=settings.send_retry_lifetime_seconds, scale=settings.send_retry_scale)
+    await _apply(job, plan)
+    await _requeue(job, [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED], 0)
+    retried = set(plan.retry_ids)
+    return Sent(plan.finished, [m for m in claimed if m["_id"] in retried], len(admission.held))
+
+
+def _outcomes_or_error(message: dict, answer):
+    if isinstance(answer, Exception):  # one message's failure is its own outcome, retried
+        log.error("sending message %s failed unexpectedly: %r", message["_id"], answer,
+                  extra={"message_id": message["_id"], "workspace_id": message.get("workspace_id")})
+        return unexpected(list(message.get("to") or []), answer)
+    if isinstance(answer, BaseException):  # cancelled: the job itself is going away
+        raise answer
+    return answer
+
+
+async def _limits(db: AsyncDatabase, settings: Settings, claimed: list[dict]):
+    return await send_limits.load_limits(
+        db, claimed, default_key_rate_per_minute=settings.email_rate_limit_per_minute,
+        default_domain=DomainLimit(settings.domain_rate_per_minute, settings.domain_concurrency))
+
+
+async def _release(throttle: SendThrottle, admission) -> None:
+    """Concurrency leases back; if the store cannot take them now they lapse on their own
+    (pipelines/throttle.py LEASE_SECONDS), so this must not cost the outcomes."""
+    try:
+        await throttle.release(admission)
+    except Exception as error:  # best effort: never at the cost of the outcomes in hand
+        log.warning("could not give back send concurrency leases (%r); they lapse on their own", error)
+
+
+async def _persist(lease_end: float, write, *args, **kwargs):
+    """A store write recording what SMTP already answered: tried again until the store
+    answers, while our claim's lease lasts (after it, the message may be someone else's)."""
+    pause = PERSIST_FIRST_PAUSE_SECONDS
+    while True:
+        try:
+            return await write(*args, **kwargs)
+        except ConnectionFailure as error:
+            if time.monotonic() + pause >= lease_end:
+                raise
+            log.warning("store unavailable (%s); recording send outcomes again in %.2f s", error, pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, PERSIST_MAX_PAUSE_SECONDS)
+
+
+async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
+    """Claimed but not tried (held by a throttle, or too late in the lease to start): back
+    to `queued` without counting an attempt, the MIME in a new job after `delay_ms`."""
+    if not message_ids:
+        return
+    await _persist(job.lease_end, messages.apply, job.db,
+                   [delivery_status.hold(mid, job.token) for mid in message_ids])
+    await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms))
+
+
+NOT_STARTED = object()  # _deliver's outcome for a transaction not started in time
+
+
+async def _deliver(transport, message: dict, rendered: dict | None, start_by: float):
+    if not rendered:
+        return None
+    # the claimed message says who is still owed (a retry after a partial delivery)
+    still_owed = set(owed_recipients(message))
+    owed = [r for r in rendered["recipients"] if r in still_owed]
+    if not owed:  # every recipient settled already: nothing to send, the outcome decides
+        return {}
+    outcomes = await transport.send(rendered["mail_from"], owed, rendered["data"].encode("utf-8"),
+                                    message["_id"], start_by=start_by)
+    return NOT_STARTED if outcomes is None else outcomes
+
+
+async def _apply(job: _Job, plan: OutcomePlan) -> None:
+    """Outcomes in bulk: status changes first (what decides whether a message could be
+    sent again), then events, synchronous bounces, batch and analytics counts; then the
+    transient failures go back for a later attempt — on the broker with their MIME, or
+    waiting in the store."""
+    db, lease_end = job.db, job.lease_end
+    await _persist(lease_end, messages.apply, db, plan.transitions, expected="sending")
+    await _persist(lease_end, outbox.record_many, db, plan.events, only_subscribed=True)
+    await _persist(lease_end, batches.record_finished, db, plan.finished)
+    await _persist(lease_end, analytics.bump_many, db, plan.analytics)
+    await _persist(lease_end, record_rejections, db, plan.bounces)
+    if plan.retry_ids:
+        await _persist(lease_end, messages.apply, db, plan.retry_transitions(job.token, utcnow()))
+        for delay_ms, ids in plan.retries_by_broker_delay().items():
+            await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms)

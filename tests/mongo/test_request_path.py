@@ -1,0 +1,74 @@
+"""What the front's request path asks the store, made cheap: reads kept for a couple of
+seconds (mongo/recent.py) — a change written through this process is seen by its next
+read at once — and concurrent adds to one counter (mongo/counters.py), which decide as if
+they had gone one by one."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from mongo import api_keys, counters, domains, send_limits, workspaces
+from pipelines.api_keys import hash_key
+
+
+def test_a_key_revoked_through_this_process_is_refused_at_its_next_read(private_db):
+    ws = private_db.run(workspaces.create, "Recent")
+    key, doc = private_db.run(api_keys.create, ws["_id"], name="k", sandbox=False, permissions=["*"])
+    assert not private_db.run(api_keys.recent_by_key, key)["revoked"]
+    private_db.run(api_keys.revoke, doc["_id"])
+    assert private_db.run(api_keys.recent_by_key, key)["revoked"]
+
+
+def test_changed_limits_and_settings_are_read_at_once(private_db):
+    ws = private_db.run(workspaces.create, "Recent")
+    key, doc = private_db.run(api_keys.create, ws["_id"], name="k", sandbox=False, permissions=["*"])
+    assert private_db.run(api_keys.recent_by_key, key)["email_rate_limit"] is None
+    private_db.run(api_keys.set_limits, doc["_id"], email_rate_limit=7)
+    assert private_db.run(api_keys.recent_by_key, key)["email_rate_limit"] == 7
+    assert private_db.run(workspaces.recent, ws["_id"])["default_from_email"] is None
+    private_db.run(workspaces.update_settings, ws["_id"], {"default_from_email": "a@b.example"})
+    assert private_db.run(workspaces.recent, ws["_id"])["default_from_email"] == "a@b.example"
+
+
+def test_a_domain_added_checked_or_deleted_through_this_process_changes_the_map_at_once(private_db):
+    ws_id = str(uuid.uuid4())
+    assert private_db.run(domains.verified_map, ws_id) == {}
+    domain_id = str(uuid.uuid4())
+    assert private_db.run(domains.insert, {"_id": domain_id, "workspace_id": ws_id, "domain": "kept.example",
+                                      "verified": False})
+    assert private_db.run(domains.verified_map, ws_id) == {"kept.example": False}
+    private_db.run(domains.save_check, ws_id, domain_id, records=[], verified=True,
+              return_path_host="pr-bounces.kept.example", return_path_verified=True)
+    assert private_db.run(domains.verified_map, ws_id) == {"kept.example": True}
+    private_db.run(domains.delete, ws_id, domain_id)
+    assert private_db.run(domains.verified_map, ws_id) == {}
+
+
+def test_an_unknown_key_is_not_kept(private_db):
+    ws = private_db.run(workspaces.create, "Recent")
+    key = "tm_live_" + uuid.uuid4().hex + uuid.uuid4().hex[:11]
+    assert private_db.run(api_keys.recent_by_key, key) is None
+    # stored afterwards under that very key (as a key created elsewhere would be)
+    private_db.run(lambda db: db.api_keys.insert_one({"_id": str(uuid.uuid4()), "workspace_id": ws["_id"],
+                                                 "hash": hash_key(key), "revoked": False}))
+    assert private_db.run(api_keys.recent_by_key, key) is not None
+
+
+def test_concurrent_adds_each_see_the_value_right_after_their_own_cost(private_db):
+    _id = uuid.uuid4().hex
+
+    async def burst(db):
+        return await asyncio.gather(*(counters.add(db, "rate_windows", _id, cost, {}) for cost in (1, 2, 3, 4)))
+    assert private_db.run(burst) == [1, 3, 6, 10]
+    assert private_db.run(lambda db: db.rate_windows.find_one({"_id": _id}))["n"] == 10
+    assert private_db.run(counters.add, "rate_windows", _id, 5, {}) == 15
+
+
+def test_concurrent_plan_charges_at_the_limit_admit_exactly_the_limit(private_db):
+    workspace_id = uuid.uuid4().hex
+
+    async def burst(db):
+        return await asyncio.gather(*(send_limits.charge_plan(db, workspace_id, "2026-11", 1, 5) for _ in range(20)))
+    assert sum(private_db.run(burst)) == 5
+    assert private_db.run(send_limits.plan_used, workspace_id, "2026-11") == 5

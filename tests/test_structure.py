@@ -1,0 +1,189 @@
+"""The layering and the registries, read from the source (AST, no services): what DESIGN.md
+and issue 11 ask of the code's shape, kept from coming back."""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION = ("front", "actors", "pipelines", "mongo", "ops")
+OURS = set(PRODUCTION) | {"tests"}
+
+LOCAL_IMPORTS_PENDING: set[str] = set()
+IMPORT_MODULE_PENDING: set[str] = set()
+STALE_POINTERS_PENDING: set[tuple[str, str]] = set()
+API_ERRORS_PENDING: set[str] = set()
+
+LOCAL_IMPORT_NOTE = "# local import:"
+
+
+def _production_files() -> list[Path]:
+    return sorted(p for top in PRODUCTION for p in (ROOT / top).rglob("*.py"))
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, names) for every import in the file, relative ones resolved."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names = [alias.name for alias in node.names]
+            found.append((node.lineno, module, names))
+            # `from pkg import submodule` imports pkg.submodule
+            found.extend((node.lineno, f"{module}.{name}", []) for name in names)
+    return found
+
+
+def test_no_module_names_as_strings():
+    offenders = [f"{_rel(p)}:{node.lineno}" for p in _production_files() if _rel(p) not in IMPORT_MODULE_PENDING
+                 for node in ast.walk(_tree(p))
+                 if isinstance(node, ast.Attribute) and node.attr == "import_module"
+                 or isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                     a.name == "import_module" for a in node.names)]
+    assert offenders == [], "registries list imported objects, not module names: " + ", ".join(offenders)
+
+
+def _says_why(lines: list[str], node: ast.stmt) -> bool:
+    """The note is on the import's own lines or in the comment lines right above it."""
+    first = node.lineno
+    while first > 1 and lines[first - 2].strip().startswith("#"):
+        first -= 1
+    return any(LOCAL_IMPORT_NOTE in lines[n - 1] for n in range(first, node.end_lineno + 1))
+
+
+def test_function_local_imports_say_why():
+    offenders = []
+    for path in _production_files():
+        if _rel(path) in LOCAL_IMPORTS_PENDING:
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for func in ast.walk(_tree(path)):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and not _says_why(lines, node):
+                    offenders.append(f"{_rel(path)}:{node.lineno}")
+    assert offenders == [], ("import at the top, or say why not with a "
+                             f"'{LOCAL_IMPORT_NOTE} <why>' comment: " + ", ".join(sorted(set(offenders))))
+
+
+# a file name: `pipelines/mime.py`, or relative to the folder it is written in (`classify.py`)
+_PATH = re.compile(r"(?<![\w./-])(\w[\w./-]*\.(?:py|sh|toml|md))\b")
+
+
+def _comment_and_docstring_text(path: Path) -> list[tuple[int, str]]:
+    text = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if "#" in line:
+            text.append((lineno, line[line.index("#"):]))
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                text.append((body[0].lineno, body[0].value.value))
+    return text
+
+
+def test_files_named_in_readme_and_comments_exist():
+    missing = []
+    sources = [(ROOT / "README.md", list(enumerate((ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 1)))]
+    sources += [(p, _comment_and_docstring_text(p)) for p in _production_files()]
+    for path, texts in sources:
+        for lineno, text in texts:
+            bases = [ROOT, path.parent, path.parent.parent, *(ROOT / top for top in PRODUCTION)]
+            for named in _PATH.findall(text):
+                if not any((base / named).exists() for base in bases) \
+                        and (_rel(path), named) not in STALE_POINTERS_PENDING:
+                    missing.append(f"{_rel(path)}:{lineno} names {named}")
+    assert missing == [], "files named that do not exist: " + "; ".join(missing)
+
+
+def _files_under(top: str) -> list[Path]:
+    return sorted((ROOT / top).rglob("*.py"))
+
+
+def test_store_layer_holds_no_workflow_and_raises_no_api_error():
+    from pipelines import errors
+
+    api_errors = {name for name, value in vars(errors).items()
+                  if isinstance(value, type) and issubclass(value, errors.PostroomError)}
+    offenders = []
+    for path in _files_under("mongo"):
+        for lineno, module, names in _imported_modules(path):
+            if module == "pipelines.workflows" or module.startswith("pipelines.workflows."):
+                offenders.append(f"{_rel(path)}:{lineno} imports {module}")
+            if module == "pipelines.errors" and _rel(path) not in API_ERRORS_PENDING:
+                offenders.extend(f"{_rel(path)}:{lineno} imports {name}" for name in names if name in api_errors)
+    assert offenders == [], "mongo/ is queries and guarded writes only: " + ", ".join(offenders)
+
+
+def test_pure_rules_import_only_pipelines():
+    offenders = []
+    for path in _files_under("pipelines"):
+        if "workflows" in path.relative_to(ROOT / "pipelines").parts:
+            continue
+        for lineno, module, _names in _imported_modules(path):
+            top = module.split(".")[0]
+            if top in OURS - {"pipelines"} or module.startswith("pipelines.workflows"):
+                offenders.append(f"{_rel(path)}:{lineno} imports {module}")
+    assert offenders == [], "pipelines/ outside workflows/ is pure: " + ", ".join(offenders)
+
+
+def _actor_names(path: Path) -> set[str]:
+    """Names the file imports from an actors module (the actors it could call `.send` on)."""
+    names = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("actors"):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def test_only_the_publisher_sends_to_the_broker():
+    offenders = []
+    for path in _production_files():
+        if _rel(path) == "actors/publish.py":
+            continue
+        actors = _actor_names(path)
+        for node in ast.walk(_tree(path)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            target = node.func.value
+            if node.func.attr == "send_with_options" or (
+                    node.func.attr == "send" and isinstance(target, ast.Name) and target.id in actors):
+                offenders.append(f"{_rel(path)}:{node.lineno}")
+    assert offenders == [], "publish through actors/publish.py: " + ", ".join(offenders)
+
+
+@pytest.mark.parametrize("check", [_imported_modules, _comment_and_docstring_text])
+def test_the_checks_read_something(check):
+    """Guards the guards: each reader finds what it looks for in a file known to have it."""
+    assert check(ROOT / "ops" / "scheduler.py")
