@@ -24,10 +24,12 @@ def clocked(service, store_url, run_dir, tmp_path):
     # every process on the moved clock (the worker computes wake times, the scheduler compares
     # them); libfaketime moves the monotonic clock too, which a broker heartbeat would read as
     # a silent peer: heartbeats off for this stack
-    # Every process runs on the faked clock, which slows the store's first answers on a busy
-    # box; the front waits for it as long as workers do (this test is not about outages).
+    # The front waits for a busy store as long as workers do (this test is not about outages).
+    # A jump times out whatever store call is in flight (its deadline is on the moved clock):
+    # the test's reads after a jump ask again on 503 (harness.ReadAgainOnUnavailable).
     env = {**clock.env(), "POSTROOM_FRONT_STORE_WAIT_SECONDS": "5"}
     with private_stack(service, store_url, run_dir, "autoclock", env=env, amqp_query="heartbeat=0") as stack:
+        stack.retry_unavailable_reads = True
         stack.start_worker("worker")
         yield stack, clock
 
