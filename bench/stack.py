@@ -4,6 +4,7 @@ aiosmtplib baseline over the same sink, CPU accounting per process group, and te
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import multiprocessing
 import os
@@ -23,6 +24,16 @@ from tests.support import services
 TEMPLATE_SUBJECT = "Your order {{order_id}}, {{firstName|there}}"
 PIPELINE_FIELDS = {"email", "unsubscribe_url", "preferences_url", "company_name", "company_address",
                    "current_month", "current_year"}  # filled by the pipeline, not the caller
+
+
+def pipeline_parser(prog: str) -> argparse.ArgumentParser:
+    """A bench's arguments, starting with the worker pool it starts: --processes, --threads
+    and --connections (SMTP, per worker process)."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
+    return parser
 
 
 def recipients(count: int) -> list[tuple[str, dict]]:

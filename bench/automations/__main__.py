@@ -15,7 +15,6 @@ the campaign's time for the same contacts, and the due-pass times."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing
 import statistics
@@ -23,7 +22,7 @@ import sys
 import time
 import uuid
 
-from bench.stack import Stack, cpu_of, print_cpu
+from bench.stack import Stack, cpu_of, pipeline_parser, print_cpu
 from ops import embedded_store
 
 SEED_CHUNK = 5000
@@ -179,11 +178,8 @@ def due_pass_times(url: str, sizes: list[int], due: int = 100, repeat: int = 5) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.automations")
+    parser = pipeline_parser("python -m bench.automations")
     parser.add_argument("--contacts", type=int, default=10_000)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
     parser.add_argument("--waiting", default="1000,100000", help="waiting-run counts for the due-pass timing")
     args = parser.parse_args()
     total = args.contacts

@@ -12,21 +12,18 @@ share tells whether the store bounds it) and the mean size of the messages each 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
-from bench.stack import TEMPLATE_HTML, TEMPLATE_SUBJECT, Stack, cpu_of, print_cpu, recipients, wait_count
+from bench.stack import (TEMPLATE_HTML, TEMPLATE_SUBJECT, Stack, cpu_of, pipeline_parser, print_cpu, recipients,
+                         wait_count)
 
 BATCH_SIZE = 1000
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.send")
+    parser = pipeline_parser("python -m bench.send")
     parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=4, help="SMTP connections per worker process")
     args = parser.parse_args()
     total = args.messages
     connections = args.connections * args.processes

@@ -28,6 +28,7 @@ from ..commerce_types import Metadata
 from ..enqueue import enqueue
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, paged
+from ..resource_routes import list_route
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Id, Strict
@@ -144,12 +145,8 @@ async def _save_steps(doc: dict, steps: list[dict], path_of) -> dict:
     return saved
 
 
-@bp.get("/automations")
-@query(AutomationQuery)
-async def list_automations(params: AutomationQuery):
-    listed = await automation_store.page(db(), caller().workspace_id, params.status,
-                                         limit=params.limit, offset=params.offset)
-    return paged(listed, params, views.automation)
+list_route(bp, "/automations", "list_automations", AutomationQuery, automation_store.page, by=["status"],
+           view=views.automation)
 
 
 @bp.post("/automations")

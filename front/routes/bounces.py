@@ -14,10 +14,8 @@ from pipelines import views
 from pipelines.clock import iso, parse_iso
 from pipelines.errors import ValidationFailed
 
-from ..lookup import owned
-from ..pagination import PageQuery, paged
-from ..responses import one
-from ..runtime import caller, db
+from ..pagination import PageQuery
+from ..resource_routes import page_of, read_route
 from ..types import EmailAddress
 from ..validation import query
 
@@ -67,13 +65,8 @@ class BounceQuery(PageQuery):
 async def list_bounces(params: BounceQuery):
     if params.since and params.until and params.since >= params.until:
         raise ValidationFailed("until: must be later than since.", path="until")
-    listed = await bounce_store.list_page(
-        db(), caller().workspace_id, type_=params.type, kind=params.kind, email=params.email,
-        since=params.since, until=params.until, limit=params.limit, offset=params.offset)
-    return paged(listed, params, views.bounce)
+    return await page_of(bounce_store.list_page, params, type_=params.type, kind=params.kind, email=params.email,
+                         since=params.since, until=params.until, view=views.bounce)
 
 
-@bp.get("/bounces/<bounce_id>")
-async def get_bounce(bounce_id: str):
-    doc = await owned(bounce_store, bounce_id, "bounce")
-    return one(views.bounce(doc))
+read_route(bp, "/bounces/<bounce_id>", "get_bounce", bounce_store, "bounce", views.bounce)

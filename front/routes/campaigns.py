@@ -18,11 +18,12 @@ from pipelines.workflows import cancel_campaign, start_campaign
 from ..enqueue import enqueue
 from ..idempotency import idempotent
 from ..lookup import owned
-from ..pagination import PageQuery, paged
+from ..pagination import PageQuery
+from ..resource_routes import list_route
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, Id, Strict
-from ..validation import body, query
+from ..validation import body
 
 bp = Blueprint("campaigns", __name__, url_prefix="/api/v1")
 
@@ -80,12 +81,8 @@ async def create(data: CreateCampaign):
     return one(views.campaign(doc), 201)
 
 
-@bp.get("/campaigns")
-@query(CampaignQuery)
-async def list_campaigns(params: CampaignQuery):
-    listed = await campaign_store.list_page(db(), caller().workspace_id, params.status,
-                                            params.limit, params.offset)
-    return paged(listed, params, views.campaign)
+list_route(bp, "/campaigns", "list_campaigns", CampaignQuery, campaign_store.list_page, by=["status"],
+           view=views.campaign)
 
 
 @bp.get("/campaigns/<uuid:campaign_id>")

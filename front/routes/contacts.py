@@ -28,8 +28,9 @@ from pipelines.workflows import update_contact as updating
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page
 from ..enqueue import enqueue
-from ..lookup import deleted, found, owned
-from ..pagination import PageQuery, page, paged
+from ..lookup import found, owned
+from ..pagination import PageQuery, page
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one, streamed
 from ..runtime import caller, db
 from ..types import EmailAddress, Id, Name100, Strict, Uuid
@@ -120,9 +121,7 @@ async def create_contact(data: CreateContact):
     return one(await contact_with_lists(doc), 201)
 
 
-@bp.get("/contacts/<uuid:contact_id>")
-async def get_contact(contact_id: str):
-    return one(await contact_with_lists(await owned(contact_store, contact_id, "contact")))
+read_route(bp, "/contacts/<uuid:contact_id>", "get_contact", contact_store, "contact", contact_with_lists)
 
 
 @bp.patch("/contacts/<uuid:contact_id>")
@@ -141,9 +140,7 @@ async def update_contact(contact_id: str, data: UpdateContact):
     return one(await contact_with_lists(doc))
 
 
-@bp.delete("/contacts/<uuid:contact_id>")
-async def delete_contact(contact_id: str):
-    return await deleted(contact_store.delete(db(), caller().workspace_id, contact_id), contact_id, "contact")
+delete_route(bp, "/contacts/<uuid:contact_id>", "delete_contact", contact_store.delete, "contact")
 
 
 @bp.post("/contacts/bulk-delete")
@@ -180,13 +177,8 @@ async def restore(data: Restore):
     return one({**done["details"], "activity_id": done["_id"]})
 
 
-@bp.get("/contacts/activity")
-@query(ActivityQuery)
-async def activity_log(params: ActivityQuery):
-    """The workspace activity log (delete-all and restore), newest first."""
-    listed = await activity_store.page(db(), caller().workspace_id, params.action,
-                                       limit=params.limit, offset=params.offset)
-    return paged(listed, params, views.activity)
+list_route(bp, "/contacts/activity", "activity_log", ActivityQuery, activity_store.page, by=["action"],
+           view=views.activity, summary="The workspace activity log (delete-all and restore), newest first.")
 
 
 @bp.get("/contacts/duplicates")

@@ -17,12 +17,13 @@ from pipelines.clock import now_iso
 from pipelines.errors import Conflict, ValidationFailed
 from pipelines.ids import new_uuid
 
-from ..lookup import deleted, found, no_such, owned
-from ..pagination import PageQuery, paged
+from ..lookup import found, no_such, owned
+from ..pagination import PageQuery
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import Strict
-from ..validation import body, query
+from ..validation import body
 
 bp = Blueprint("domains", __name__, url_prefix="/api/v1")
 
@@ -67,17 +68,10 @@ async def add_domain(data: AddDomain):
     return one(views.domain(doc), 201)
 
 
-@bp.get("/domains")
-@query(PageQuery)
-async def list_domains(params: PageQuery):
-    listed = await domain_store.list_page(db(), caller().workspace_id, limit=params.limit,
-                                          offset=params.offset)
-    return paged(listed, params, views.domain)
+list_route(bp, "/domains", "list_domains", PageQuery, domain_store.list_page, view=views.domain)
 
 
-@bp.get("/domains/<uuid:domain_id>")
-async def get_domain(domain_id: str):
-    return one(views.domain(await owned(domain_store, domain_id, "domain")))
+read_route(bp, "/domains/<uuid:domain_id>", "get_domain", domain_store, "domain", views.domain)
 
 
 @bp.post("/domains/<uuid:domain_id>/verify")
@@ -95,6 +89,4 @@ async def verify_domain(domain_id: str):
     return one({**views.domain(saved), "failed_records": check.failed})
 
 
-@bp.delete("/domains/<uuid:domain_id>")
-async def delete_domain(domain_id: str):
-    return await deleted(domain_store.delete(db(), caller().workspace_id, domain_id), domain_id, "domain")
+delete_route(bp, "/domains/<uuid:domain_id>", "delete_domain", domain_store.delete, "domain")

@@ -19,12 +19,13 @@ from pipelines.errors import NotFound, PostroomError, ValidationFailed
 from pipelines.segment_rules import ATTRIBUTE_NAME
 from pipelines.workflows import accept_email, form_signup
 
-from ..lookup import deleted, owned, updated
-from ..pagination import PageQuery, paged
+from ..lookup import owned, updated
+from ..pagination import PageQuery
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, Id, Strict
-from ..validation import body, query
+from ..validation import body
 
 bp = Blueprint("forms", __name__, url_prefix="/api/v1", template_folder="../templates")
 
@@ -168,11 +169,7 @@ async def form_view(doc: dict) -> dict:
     return views.form(doc, action=action, token=token, embed_html=snippet)
 
 
-@bp.get("/forms")
-@query(PageQuery)
-async def list_forms(params: PageQuery):
-    items, total = await form_store.page(db(), caller().workspace_id, limit=params.limit, offset=params.offset)
-    return paged(([await form_view(d) for d in items], total), params)
+list_route(bp, "/forms", "list_forms", PageQuery, form_store.page, view=form_view)
 
 
 @bp.post("/forms")
@@ -182,9 +179,7 @@ async def create_form(data: CreateForm):
     return one(await form_view(doc), 201)
 
 
-@bp.get("/forms/<form_id>")
-async def get_form(form_id: str):
-    return one(await form_view(await owned(form_store, form_id, "form")))
+read_route(bp, "/forms/<form_id>", "get_form", form_store, "form", form_view)
 
 
 @bp.patch("/forms/<form_id>")
@@ -196,6 +191,4 @@ async def update_form(form_id: str, data: UpdateForm):
     return one(await form_view(doc))
 
 
-@bp.delete("/forms/<form_id>")
-async def delete_form(form_id: str):
-    return await deleted(form_store.delete(db(), caller().workspace_id, form_id), form_id, "form")
+delete_route(bp, "/forms/<form_id>", "delete_form", form_store.delete, "form")

@@ -11,8 +11,9 @@ from mongo import lists as list_store
 from pipelines.errors import ValidationFailed
 
 from ..audience import changed_fields, checked_filter, contacts_page, list_views, members_changed, members_filter
-from ..lookup import deleted, owned, updated
-from ..pagination import PageQuery, paged
+from ..lookup import owned, updated
+from ..pagination import PageQuery
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Id, Strict
@@ -61,12 +62,11 @@ async def _static_list(list_id: str) -> dict:
     return list_doc
 
 
-@bp.get("/lists")
-@query(ListQuery)
-async def list_lists(params: ListQuery):
-    items, total = await list_store.page(db(), caller().workspace_id, type=params.type, search=params.search,
-                                         limit=params.limit, offset=params.offset)
-    return paged((await list_views(items), total), params)
+async def _one_view(doc: dict) -> dict:
+    return (await list_views([doc]))[0]
+
+
+list_route(bp, "/lists", "list_lists", ListQuery, list_store.page, by=["type", "search"], page_view=list_views)
 
 
 @bp.post("/lists")
@@ -81,12 +81,10 @@ async def create_list(data: CreateList):
         await checked_filter(conditions)
     doc = await list_store.create(db(), caller().workspace_id, name=data.name, description=data.description,
                                   type=data.type, conditions=conditions)
-    return one((await list_views([doc]))[0], 201)
+    return one(await _one_view(doc), 201)
 
 
-@bp.get("/lists/<uuid:list_id>")
-async def get_list(list_id: str):
-    return one((await list_views([await owned(list_store, list_id, "list")]))[0])
+read_route(bp, "/lists/<uuid:list_id>", "get_list", list_store, "list", _one_view)
 
 
 @bp.patch("/lists/<uuid:list_id>")
@@ -96,12 +94,10 @@ async def update_list(list_id: str, data: UpdateList):
     if "conditions" in data.model_fields_set and current["type"] != "dynamic":
         raise ValidationFailed("conditions: a static list has no conditions.", path="conditions")
     doc = await updated(list_store, list_id, "list", await changed_fields(data), current)
-    return one((await list_views([doc]))[0])
+    return one(await _one_view(doc))
 
 
-@bp.delete("/lists/<uuid:list_id>")
-async def delete_list(list_id: str):
-    return await deleted(list_store.delete(db(), caller().workspace_id, list_id), list_id, "list")
+delete_route(bp, "/lists/<uuid:list_id>", "delete_list", list_store.delete, "list")
 
 
 @bp.get("/lists/<uuid:list_id>/members")

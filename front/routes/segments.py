@@ -14,8 +14,9 @@ from pipelines import segment_rules
 from pipelines import views
 
 from ..audience import changed_fields, checked_filter, contacts_page
-from ..lookup import deleted, owned, updated
-from ..pagination import PageQuery, paged
+from ..lookup import owned, updated
+from ..pagination import PageQuery
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Strict
@@ -61,12 +62,8 @@ class SegmentQuery(PageQuery):
         None, description="Part of the segment name, case-insensitive.")
 
 
-@bp.get("/segments")
-@query(SegmentQuery)
-async def list_segments(params: SegmentQuery):
-    listed = await segment_store.page(db(), caller().workspace_id, params.search,
-                                      limit=params.limit, offset=params.offset)
-    return paged(listed, params, views.segment)
+list_route(bp, "/segments", "list_segments", SegmentQuery, segment_store.page, by=["search"],
+           view=views.segment)
 
 
 @bp.post("/segments")
@@ -79,9 +76,7 @@ async def create_segment(data: CreateSegment):
     return one(views.segment(doc), 201)
 
 
-@bp.get("/segments/<uuid:segment_id>")
-async def get_segment(segment_id: str):
-    return one(views.segment(await owned(segment_store, segment_id, "segment")))
+read_route(bp, "/segments/<uuid:segment_id>", "get_segment", segment_store, "segment", views.segment)
 
 
 @bp.patch("/segments/<uuid:segment_id>")
@@ -92,9 +87,7 @@ async def update_segment(segment_id: str, data: UpdateSegment):
     return one(views.segment(doc))
 
 
-@bp.delete("/segments/<uuid:segment_id>")
-async def delete_segment(segment_id: str):
-    return await deleted(segment_store.delete(db(), caller().workspace_id, segment_id), segment_id, "segment")
+delete_route(bp, "/segments/<uuid:segment_id>", "delete_segment", segment_store.delete, "segment")
 
 
 @bp.post("/segments/<uuid:segment_id>/estimate")

@@ -13,11 +13,12 @@ from pipelines.addresses import normalize
 from pipelines.errors import Conflict, NotFound
 
 from ..lookup import found
-from ..pagination import PageQuery, paged
+from ..pagination import PageQuery
+from ..resource_routes import list_route
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Strict
-from ..validation import body, query
+from ..validation import body
 
 NOT_LISTED = "This address is not on the suppression list."
 
@@ -38,12 +39,8 @@ class SuppressionQuery(PageQuery):
     reason: Reason | None = Field(None, description="Only entries with this reason.")
 
 
-@bp.get("/suppressions")
-@query(SuppressionQuery)
-async def list_suppressions(params: SuppressionQuery):
-    listed = await suppression_store.list_page(
-        db(), caller().workspace_id, reason=params.reason, limit=params.limit, offset=params.offset)
-    return paged(listed, params, views.suppression)
+list_route(bp, "/suppressions", "list_suppressions", SuppressionQuery, suppression_store.list_page,
+           by=["reason"], view=views.suppression)
 
 
 @bp.post("/suppressions")

@@ -13,8 +13,9 @@ from pipelines import views
 from pipelines.errors import Conflict
 
 from ..audience import contacts_page, members_changed
-from ..lookup import deleted, owned
-from ..pagination import PageQuery, paged
+from ..lookup import owned
+from ..pagination import PageQuery
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db
 from ..types import Strict, Uuid
@@ -67,12 +68,7 @@ def _duplicate(name: str) -> Conflict:
     return Conflict(f"A tag named {name!r} already exists in this workspace.", code="duplicate")
 
 
-@bp.get("/tags")
-@query(TagQuery)
-async def list_tags(params: TagQuery):
-    items, total = await tag_store.page(db(), caller().workspace_id, params.search,
-                                        limit=params.limit, offset=params.offset)
-    return paged((await _tag_views(items), total), params)
+list_route(bp, "/tags", "list_tags", TagQuery, tag_store.page, by=["search"], page_view=_tag_views)
 
 
 @bp.post("/tags")
@@ -85,9 +81,7 @@ async def create_tag(data: CreateTag):
     return one(await _one_view(doc), 201)
 
 
-@bp.get("/tags/<uuid:tag_id>")
-async def get_tag(tag_id: str):
-    return one(await _one_view(await owned(tag_store, tag_id, "tag")))
+read_route(bp, "/tags/<uuid:tag_id>", "get_tag", tag_store, "tag", _one_view)
 
 
 @bp.patch("/tags/<uuid:tag_id>")
@@ -103,9 +97,7 @@ async def update_tag(tag_id: str, data: UpdateTag):
     return one(await _one_view(doc))
 
 
-@bp.delete("/tags/<uuid:tag_id>")
-async def delete_tag(tag_id: str):
-    return await deleted(tag_store.delete(db(), caller().workspace_id, tag_id), tag_id, "tag")
+delete_route(bp, "/tags/<uuid:tag_id>", "delete_tag", tag_store.delete, "tag")
 
 
 @bp.get("/tags/<uuid:tag_id>/contacts")

@@ -20,8 +20,9 @@ from pipelines.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.email_blocks_html import render_structure
 from pipelines.errors import ValidationFailed
 
-from ..lookup import deleted, found, owned, updated
+from ..lookup import found, owned, updated
 from ..pagination import PageQuery, paged
+from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import JsonObject, Strict
@@ -118,12 +119,8 @@ async def create_template(data: CreateTemplate):
     return one(views.template(doc), 201)
 
 
-@bp.get("/templates")
-@query(TemplateQuery)
-async def list_templates(params: TemplateQuery):
-    listed = await template_store.list_page(db(), caller().workspace_id, search=params.search,
-                                            limit=params.limit, offset=params.offset)
-    return paged(listed, params, lambda d: views.template(d, full=False))
+list_route(bp, "/templates", "list_templates", TemplateQuery, template_store.list_page, by=["search"],
+           view=lambda d: views.template(d, full=False))
 
 
 @bp.post("/templates/render")
@@ -133,9 +130,7 @@ async def render_template_structure(data: RenderStructure):
     return one({"html": checked_html(render_structure(structure), "json_structure", structure)})
 
 
-@bp.get("/templates/<uuid:template_id>")
-async def get_template(template_id: str):
-    return one(views.template(await owned(template_store, template_id, "template")))
+read_route(bp, "/templates/<uuid:template_id>", "get_template", template_store, "template", views.template)
 
 
 @bp.patch("/templates/<uuid:template_id>")
@@ -151,9 +146,7 @@ async def update_template(template_id: str, data: UpdateTemplate):
     return one(views.template(doc))
 
 
-@bp.delete("/templates/<uuid:template_id>")
-async def delete_template(template_id: str):
-    return await deleted(template_store.soft_delete(db(), caller().workspace_id, template_id), template_id, "template")
+delete_route(bp, "/templates/<uuid:template_id>", "delete_template", template_store.soft_delete, "template")
 
 
 @bp.get("/templates/<uuid:template_id>/versions")

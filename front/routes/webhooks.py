@@ -20,7 +20,8 @@ from pipelines.webhook_delivery import send_signed
 from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
 
 from ..lookup import found, no_such, owned
-from ..pagination import PageQuery, page, paged
+from ..pagination import PageQuery, page
+from ..resource_routes import page_of
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import Id, Strict
@@ -91,9 +92,8 @@ async def create_trigger(data: CreateTrigger):
 @query(TriggerList)
 async def list_triggers(params: TriggerList):
     """The workspace's active subscriptions, newest first (secrets are never listed)."""
-    listed = await webhook_store.list_active(db(), caller().workspace_id, event=params.event,
-                                             limit=params.limit, offset=params.offset)
-    return paged(listed, params, lambda d: views.subscription(d, params.event))
+    return await page_of(webhook_store.list_active, params, event=params.event,
+                         view=lambda d: views.subscription(d, params.event))
 
 
 @bp.delete("/webhooks/triggers")
