@@ -12,8 +12,9 @@ import functools
 
 from quart import Blueprint, redirect, render_template, request
 
-from mongo import recipient_pages, suppressions, tracking
+from mongo import recipient_pages, suppressions
 from pipelines import links
+from pipelines.workflows import record_engagement
 from pipelines.workflows import unsubscribe as opt_out
 
 from ..runtime import db, settings
@@ -188,7 +189,7 @@ async def _continue_to_address(token: str, payload: dict, workspace: dict):
 async def open_pixel(token: str):
     payload = _verify("open", token)
     if payload is not None and payload.get("w") and payload.get("m"):
-        await tracking.record_engagement(db(), payload["w"], payload["m"], "open")
+        await record_engagement.record_engagement(db(), payload["w"], payload["m"], "open")
     return PIXEL_GIF, 200, {"Content-Type": "image/gif", **NO_STORE}
 
 
@@ -199,5 +200,5 @@ async def click(token: str):
     if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
         return await _not_found()
     if payload.get("w") and payload.get("m"):
-        await tracking.record_engagement(db(), payload["w"], payload["m"], "click", url)
+        await record_engagement.record_engagement(db(), payload["w"], payload["m"], "click", url)
     return redirect(url, 302)
