@@ -14,6 +14,7 @@ import dramatiq
 from mongo import contact_import, lists
 from pipelines.clock import now_iso
 from pipelines.contact_csv import HeaderError, read_rows
+from pipelines.workflows import bulk_import
 
 from . import runtime
 
@@ -30,7 +31,7 @@ async def import_contacts(job_id: str) -> None:
     list_doc = await lists.get(db, job["workspace_id"], job["list_id"]) if job.get("list_id") else None
     try:
         _, rows = read_rows(io.StringIO(data.decode("utf-8-sig"), newline=""))
-        summary = await contact_import.import_rows(
+        summary = await bulk_import.import_rows(
             db, job["workspace_id"], rows, list_doc=list_doc, tag_id=job.get("tag_id"),
             on_progress=lambda done, summary: contact_import.update_job(db, job_id, {**summary}))
         outcome = {**summary, "status": "completed"}

@@ -71,16 +71,16 @@ async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_
 
 
 async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
-    """scheduled/sending → cancelled. A campaign that had started sending (and was charged
-    to the plan) is marked `refund_due`: once nothing of it is in flight, the scheduler
-    gives back what will never leave (`take_refund`)."""
-    doc = await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
-                              "status": {"$in": list(CANCELLABLE)}},
-                         {"status": "cancelled", "cancelled_at": now_iso()})
-    if doc is not None and doc.get("started_at") and not doc.get("sandbox"):
-        await db.campaigns.update_one({"_id": campaign_id, "status": "cancelled"}, {"$set": {"refund_due": True}})
-        doc["refund_due"] = True
-    return doc
+    """scheduled/sending → cancelled (guarded): the campaign as cancelled, or None."""
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(CANCELLABLE)}},
+                          {"status": "cancelled", "cancelled_at": now_iso()})
+
+
+async def mark_refund_due(db: AsyncDatabase, campaign_id: str) -> None:
+    """The scheduler gives back, once nothing of the cancelled campaign is in flight, what
+    will never leave (`refunds_due`, `take_refund`)."""
+    await db.campaigns.update_one({"_id": campaign_id, "status": "cancelled"}, {"$set": {"refund_due": True}})
 
 
 async def refunds_due(db: AsyncDatabase, limit: int = 50) -> list[dict]:

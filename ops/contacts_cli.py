@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mongo import contact_import, lists, segments, tags, workspaces
 from pipelines.contact_csv import HeaderError, export_header, export_row, read_rows
 from pipelines.segment_rules import compile_conditions
+from pipelines.workflows import bulk_import
 
 from . import config
 from .cli_support import run_store
@@ -72,7 +73,7 @@ def cmd_import_contacts(args) -> int:
         if error:
             return None, error
         with progress:
-            return await contact_import.import_rows(db, args.workspace, rows, list_doc=list_doc,
+            return await bulk_import.import_rows(db, args.workspace, rows, list_doc=list_doc,
                                                     tag_id=args.tag, on_progress=advance), ""
     try:
         summary, error = run_store(config.load(), work)

@@ -19,6 +19,9 @@ async def cancel(db: AsyncDatabase, publisher: Publisher, campaign: dict) -> dic
     cancelled = await campaigns.cancel(db, campaign["workspace_id"], campaign["_id"])
     if cancelled is None:
         raise Conflict(f"The campaign is {campaign['status']}; only a scheduled or sending campaign can be cancelled.")
+    if cancelled.get("started_at") and not cancelled.get("sandbox"):  # charged to the plan at start
+        await campaigns.mark_refund_due(db, campaign["_id"])
+        cancelled = {**cancelled, "refund_due": True}
     if campaign["status"] == "sending":
         await publisher.cancel_campaign(campaign["_id"])
     return cancelled
