@@ -254,7 +254,7 @@ class Stack:
         return {"store": [self.store.pid], "front": tree(self.front.proc.pid), "sink": [self.sink.pid],
                 **{name: tree(process.proc.pid) for name, process in workers.items()}}
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *_exc_info) -> None:
         for p in reversed(self.procs):
             p.stop()
         self.store.terminate()
