@@ -59,13 +59,21 @@ def test_a_campaign_of_a_200_kb_template_to_150_recipients_goes_out_completely(s
 @pytest.fixture
 def refusing_stack(service, store_url, run_dir):
     """The broker refuses every send job (a queue policy: no room, reject-publish), and the
-    watchdog looks after a stalled message every 2 s, giving up after 2 hand-backs."""
-    env = {"POSTROOM_MESSAGE_STALL_SECONDS": "2", "POSTROOM_MESSAGE_MAX_REVIVALS": "2"}
+    watchdog looks after a stalled message every 4 s, giving up after 2 hand-backs.
+
+    The policy is set once a first email has gone through: a worker still booting (its
+    render processes start with it) on a loaded box would otherwise leave the message
+    unrendered through every hand-back, and it would give up with no refusal to report."""
+    env = {"POSTROOM_MESSAGE_STALL_SECONDS": "4", "POSTROOM_MESSAGE_MAX_REVIVALS": "2"}
     with private_stack(service, store_url, run_dir, "refused", env=env) as stack:
+        stack.start_worker("worker")
+        warm_up = f"warm-up-{uuid.uuid4().hex[:6]}@example.org"
+        response = stack.tenant().post("/email/send", json={"to": warm_up, "subject": "First", "text": "x"})
+        assert response.status_code == 202, response.text
+        stack.smtp.wait_for(warm_up, timeout=90)
         subprocess.run(["rabbitmqctl", "set_policy", "-p", stack.vhost, "refuse-send", "^send$",
                         '{"max-length": 0, "overflow": "reject-publish"}', "--apply-to", "queues"],
                        check=True, capture_output=True)
-        stack.start_worker("worker")
         yield stack
 
 
