@@ -76,8 +76,7 @@ def private_stack(service, store_url, run_dir, name: str, env: dict | None = Non
         yield stack
     finally:
         stack.close()
-        for process in (*workers, scheduler, front):
-            process.stop(timeout=2)  # nothing to finish gracefully: the test is over
+        services.stop_all([*workers, scheduler, front], timeout=2)  # nothing to finish gracefully: the test is over
         store.close()
         sink.stop()
         services.delete_vhost(vhost)
