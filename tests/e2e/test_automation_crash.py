@@ -58,8 +58,11 @@ def engine_busy(stack) -> bool:
     counts, cheaper than reading the runs, so little passes between the look and the kill)."""
     async def counts(db):
         completed = await db.automation_runs.count_documents({"status": "completed"})
-        between = await db.automation_runs.count_documents({"status": "active", "history": {"$ne": []}})
-        return completed, between
+        # active less active with an empty history: nx-27017 matches `{"$ne": []}` on an
+        # empty array too and `history.0: {$exists}` on nothing; `$size` it gets right
+        active = await db.automation_runs.count_documents({"status": "active"})
+        not_started = await db.automation_runs.count_documents({"status": "active", "history": {"$size": 0}})
+        return completed, active - not_started
     completed, between = stack.store.run(counts)
     return completed >= KILL_AFTER_COMPLETED and between > 0
 
