@@ -69,18 +69,24 @@ class Tenant:
 
 
 class ReadAgainOnUnavailable(httpx.HTTPTransport):
-    """Asks a GET again after a 503. For stacks on a faked clock only: libfaketime moves the
-    monotonic clock too, so a jump lands on whatever store call the front has in flight as a
-    timeout of days, and the front rightly answers that request 503 service_unavailable, as it
-    would during an outage. A client reads again; a write is never repeated (it may have
-    happened)."""
+    """Asks a GET again after a 503 or a connection the front closed. For stacks on a faked
+    clock only: libfaketime moves the monotonic clock too, so a jump lands on whatever the
+    front has in flight as a timeout of days — a store call (the front rightly answers 503
+    service_unavailable, as in an outage) or an idle keep-alive connection (the front
+    closes it, and the client's next request on it is reset). A client reads again; a write
+    is never repeated (it may have happened)."""
 
     ATTEMPTS = 3
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         for _ in range(self.ATTEMPTS - 1):
-            response = super().handle_request(request)
-            if request.method != "GET" or response.status_code != 503:
+            if request.method != "GET":
+                break
+            try:
+                response = super().handle_request(request)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                continue
+            if response.status_code != 503:
                 return response
             response.read()
             response.close()
