@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import ipaddress
 import os
+import re
 import socket
 import ssl
 import time
@@ -32,6 +33,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
+from aiosmtplib.email import quote_address
+from aiosmtplib.protocol import normalize_message_line_endings
 
 from .addresses import wire_form
 
@@ -122,6 +125,89 @@ def tls_context(verify: bool = True, ca_file: str | None = None) -> ssl.SSLConte
     return context
 
 
+# An address that needs no quoting or parsing on an SMTP command line (the usual case).
+_PLAIN_ADDRESS = re.compile(r"[^\s<>\"()\[\]\\,;:@]+@[^\s<>\"()\[\]\\,;:@]+")
+
+
+class _Client(aiosmtplib.SMTP):
+    """aiosmtplib's client with a cheaper mail transaction. Its `sendmail` makes five
+    regex passes over the whole message (line ends normalised three times, dot-stuffing)
+    and parses every address twice with the stdlib's address parser: 1.0 ms of CPU for a
+    35 KB message, several times what the rest of the transaction costs. This `sendmail`
+    keeps its behaviour (SIZE on MAIL, one RCPT per recipient, the refused ones returned
+    unless all are, RSET after a refusal, the same exceptions) and does the same work with
+    bytes scans: a message we composed has CRLF line ends already, so it is only
+    checked, and dot-stuffing is one `replace`. One transaction at a time per connection
+    (the pool lends each to one sender)."""
+
+    async def send_composed(self, sender: str, recipients: list[str], message: bytes, *, smtputf8: bool):
+        """(refused recipients → their answer, the DATA answer's text), as aiosmtplib's
+        `sendmail` returns them."""
+        encoding = "utf-8" if smtputf8 else "ascii"
+        options = [b"SMTPUTF8"] if smtputf8 else []
+        await self._ehlo_or_helo_if_needed()
+        if smtputf8 and not self.supports_extension("smtputf8"):
+            raise aiosmtplib.SMTPNotSupported("SMTPUTF8 is not supported by this server")
+        payload = _dot_stuffed(message)
+        if self.supports_extension("size"):
+            options.insert(0, b"SIZE=%d" % payload.size)
+        try:
+            response = await self.execute_command(b"MAIL", b"FROM:" + _envelope(sender, encoding), *options)
+            if response.code != aiosmtplib.SMTPStatus.completed:
+                raise aiosmtplib.SMTPSenderRefused(response.code, response.message, sender)
+            refused = []
+            for recipient in recipients:
+                response = await self.execute_command(b"RCPT", b"TO:" + _envelope(recipient, encoding))
+                if response.code not in (aiosmtplib.SMTPStatus.completed, aiosmtplib.SMTPStatus.will_forward):
+                    refused.append(aiosmtplib.SMTPRecipientRefused(response.code, response.message, recipient))
+            if len(refused) == len(recipients):
+                raise aiosmtplib.SMTPRecipientsRefused(refused)
+            response = await self.execute_command(b"DATA")
+            if response.code != aiosmtplib.SMTPStatus.start_input:
+                raise aiosmtplib.SMTPDataError(response.code, response.message)
+            # written and awaited with no pause between: the reply cannot arrive unawaited
+            self.protocol.write(payload.data)
+            try:
+                response = await self.protocol.read_response(timeout=self.timeout)
+            except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
+                self.close()
+                raise
+            if response.code != aiosmtplib.SMTPStatus.completed:
+                raise aiosmtplib.SMTPDataError(response.code, response.message)
+        except (aiosmtplib.SMTPResponseException, aiosmtplib.SMTPRecipientsRefused):
+            try:  # as aiosmtplib does: the envelope reset for the connection's next message
+                await self.rset()
+            except (ConnectionError, aiosmtplib.SMTPResponseException):
+                pass
+            raise
+        return {r.recipient: aiosmtplib.SMTPResponse(r.code, r.message) for r in refused}, response.message
+
+
+@dataclasses.dataclass(frozen=True)
+class _Payload:
+    data: bytes   # dot-stuffed, ending with the lone-dot line
+    size: int     # RFC 1870: the message as transmitted, before dot-stuffing
+
+
+def _dot_stuffed(message: bytes) -> _Payload:
+    if message.count(b"\r\n") == message.count(b"\n") == message.count(b"\r") and message.endswith(b"\r\n"):
+        normal = message
+    else:
+        normal = normalize_message_line_endings(message)
+    stuffed = normal.replace(b"\r\n.", b"\r\n..")
+    if stuffed.startswith(b"."):
+        stuffed = b"." + stuffed
+    return _Payload(stuffed + b".\r\n", len(normal))
+
+
+def _envelope(address: str, encoding: str) -> bytes:
+    """`<address>` for MAIL or RCPT; anything unusual goes through aiosmtplib's own quoting,
+    which refuses what could inject a command (ValueError)."""
+    if _PLAIN_ADDRESS.fullmatch(address):
+        return b"<" + address.encode(encoding) + b">"
+    return quote_address(address).encode(encoding)
+
+
 class SmtpTransport:
     """A small pool of reused aiosmtplib connections to one SMTP server."""
 
@@ -138,11 +224,11 @@ class SmtpTransport:
         self.timeout = timeout
         self.helo = helo
         self.tls = tls or tls_context()
-        self._idle: asyncio.LifoQueue[aiosmtplib.SMTP] = asyncio.LifoQueue()
+        self._idle: asyncio.LifoQueue[_Client] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(size)
 
-    async def _connect(self) -> aiosmtplib.SMTP:
-        client = aiosmtplib.SMTP(hostname=self.host, port=self.port, use_tls=self.implicit_tls,
+    async def _connect(self) -> _Client:
+        client = _Client(hostname=self.host, port=self.port, use_tls=self.implicit_tls,
                                  start_tls=False if self.implicit_tls else None,  # None: when offered
                                  tls_context=self.tls, timeout=self.timeout, local_hostname=self.helo)
         await client.connect()
@@ -155,7 +241,7 @@ class SmtpTransport:
             await client.login(self.username, self.password)
         return client
 
-    def _pooled(self) -> aiosmtplib.SMTP | None:
+    def _pooled(self) -> _Client | None:
         while not self._idle.empty():
             candidate = self._idle.get_nowait()
             if candidate.is_connected:
@@ -196,8 +282,7 @@ class SmtpTransport:
                         self._idle.put_nowait(client)
                         why = _needs_smtputf8(list(wire), self.host)
                         return {**outcomes, **{r: Outcome(553, why, local=True) for r in wire.values()}}
-                    errors, _ = await client.sendmail(mail_from, list(wire), data,
-                                                      mail_options=["SMTPUTF8"] if smtputf8 else [])
+                    errors, _ = await client.send_composed(mail_from, list(wire), data, smtputf8=smtputf8)
             except aiosmtplib.SMTPRecipientsRefused as refused:
                 self._idle.put_nowait(client)
                 return {**outcomes, **{wire.get(r.recipient, r.recipient): Outcome(r.code, r.message)

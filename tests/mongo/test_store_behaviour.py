@@ -398,3 +398,17 @@ def test_equality_on_a_string_that_starts_like_a_date_matches_but_not_in_nx_find
         assert found == updated == [1, 1, 0, 0]
     else:
         assert found == updated == [1, 1, 1, 1]
+
+
+def test_ne_an_empty_array_matches_empty_arrays_on_nx_and_size_zero_is_right_on_both(store, nx, coll):
+    """How the automation crash test counts runs with no step done (tests/e2e/test_automation_crash.py)."""
+    async def go():
+        await coll.insert_many([{"_id": 1, "h": []}, {"_id": 2, "h": [{"s": "a"}]}])
+        return (await _ids(coll, {"h": {"$ne": []}}), await _ids(coll, {"h": {"$size": 0}}),
+                await _ids(coll, {"h.0": {"$exists": True}}))
+    not_empty, empty, first_exists = run(store, go())
+    assert empty == [1]
+    if nx:
+        assert (not_empty, first_exists) == ([1, 2], [])
+    else:
+        assert (not_empty, first_exists) == ([2], [2])

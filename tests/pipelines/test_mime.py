@@ -72,7 +72,7 @@ def test_html_only_message_gets_a_plain_alternative():
 def test_any_body_text_survives_the_round_trip_in_lines_smtp_accepts(text, html):
     data = build(text=text, html=html)
     assert data.isascii()
-    assert all(len(line) <= 78 for line in data.split(b"\r\n"))
+    assert all(len(line) <= 998 for line in data.split(b"\r\n"))  # SMTP's limit (7bit bodies may pass 78)
     assert b"\n" not in data.replace(b"\r\n", b"")
     msg = parse(data)
     assert msg.get_body(("plain",)).get_content().replace("\r\n", "\n").rstrip("\n") == text.rstrip("\n")
@@ -154,3 +154,39 @@ def test_any_display_name_reads_back_normalised(name):
     assert address.addr_spec == "acme-1@postroom.test"
     assert display_name(data) == address.display_name == header_text(name)
     assert sorted(msg.keys()) == sorted(HEADERS)
+
+
+def _parts(data: bytes) -> dict[str, tuple[str, str]]:
+    """Each part's subtype → (its Content-Transfer-Encoding, its decoded text)."""
+    return {p.get_content_subtype(): (p["Content-Transfer-Encoding"], p.get_content().replace("\r\n", "\n"))
+            for p in parse(data).walk() if not p.is_multipart()}
+
+
+def test_ascii_bodies_travel_unencoded_and_others_quoted_printable():
+    html = '<table width="600"><tr><td class="x">Hi {name}</td></tr></table>\n' * 3
+    parts = _parts(build(html=html, text="Hi there\n.a line starting with a dot"))
+    assert parts["html"] == ("7bit", html) and parts["plain"][0] == "7bit"
+    assert "=3D" not in build(html=html).decode()   # no quoted-printable inflation of every "="
+
+    parts = _parts(build(html="<p>Grüße, José</p>", text="Grüße"))
+    assert parts["html"] == ("quoted-printable", "<p>Grüße, José</p>\n")
+    assert parts["plain"] == ("quoted-printable", "Grüße\n")
+
+
+def test_a_line_longer_than_smtp_allows_or_the_boundary_itself_is_quoted_printable():
+    long_line = "<p>" + "x" * 1200 + "</p>"
+    data = build(html=long_line)
+    assert all(len(line) <= 998 for line in data.split(b"\r\n"))
+    assert _parts(data)["html"] == ("quoted-printable", long_line + "\n")
+
+    boundary = parse(build()).get_boundary()
+    sneaky = f"<p>--{boundary}</p>"   # a body holding the boundary would cut the message
+    assert _parts(build(html=sneaky))["html"] == ("quoted-printable", sneaky + "\n")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=1, max_codepoint=127, blacklist_characters="\r"), max_size=3000))
+def test_any_ascii_body_reads_back_with_no_line_past_998(html):
+    data = build(html=html)
+    assert all(len(line) <= 998 for line in data.split(b"\r\n"))
+    assert parse(data).get_body(("html",)).get_content().replace("\r\n", "\n").rstrip("\n") == html.rstrip("\n")

@@ -144,3 +144,40 @@ async def test_one_unwritable_address_fails_alone_and_nothing_escapes(sinks):
 async def test_a_relay_that_is_down_is_a_transient_outcome():
     outcome = (await send(SmtpTransport(f"smtp://127.0.0.1:{free_port()}"), ["reader@example.org"]))
     assert outcome["reader@example.org"].transient and "connection failed" in outcome["reader@example.org"].text
+
+
+async def test_lines_starting_with_a_dot_and_bare_line_ends_arrive_as_written(sinks):
+    """The transaction dot-stuffs and normalises line ends itself (not aiosmtplib's
+    sendmail): the receiver must get the message back byte for byte, a leading dot kept."""
+    sink = sinks()
+    body = ".first line starts with a dot\r\n..two dots\r\nmiddle\r\n.\r\nlast"
+    data = (mime().decode().replace("Hello\r\n", body)).encode()
+    outcomes = await send(SmtpTransport(sink.url), ["reader@example.org"], data)
+    assert outcomes["reader@example.org"].accepted
+    [received] = sink.messages_to("reader@example.org")
+    assert received.data.replace(b"\r\n", b"\n").rstrip(b"\n").endswith(body.replace("\r\n", "\n").encode())
+    [size] = [o for o in received.mail_options if o.upper().startswith("SIZE=")]  # aiosmtpd offers SIZE
+    # the message as transmitted (its last line ended), before dot-stuffing
+    assert int(size.split("=")[1]) == len(data + b"\r\n")
+
+    bare = mime().replace(b"\r\n", b"\n")  # lone LFs become CRLF on the wire
+    assert (await send(SmtpTransport(sink.url), ["other@example.org"], bare))["other@example.org"].accepted
+    [received] = sink.messages_to("other@example.org")
+    assert received.message["Subject"] == "Hi" and received.message.get_payload().strip() == "Hello"
+
+
+async def test_a_refused_recipient_fails_alone_and_the_connection_sends_the_next_message(sinks):
+    sink = sinks()
+    sink.reject("gone@example.org", 550, "5.1.1 no such user")
+    transport = SmtpTransport(sink.url, size=1)
+    try:
+        outcomes = await transport.send(MAIL_FROM, ["gone@example.org", "reader@example.org"], mime(), "msg_1")
+        assert outcomes["gone@example.org"].code == 550 and "no such user" in outcomes["gone@example.org"].text
+        assert outcomes["reader@example.org"].accepted
+        only_refused = await transport.send(MAIL_FROM, ["gone@example.org"], mime(), "msg_2")
+        assert only_refused["gone@example.org"].permanent and not only_refused["gone@example.org"].local
+        after = await transport.send(MAIL_FROM, ["next@example.org"], mime("next@example.org"), "msg_3")
+        assert after["next@example.org"].accepted   # the envelope was reset on the same connection
+    finally:
+        await transport.close()
+    assert [r.rcpt_tos for r in sink.handler.received] == [["reader@example.org"], ["next@example.org"]]
