@@ -25,7 +25,7 @@ class Heartbeat(dramatiq.Middleware):
         loop_thread = get_event_loop_thread()
         if loop_thread is None:
             return
-        queues = sorted(getattr(worker, "queues", None) or broker.get_declared_queues())
+        queues = sorted(worker.consumer_whitelist or broker.get_declared_queues())
 
         async def start() -> None:
             stop = asyncio.Event()

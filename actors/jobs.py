@@ -30,7 +30,8 @@ class BrokerPublisher:
         self._settings = settings
 
     async def render(self, message_ids: Sequence[str]) -> None:
-        await publish_chunks(render_messages, message_ids)
+        """Each job with its own claim token, as send jobs (a render job may deliver)."""
+        await publish_chunks(render_messages, message_ids, more=lambda: (send_jobs.new_claim_token(),))
 
     async def send(self, rendered: list[dict], *, delay_ms: int = 0) -> None:
         """Each job with its own claim token (a retry of the job keeps it)."""

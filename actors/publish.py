@@ -125,11 +125,12 @@ async def publish_each(actor, items: Sequence, *, delay_ms: int = 0) -> None:
                        carried=lambda args: [args[0]])
 
 
-async def publish_chunks(actor, ids: Sequence, *, size: int = RENDER_CHUNK, delay_ms: int = 0) -> None:
-    """`actor(chunk)` for every `size` ids, in order; PublishFailed names the ids of the
-    chunks not published."""
+async def publish_chunks(actor, ids: Sequence, *, size: int = RENDER_CHUNK, delay_ms: int = 0,
+                         more: Callable[[], tuple] = tuple) -> None:
+    """`actor(chunk, *more())` for every `size` ids, in order; PublishFailed names the ids
+    of the chunks not published."""
     ids = list(ids)
-    await publish_jobs(actor, [(ids[start:start + size],) for start in range(0, len(ids), size)],
+    await publish_jobs(actor, [(ids[start:start + size], *more()) for start in range(0, len(ids), size)],
                        delay_ms=delay_ms, carried=lambda args: list(args[0]))
 
 

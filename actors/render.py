@@ -1,6 +1,8 @@
 """The `render` queue: a shell over pipelines/workflows/render_chunk.py (queued messages →
-personalised, signed MIME, handed to the `send` actor inside its job), rendering off the
-event loop in this worker's process pool (render_pool.py)."""
+personalised, signed MIME), rendering off the event loop in this worker's process pool
+(render_pool.py). A worker that also serves `send` delivers what it rendered itself (its
+outcomes counted as the `send` actor counts them); one that does not hands the MIME to
+the `send` actor inside its job."""
 
 from __future__ import annotations
 
@@ -8,10 +10,15 @@ import dramatiq
 
 from pipelines.workflows.render_chunk import render_chunk
 
-from . import runtime
+from . import metrics, runtime
 from .render_pool import render_off_loop
+from .send import timed_transport
 
 
 @dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
-async def render_messages(message_ids: list[str]) -> None:
-    await render_chunk(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, message_ids)
+async def render_messages(message_ids: list[str], claim_token: str = "") -> None:
+    transport = timed_transport() if runtime.serves("send") else None
+    sent = await render_chunk(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, message_ids,
+                              transport=transport, claim_token=claim_token)
+    if sent is not None:
+        metrics.count_send_outcomes(sent.finished, sent.deferred, sent.held)

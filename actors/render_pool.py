@@ -65,6 +65,8 @@ class StartRenderPool(dramatiq.Middleware):
     """Starts the render processes as the worker boots and stops them as it shuts down."""
 
     def after_worker_boot(self, broker, worker) -> None:
+        # whether a render job may deliver what it rendered itself (workflows/render_chunk.py)
+        runtime.serve_queues(getattr(worker, "consumer_whitelist", None))
         processes = runtime.settings().render_processes
         if processes > 0:
             pool = _executor(processes)

@@ -14,12 +14,23 @@ from pipelines.workflows.publisher import Publisher
 
 _settings: Settings | None = None
 _publisher: Publisher | None = None
+_queues: set[str] | None = None   # what this worker consumes; None: every queue
 _per_loop: dict[int, dict] = {}
 
 
 def configure(settings: Settings, publisher: Publisher | None = None) -> None:
     global _settings, _publisher
     _settings, _publisher = settings, publisher
+
+
+def serve_queues(queues: set[str] | None) -> None:
+    """The queues this process's worker consumes (None: all of them), set as it boots."""
+    global _queues
+    _queues = set(queues) if queues else None
+
+
+def serves(queue: str) -> bool:
+    return _queues is None or queue in _queues
 
 
 def publisher() -> Publisher:

@@ -22,8 +22,12 @@ class _Timed:
             return await self._transport.send(*args, **kwargs)
 
 
+def timed_transport() -> _Timed:
+    return _Timed(runtime.transport())
+
+
 @dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
 async def send_messages(rendered: list[dict], claim_token: str = "") -> None:
-    sent = await send_chunk(runtime.store(), runtime.settings(), runtime.publisher(), _Timed(runtime.transport()),
+    sent = await send_chunk(runtime.store(), runtime.settings(), runtime.publisher(), timed_transport(),
                             rendered, claim_token)
     metrics.count_send_outcomes(sent.finished, sent.deferred, sent.held)

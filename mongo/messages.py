@@ -13,6 +13,9 @@ fields."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
@@ -45,8 +48,21 @@ async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
     return await db.messages.find({"_id": {"$in": list(message_ids)}}).to_list()
 
 
-def _guarded(t: Transition, at: str, source: str | None = None) -> tuple[dict, dict]:
-    """`t` as a filter and an update (from `source` only, when given: one of its sources)."""
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """Messages the caller holds under its claim `token` (`sending`), with the `history`
+    each had when claimed. Nothing else appends to the history of a message held so (the
+    recipient's side reports only once it is sent; a watchdog's revival first takes the
+    claim away), so a write guarded on the claim can set the whole history — the old
+    entries and the new — with a plain `$set`: the embedded store pays half as much again
+    for an `$addToSet`, which it does in Python (see the store notes in the README)."""
+    token: str
+    histories: Mapping[str, list]
+
+
+def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
+    """`t` as a filter and an update (from `source` only, when given: one of its sources;
+    `held`: guarded on the claim too, the history written whole)."""
     sources = (source,) if source else t.sources
     entries = [{"status": step, "at": at} for step in t.via]
     if t.entry:
@@ -55,32 +71,37 @@ def _guarded(t: Transition, at: str, source: str | None = None) -> tuple[dict, d
     update: dict = {"$set": {"status": t.to, "updated_at": at, **stamps, **t.fields}}
     if t.inc:
         update["$inc"] = dict(t.inc)
-    if entries:
+    claim = {}
+    if held is not None and t.message_id in held.histories:
+        claim = {"lease_token": held.token}
+        update["$set"]["history"] = [*held.histories[t.message_id], *entries]
+    elif entries:
         update["$addToSet"] = {"history": {"$each": entries}}
     # A flat `status` when there is one source: beside `_id`, the embedded store pays
     # more for `$in` (and scans for an `$or`).
     return ({"_id": t.message_id, "status": sources[0] if len(sources) == 1 else {"$in": list(sources)},
-             **t.guard}, update)
+             **t.guard, **claim}, update)
 
 
-def _update(t: Transition, at: str, *, source: str | None = None) -> UpdateOne:
-    return UpdateOne(*_guarded(t, at, source))
+def _update(t: Transition, at: str, *, source: str | None = None, held: Held | None = None) -> UpdateOne:
+    return UpdateOne(*_guarded(t, at, source, held))
 
 
-async def apply(db: AsyncDatabase, transitions: list[Transition], *, expected: str | None = None) -> int:
+async def apply(db: AsyncDatabase, transitions: list[Transition], *, expected: str | None = None,
+                held: Held | None = None) -> int:
     """Write the transitions, each guarded on its sources; how many moved.
 
     `expected`: the status the caller knows the messages are in (the send step's claimed
-    `sending`). That flat filter goes first — the embedded store pays a third more per
-    write for the general `status: {$in: ...}` guard — and only when some message was not
-    in it (moved meanwhile) does the general guarded move follow, for all of them (those
-    already moved no longer match it)."""
+    `sending`; `held`: under its claim, see Held). That flat filter goes first — the
+    embedded store pays a third more per write for the general `status: {$in: ...}` guard
+    — and only when some message was not in it (moved meanwhile) does the general guarded
+    move follow, for all of them (those already moved no longer match it)."""
     if not transitions:
         return 0
     at = now_iso()
     first = 0
     if expected and all(expected in t.sources for t in transitions):
-        first = (await db.messages.bulk_write([_update(t, at, source=expected) for t in transitions],
+        first = (await db.messages.bulk_write([_update(t, at, source=expected, held=held) for t in transitions],
                                               ordered=False)).modified_count
         if first == len(transitions):
             return first
@@ -96,22 +117,23 @@ async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> d
                                                  return_document=ReturnDocument.AFTER)
 
 
-# What the send step reads of a claimed message: enough to throttle, record outcomes,
-# events and counts — never the bodies (html, text) or the history.
+# What the send step reads of a claimed message: enough to throttle, record outcomes
+# (the history, written back whole with the outcome's entries: Held), events and counts —
+# never the bodies (html, text).
 SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
                "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1,
-               "suppressed_recipients": 1, "deferred_since": 1}
+               "suppressed_recipients": 1, "deferred_since": 1, "history": 1}
 
 
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,
-                            lease_seconds: int) -> list[dict]:
+                            lease_seconds: int, *, whole: bool = False) -> list[dict]:
     """Guarded claim: a queued message, or one whose earlier sending lease ran out (its
     worker died mid-send), becomes `sending` under our token. This is the single guard
     against sending twice: a redelivered or duplicated send job finds nothing left to
     claim. A job retried after a failure holds the same token
     (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but never read back, when the store failed
     in between — with a fresh lease, instead of leaving it `sending` for a whole lease.
-    Returns the claimed messages' SEND_FIELDS."""
+    Returns the claimed messages' SEND_FIELDS (`whole`: the whole documents, to render)."""
     now, lease_until = now_iso(), in_seconds(lease_seconds)
     # Flat filters rather than one `$or`: beside `_id`, an `$or` makes the embedded
     # store scan the collection for every update (4.4 ms a message at 1,000 messages,
@@ -120,7 +142,7 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
         await apply(db, [delivery_status.claim(mid, token, lease_until, lapsed_before=now) for mid in message_ids]
                     + [delivery_status.claim(mid, token, lease_until, own=True) for mid in message_ids])
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
-                                   "status": "sending"}, SEND_FIELDS).to_list()
+                                   "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:

@@ -1,15 +1,22 @@
-"""Render a chunk of queued messages: personalised, signed MIME handed to the send step
-inside its job (not stored: see send_chunk.py). Only failures are written here; a message
-that renders stays `queued` (delivery_status has no `rendered`).
+"""Render a chunk of queued messages into personalised, signed MIME, and deliver it.
 
-    load the still-queued messages; a cancelled campaign's are cancelled
+When this worker also serves the `send` queue (the default: every queue), the job claims
+its messages first and delivers what renders itself (send_chunk.deliver): the MIME never
+leaves the process. A worker that serves `render` alone (an operator's separate pools)
+hands the MIME to the send step inside a `send` job instead, which claims and delivers
+(not stored either way: see send_chunk.py). Only failures are written here; a message
+that renders stays `queued` or `sending` (delivery_status has no `rendered`).
+
+    claim the messages (or, handing off: load the still-queued ones); a cancelled
+      campaign's are cancelled
     sandbox keys: a mock `delivered` at once (neither rendered nor sent)
     recipients suppressed since acceptance: taken out (`suppressed` if nobody is left)
     render the rest (`render`: off the event loop), failures end `failed`
-    publish send jobs for what rendered"""
+    deliver what rendered, or publish send jobs for it"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +29,7 @@ from pipelines.settings import Settings
 
 from .dkim_keys import signers_for
 from .publisher import Publisher, PublishFailed
+from .send_chunk import Sent, claim_messages, deliver
 
 log = logging.getLogger("postroom.render")
 
@@ -32,9 +40,17 @@ Renderer = Callable[[list[dict], RenderContext], Awaitable[RenderResult]]
 
 
 async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
-                       message_ids: list[str]) -> None:
-    docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
-    docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
+                       message_ids: list[str], *, transport=None, claim_token: str = "") -> Sent | None:
+    """`transport`: this worker's SMTP transport when it serves `send` too (the messages
+    are claimed under `claim_token`, the job's, and delivered here; what the delivery did
+    is returned), None to hand the MIME to send jobs."""
+    claim = None
+    if transport is not None:
+        claim = await claim_messages(db, settings, message_ids, claim_token, whole=True)
+        docs = claim.messages
+    else:
+        docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
+        docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
     sandbox = [m for m in docs if m.get("sandbox")]
     if sandbox:  # sandbox keys are neither rendered nor sent: a mock `delivered` outcome at once
         await messages.apply(db, [delivery_status.forward(m["_id"], "delivered", {"smtp_response": "250 sandbox"},
@@ -43,14 +59,20 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
     # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
     real = await withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
     if not real:
-        return
+        return None
     signers, return_paths = await signers_for(db, settings, real)
     result = await render(real, RenderContext(
         settings=settings, signers=signers, return_paths=return_paths, **await personalisation_inputs(db, real)))
     await messages.apply(db, [delivery_status.fail(mid, why) for mid, why in result.failed.items()])
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
-    if result.rendered:
+    if not result.rendered:
+        return None
+    if claim is None:
         await _hand_to_send(db, publisher, result.rendered)
+        return None
+    mime = {r["_id"]: r for r in result.rendered}
+    rendered = dataclasses.replace(claim, messages=[m for m in real if m["_id"] in mime])
+    return await deliver(db, settings, publisher, transport, rendered, mime)
 
 
 async def personalisation_inputs(db: AsyncDatabase, docs: list[dict]) -> dict:

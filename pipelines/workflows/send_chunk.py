@@ -67,31 +67,56 @@ class Sent:
 
 
 @dataclasses.dataclass(frozen=True)
+class Claim:
+    """Messages claimed for sending (`sending` under `token`, their SEND_FIELDS or whole
+    documents), and when the claim's lease ends (monotonic, less a margin)."""
+    token: str
+    lease_end: float
+    messages: list[dict]
+
+
+@dataclasses.dataclass(frozen=True)
 class _Job:
     db: AsyncDatabase
     publisher: Publisher
     mime: dict[str, dict]
-    token: str
-    lease_end: float   # monotonic: our claim's lease, less a margin
+    claim: Claim
 
 
 async def send_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport,
                      rendered: list[dict], claim_token: str = "") -> Sent:
     """`transport`: pipelines/transport (send(mail_from, recipients, data, name, start_by=))."""
     mime = {r["_id"]: r for r in rendered}
-    token = claim_token or uuid.uuid4().hex  # the same for every retry of this job
+    claim = await claim_messages(db, settings, list(mime), claim_token)
+    return await deliver(db, settings, publisher, transport, claim, mime)
+
+
+async def claim_messages(db: AsyncDatabase, settings: Settings, message_ids: list[str], token: str = "",
+                         *, whole: bool = False) -> Claim:
+    """Claim the messages still to send (`whole`: read back whole, for rendering), a
+    cancelled campaign's left out (and cancelled). `token`: the job's (the same for
+    every retry of it), else a new one."""
+    token = token or uuid.uuid4().hex
     claimed_at = time.monotonic()
-    claimed = await messages.claim_for_sending(db, list(mime), token, settings.send_lease_seconds)
+    claimed = await messages.claim_for_sending(db, message_ids, token, settings.send_lease_seconds, whole=whole)
     claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
+    return Claim(token, claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS, claimed)
+
+
+async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport, claim: Claim,
+                  mime: dict[str, dict]) -> Sent:
+    """Send the claimed messages' MIME (`mime`: by message id) under the limits and record
+    the outcomes."""
+    claimed = claim.messages
     if not claimed:
         return Sent([], [], 0)
-    job = _Job(db, publisher, mime, token, claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS)
+    job = _Job(db, publisher, mime, claim)
     throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
     admission = await throttle.admit(claimed, await _limits(db, settings, claimed))
     await _requeue(job, [m["_id"] for m in admission.held], admission.retry_after_seconds * 1000)
     # Past its lease a claim may be given to another worker (the watchdog): start no SMTP
     # transaction that could outlast it, so only a dead worker's in-flight mail goes twice.
-    start_by = job.lease_end - settings.smtp_timeout_seconds
+    start_by = claim.lease_end - settings.smtp_timeout_seconds
     try:
         answers = await asyncio.gather(*(_deliver(transport, m, mime.get(m["_id"]), start_by)
                                          for m in admission.admitted), return_exceptions=True)
@@ -151,8 +176,8 @@ async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
     to `queued` without counting an attempt, the MIME in a new job after `delay_ms`."""
     if not message_ids:
         return
-    await _persist(job.lease_end, messages.apply, job.db,
-                   [delivery_status.hold(mid, job.token) for mid in message_ids])
+    await _persist(job.claim.lease_end, messages.apply, job.db,
+                   [delivery_status.hold(mid, job.claim.token) for mid in message_ids])
     await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms))
 
 
@@ -176,14 +201,18 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     """Outcomes in bulk: status changes first (what decides whether a message could be
     sent again), then events, synchronous bounces, batch and analytics counts; then the
     transient failures go back for a later attempt — on the broker with their MIME, or
-    waiting in the store."""
-    db, lease_end = job.db, job.lease_end
-    await _persist(lease_end, messages.apply, db, plan.transitions, expected="sending")
+    waiting in the store. The history each message had when claimed is written back whole
+    with the new entries (messages.apply: a plain `$set` under our claim)."""
+    db, claim = job.db, job.claim
+    lease_end, held = claim.lease_end, messages.Held(claim.token, {m["_id"]: m["history"] for m in claim.messages
+                                                              if isinstance(m.get("history"), list)})
+    await _persist(lease_end, messages.apply, db, plan.transitions, expected="sending", held=held)
     await _persist(lease_end, outbox.record_many, db, plan.events, only_subscribed=True)
     await _persist(lease_end, batches.record_finished, db, plan.finished)
     await _persist(lease_end, analytics.bump_many, db, plan.analytics)
     await _persist(lease_end, record_rejections, db, plan.bounces)
     if plan.retry_ids:
-        await _persist(lease_end, messages.apply, db, plan.retry_transitions(job.token, utcnow()))
+        await _persist(lease_end, messages.apply, db, plan.retry_transitions(claim.token, utcnow()),
+                       expected="sending", held=held)
         for delay_ms, ids in plan.retries_by_broker_delay().items():
             await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms)

@@ -59,14 +59,17 @@ def test_a_campaign_of_a_200_kb_template_to_150_recipients_goes_out_completely(s
 @pytest.fixture
 def refusing_stack(service, store_url, run_dir):
     """The broker refuses every send job (a queue policy: no room, reject-publish), and the
-    watchdog looks after a stalled message every 4 s, giving up after 2 hand-backs.
+    watchdog looks after a stalled message every 4 s, giving up after 2 hand-backs. Render
+    and send run in separate pools, as an operator may run them: a worker serving both
+    delivers what it rendered itself, and only holds and retries travel as send jobs.
 
     The policy is set once a first email has gone through: a worker still booting (its
     render processes start with it) on a loaded box would otherwise leave the message
     unrendered through every hand-back, and it would give up with no refusal to report."""
     env = {"POSTROOM_MESSAGE_STALL_SECONDS": "4", "POSTROOM_MESSAGE_MAX_REVIVALS": "2"}
     with private_stack(service, store_url, run_dir, "refused", env=env) as stack:
-        stack.start_worker("worker")
+        stack.start_worker("renderer", queues="render")
+        stack.start_worker("sender", queues="send")
         warm_up = f"warm-up-{uuid.uuid4().hex[:6]}@example.org"
         response = stack.tenant().post("/email/send", json={"to": warm_up, "subject": "First", "text": "x"})
         assert response.status_code == 202, response.text
