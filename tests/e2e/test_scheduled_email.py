@@ -20,7 +20,10 @@ HOUR = 3600
 @pytest.fixture
 def clocked(service, store_url, run_dir, tmp_path):
     clock = ControlledClock(tmp_path / "clock")
-    with private_stack(service, store_url, run_dir, "clock", scheduler_env=clock.env()) as stack:
+    # The scheduler runs hours ahead of the worker: a send claim's lease must outlast that,
+    # or its watchdog would take a live worker's claims for lapsed and send again.
+    lease = {"POSTROOM_SEND_LEASE_SECONDS": str(4 * HOUR)}
+    with private_stack(service, store_url, run_dir, "clock", env=lease, scheduler_env=clock.env()) as stack:
         stack.start_worker("worker")
         yield stack, clock
 

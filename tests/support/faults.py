@@ -111,7 +111,8 @@ class PrivateRabbitmq:
         while not self._answers():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError(f"the private RabbitMQ node did not start; see {self.base_dir}")
+                tail = (self.base_dir / f"node-{self.starts}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"the private RabbitMQ node did not start; its log ends:\n{tail}")
             time.sleep(0.3)
         return self
 
