@@ -192,7 +192,7 @@ async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
     if not docs:
         return 0
     try:
-        result = await db.messages.insert_many(docs, ordered=False)
+        result = await db.messages.insert_many([messages.watched(d) for d in docs], ordered=False)
         return len(result.inserted_ids)
     except BulkWriteError as error:
         if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):

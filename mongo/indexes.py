@@ -7,19 +7,17 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from . import (activity, analytics, automation_runs, automations, batches, bounces, campaigns, contact_import,
-               contacts, domains, forms, inbound_reports, lists, outbox, segments, send_limits, suppressions, tags,
-               templates, tracking, webhooks)
+               contacts, domains, forms, inbound_reports, lists, messages, outbox, segments, send_limits, suppressions,
+               tags, templates, tracking, webhooks)
 
 INDEXES: dict[str, list[IndexModel]] = {
     "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),
                  IndexModel([("workspace_id", ASCENDING)], name="workspace")],
     "messages": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
-                 IndexModel([("status", ASCENDING), ("due_at", ASCENDING)], name="status_due"),
-                 # the watchdog's two finds (mongo.messages.stale_queued, lapsed_sending)
-                 IndexModel([("status", ASCENDING), ("updated_at", ASCENDING)], name="status_updated"),
-                 IndexModel([("status", ASCENDING), ("lease_until", ASCENDING)], name="status_lease"),
-                 # SMTP retries waiting in the store (mongo.messages.due_retries)
-                 IndexModel([("status", ASCENDING), ("next_attempt_at", ASCENDING)], name="status_next_attempt"),
+                 # what the scheduler finds messages by (pipelines/delivery_status.watch):
+                 # single integer fields, the only ranges the embedded store answers from an index
+                 IndexModel([("due_ms", ASCENDING)], name="due_ms"),
+                 IndexModel([("stall_ms", ASCENDING)], name="stall_ms"),
                  IndexModel([("batch_id", ASCENDING)], name="batch")],
     "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
@@ -57,3 +55,4 @@ async def prepare_store(db: AsyncDatabase) -> None:
     code relies on (documents written by an earlier version)."""
     await ensure_indexes(db)
     await outbox.backfill_carrier_fields(db)
+    await messages.backfill_watch_fields(db)

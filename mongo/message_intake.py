@@ -9,6 +9,8 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
+from . import messages
+
 DUPLICATE_KEY = 11000
 
 
@@ -18,7 +20,7 @@ async def insert_new(db: AsyncDatabase, docs: list[dict]) -> None:
     if not docs:
         return
     try:
-        await db.messages.insert_many(docs, ordered=False)
+        await db.messages.insert_many([messages.watched(d) for d in docs], ordered=False)
     except BulkWriteError as error:
         codes = {e.get("code") for e in error.details.get("writeErrors", [])}
         if codes - {DUPLICATE_KEY} or error.details.get("writeConcernErrors"):

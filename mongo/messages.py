@@ -21,20 +21,27 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines import delivery_status
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import in_seconds, now_iso, now_ms
 from pipelines.delivery_status import Transition
+
+
+def watched(doc: dict) -> dict:
+    """A new message with its scheduler times (delivery_status.watch): every insert
+    goes through here."""
+    doc.update(delivery_status.watch(doc["status"], doc["updated_at"], doc))
+    return doc
 
 
 async def insert_many(db: AsyncDatabase, docs: list[dict]) -> None:
     if docs:
-        await db.messages.insert_many(docs, ordered=True)
+        await db.messages.insert_many([watched(d) for d in docs], ordered=True)
 
 
 async def insert_once(db: AsyncDatabase, doc: dict) -> bool:
     """Insert a message whose `_id` is derived from what makes it (an automation's run and
     step); False when it exists already: the same step ran before and this is a repeat."""
     try:
-        await db.messages.insert_one(doc)
+        await db.messages.insert_one(watched(doc))
     except DuplicateKeyError:
         return False
     return True
@@ -68,7 +75,8 @@ def _guarded(t: Transition, at: str, source: str | None = None, held: Held | Non
     if t.entry:
         entries.append({"status": t.entry, "at": at, **({"detail": t.detail} if t.detail else {})})
     stamps = {f"{step}_at": at for step in (*t.via, t.to)} if t.stamped else {}
-    update: dict = {"$set": {"status": t.to, "updated_at": at, **stamps, **t.fields}}
+    update: dict = {"$set": {"status": t.to, "updated_at": at, **stamps, **t.fields,
+                             **delivery_status.watch(t.to, at, t.fields)}}
     if t.inc:
         update["$inc"] = dict(t.inc)
     claim = {}
@@ -145,31 +153,30 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
                                    "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
 
+def _due(status: str, limit: int, fields: dict, *, now_ms: int) -> dict:
+    """The find for messages in `status` whose `due_ms` has come (delivery_status.watch)."""
+    return {"filter": {"due_ms": {"$lte": now_ms}, "status": status}, "projection": fields, "limit": limit,
+            "sort": [("due_ms", 1)]}
+
+
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
-    now = now_iso()
-    docs = await db.messages.find(
-        {"status": "scheduled", "due_at": {"$lte": now}},
-        {"_id": 1, "workspace_id": 1, "due_at": 1}, limit=limit, sort=[("due_at", 1)]).to_list()
-    # Checked again here: the embedded store compares these strings at whole seconds.
-    return [d for d in docs if d["due_at"] <= now]
+    return await db.messages.find(**_due("scheduled", limit, {"_id": 1, "workspace_id": 1, "due_at": 1},
+                                         now_ms=now_ms())).to_list()
 
 
 async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     """Queued messages whose next SMTP attempt waited in the store and is now due."""
-    now = now_iso()
-    docs = await db.messages.find({"status": "queued", "next_attempt_at": {"$gt": "", "$lte": now}},
-                                  {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit=limit,
-                                  sort=[("next_attempt_at", 1)]).to_list()
-    # Checked again here: the embedded store compares these strings at whole seconds.
-    return [d for d in docs if d["next_attempt_at"] <= now]
+    return await db.messages.find(**_due("queued", limit, {"_id": 1, "attempts": 1, "next_attempt_at": 1},
+                                         now_ms=now_ms())).to_list()
 
 
 async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> bool:
     """Its wait is over: guarded on the wait still being set and the attempt count seen
     (an integer, not the timestamp), so two schedulers never both enqueue one retry."""
+    at = now_iso()
     result = await db.messages.update_one(
         {"_id": message_id, "status": "queued", "attempts": attempts, "next_attempt_at": {"$gt": ""}},
-        {"$set": {"next_attempt_at": "", "updated_at": now_iso()}})
+        {"$set": {"next_attempt_at": "", "updated_at": at, **delivery_status.watch("queued", at)}})
     return result.modified_count == 1
 
 
@@ -195,21 +202,14 @@ _STALLED_FIELDS = {"_id": 1, "updated_at": 1, "lease_until": 1, "revivals": 1, "
 async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -> list[dict]:
     """Queued messages nothing has touched for `older_than_seconds` (an enqueue lost in a
     crash between store and broker, or a send job lost with its MIME) — not those
-    waiting in the store for their next SMTP attempt (`next_attempt_at`)."""
-    cutoff = in_seconds(-older_than_seconds)
-    docs = await db.messages.find({"status": "queued", "updated_at": {"$lt": cutoff},
-                                   "next_attempt_at": {"$in": [None, ""]}},
-                                  _STALLED_FIELDS, limit=limit).to_list()
-    # Checked again here: the embedded store compares these strings at whole seconds.
-    return [d for d in docs if d["updated_at"] < cutoff]
+    waiting in the store for their next SMTP attempt (their `stall_ms` is NEVER_MS)."""
+    return await db.messages.find({"stall_ms": {"$lte": now_ms() - older_than_seconds * 1000}, "status": "queued"},
+                                  _STALLED_FIELDS, limit=limit, sort=[("stall_ms", 1)]).to_list()
 
 
 async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[dict]:
     """Messages still `sending` after their claim's lease ran out: the worker died mid-send."""
-    now = now_iso()
-    docs = await db.messages.find({"status": "sending", "lease_until": {"$lt": now}},
-                                  _STALLED_FIELDS, limit=limit).to_list()
-    return [d for d in docs if d["lease_until"] < now]
+    return await db.messages.find(**_due("sending", limit, _STALLED_FIELDS, now_ms=now_ms())).to_list()
 
 
 async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transition]) -> None:
@@ -217,7 +217,8 @@ async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transit
     messages are touched (so the next pass leaves them alone for a while) and count one
     more revival; the `revived` transitions (delivery_status.revive) apply."""
     at = now_iso()
-    ops = [UpdateOne({"_id": mid, "status": "queued"}, {"$set": {"updated_at": at}, "$inc": {"revivals": 1}})
+    ops = [UpdateOne({"_id": mid, "status": "queued"},
+                     {"$set": {"updated_at": at, **delivery_status.watch("queued", at)}, "$inc": {"revivals": 1}})
            for mid in stale_ids]
     ops += [_update(t, at) for t in revived]
     if ops:
@@ -239,3 +240,33 @@ async def trim_recipients(db: AsyncDatabase, doc: dict, changes: dict) -> bool:
     False when it moved meanwhile."""
     trimmed = await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]}, {"$set": changes})
     return trimmed.modified_count == 1
+
+
+_WATCH_BACKFILL_ID = "messages_watch_fields"
+# The indexes the scheduler's finds used before `due_ms` / `stall_ms` (ranges over date
+# strings, which the embedded store answered by reading every message): dropped, so
+# writes stop paying for them.
+_RETIRED_INDEXES = ("status_due", "status_updated", "status_lease", "status_next_attempt")
+
+
+async def backfill_watch_fields(db: AsyncDatabase) -> int:
+    """Once per database: messages still in flight that an earlier version wrote get
+    their scheduler times (delivery_status.watch), so the scheduler finds them. Marked
+    done in `migrations`."""
+    if await db.migrations.find_one({"_id": _WATCH_BACKFILL_ID}):
+        return 0
+    fixed = 0
+    async for doc in db.messages.find({"status": {"$in": ["scheduled", "queued", "sending"]}},
+                                      {"status": 1, "updated_at": 1, "due_at": 1, "lease_until": 1,
+                                       "next_attempt_at": 1, "due_ms": 1}):
+        if "due_ms" not in doc:
+            await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]},
+                                         {"$set": delivery_status.watch(doc["status"], doc["updated_at"], doc)})
+            fixed += 1
+    existing = {i["name"] for i in await (await db.messages.list_indexes()).to_list()}
+    for name in _RETIRED_INDEXES:
+        if name in existing:
+            await db.messages.drop_index(name)
+    await db.migrations.update_one({"_id": _WATCH_BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
+                                   upsert=True)
+    return fixed

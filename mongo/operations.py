@@ -1,16 +1,17 @@
 """What an operator asks of the store (`postroom status`, `webhooks failed|replay`,
 `messages failed`): the oldest waiting items, messages by status, what is stuck, and the
-work that failed for good. Every query here goes through an index with `status` first
-(messages: status_updated / status_due / status_lease; webhook_deliveries: status_due),
-and counts are lengths of bounded `find`s, not `count_documents` (which scans on the
-embedded store)."""
+work that failed for good. Every query here goes through an index (messages: their
+integer scheduler times `due_ms` / `stall_ms`, pipelines/delivery_status.watch;
+webhook_deliveries: status_due), and counts are lengths of bounded `find`s, not
+`count_documents` (which scans on the embedded store)."""
 
 from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso, parse_iso, utcnow
+from pipelines.clock import now_iso, now_ms, parse_iso, utcnow
+from pipelines.delivery_status import NEVER_MS
 from pipelines.webhook_events import NEVER
 
 # Counts of stuck things stop at this many (the screen says "≥ N").
@@ -23,9 +24,11 @@ def age_seconds(iso: str | None) -> float | None:
     return round((utcnow() - parse_iso(iso)).total_seconds(), 1)
 
 
-async def _first(collection, where: dict, field: str, projection: tuple[str, ...] = ()) -> dict | None:
+async def _first(collection, where: dict, field: str, projection: tuple[str, ...] = (), *,
+                 sort_by: str | None = None) -> dict | None:
+    """The first match by `sort_by` (default `field`), with `field` and its age."""
     doc = await collection.find_one(where, {"_id": 1, field: 1, **{p: 1 for p in projection}},
-                                    sort=[(field, ASCENDING)])
+                                    sort=[(sort_by or field, ASCENDING)])
     if doc is None:
         return None
     return {"id": doc["_id"], field: doc[field], "age_seconds": age_seconds(doc[field]),
@@ -33,13 +36,15 @@ async def _first(collection, where: dict, field: str, projection: tuple[str, ...
 
 
 async def oldest_waiting(db: AsyncDatabase) -> dict:
-    """The oldest message waiting in `queued` (since its last change), and the oldest
-    item that is due but not yet promoted: a scheduled message, a webhook delivery."""
+    """The oldest message waiting in `queued` (since its last change; not one waiting for
+    its next SMTP attempt), and the oldest item that is due but not yet promoted: a
+    scheduled message, a webhook delivery."""
     now = now_iso()
     return {
-        "queued_message": await _first(db.messages, {"status": "queued"}, "updated_at", ("workspace_id",)),
-        "due_scheduled_message": await _first(db.messages, {"status": "scheduled", "due_at": {"$lte": now}},
-                                              "due_at", ("workspace_id",)),
+        "queued_message": await _first(db.messages, {"stall_ms": {"$lt": NEVER_MS}, "status": "queued"},
+                                       "updated_at", ("workspace_id",), sort_by="stall_ms"),
+        "due_scheduled_message": await _first(db.messages, {"due_ms": {"$lte": now_ms()}, "status": "scheduled"},
+                                              "due_at", ("workspace_id",), sort_by="due_ms"),
         "due_webhook_delivery": await _first(db.webhook_deliveries,
                                              {"status": "pending", "next_attempt_at": {"$lte": now}},
                                              "next_attempt_at", ("workspace_id", "event")),
@@ -59,11 +64,10 @@ async def _bounded_count(collection, where: dict) -> int:
 
 
 async def stuck(db: AsyncDatabase) -> dict[str, int]:
-    now = now_iso()
-    lapsed = await db.messages.find({"status": "sending", "lease_until": {"$lt": now}}, {"lease_until": 1},
+    lapsed = await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "sending"}, {"_id": 1},
                                     limit=COUNT_CAP).to_list()
     return {
-        "messages_sending_past_lease": sum(1 for d in lapsed if d["lease_until"] < now),
+        "messages_sending_past_lease": len(lapsed),
         "inbound_reports_unparseable": await _bounded_count(db.inbound_reports, {"status": "unparseable"}),
         "inbound_reports_failed": await _bounded_count(db.inbound_reports, {"status": "failed"}),
         "webhook_deliveries_failed": await _bounded_count(db.webhook_deliveries, {"status": "failed"}),

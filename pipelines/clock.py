@@ -32,6 +32,16 @@ def parse_iso(text: str) -> _dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def ms_of(text: str) -> int:
+    """An ISO-8601 timestamp as integer epoch milliseconds (what the store can range over
+    by an index; see pipelines/delivery_status.watch)."""
+    return int(parse_iso(text).timestamp() * 1000)
+
+
+def now_ms() -> int:
+    return int(utcnow().timestamp() * 1000)
+
+
 def in_seconds(seconds: float, start: _dt.datetime | None = None) -> str:
     return iso((start or utcnow()) + _dt.timedelta(seconds=seconds))
 

@@ -4,6 +4,7 @@ into the store (no broker message at all), with timestamps from long ago."""
 
 import uuid
 
+from mongo import messages
 from pipelines.clock import in_seconds
 from pipelines.ids import new_message_id
 from tests.support.barriers import mail_barrier, scheduler_passes
@@ -46,9 +47,7 @@ def test_messages_whose_jobs_were_lost_are_delivered_exactly_once(service, tenan
     lapsed = orphan(template, lapsed_to, status="sending", lease_token="dead-worker",
                     lease_until=in_seconds(-60))
 
-    async def seed(db):
-        await db.messages.insert_many([stale, lapsed])
-    service.store.run(seed)
+    service.store.run(messages.insert_many, [stale, lapsed])  # stored as every message is
 
     stale_view = wait_status(tenant, stale["_id"], "delivered")
     lapsed_view = wait_status(tenant, lapsed["_id"], "delivered")

@@ -17,9 +17,8 @@ def queued(**fields) -> dict:
 
 
 def seed(db_thread, *docs):
-    async def insert(db):
-        await db.messages.insert_many(list(docs))
-    db_thread.run(insert)
+    """Stored as every message is (with its scheduler times: messages.watched)."""
+    db_thread.run(messages.insert_many, list(docs))
 
 
 def test_a_retried_job_takes_its_own_claim_back_and_no_other_job_can(private_db):
@@ -65,7 +64,7 @@ def test_only_the_claiming_job_hands_a_message_back_for_a_retry_and_that_counts_
 
 
 def test_a_scheduled_message_is_promoted_once_and_a_final_one_never_moves(private_db):
-    due, gone = queued(status="scheduled"), queued(status="cancelled")
+    due, gone = queued(status="scheduled", due_at=in_seconds(-1)), queued(status="cancelled")
     seed(private_db, due, gone)
     assert private_db.run(messages.apply, [delivery_status.promote(due["_id"])]) == 1
     assert private_db.run(messages.apply, [delivery_status.promote(due["_id"])]) == 0  # a second scheduler
