@@ -18,7 +18,7 @@ from .render_pool import StartRenderPool
 # One queue per concern (the README's "Processes, and scaling workers per queue").
 QUEUES = {
     "campaigns": "fans a campaign out into recipient batches",
-    "render": "turns messages into personalised, signed MIME",
+    "render": "turns messages into personalised, signed MIME (and sends it, in a worker serving send too)",
     "send": "delivers rendered MIME over pooled SMTP under throttles",
     "bounces": "parses and applies DSN / ARF reports",
     "webhooks": "delivers outbox events to webhook subscriptions, signed",
