@@ -16,7 +16,7 @@ from .automations import ADVANCE_CHUNK, advance_runs
 from .bounces import process_report
 from .campaigns import cancel_campaign_messages, fan_out_campaign
 from .imports import import_contacts
-from .publish import publish, publish_chunks, publish_each, publish_jobs
+from .publish import publish, publish_chunks, publish_coalesced, publish_each, publish_jobs
 from .render import render_messages
 from .send import send_messages
 from .webhooks import deliver_webhook
@@ -30,8 +30,11 @@ class BrokerPublisher:
         self._settings = settings
 
     async def render(self, message_ids: Sequence[str]) -> None:
-        """Each job with its own claim token, as send jobs (a render job may deliver)."""
-        await publish_chunks(render_messages, message_ids, more=lambda: (send_jobs.new_claim_token(),))
+        """Each job with its own claim token, as send jobs (a render job may deliver);
+        ids handed in by concurrent callers while a render publish is in flight share the
+        next one's jobs (actors/publish._Coalescer)."""
+        if message_ids:
+            await publish_coalesced(render_messages, message_ids, more=lambda: (send_jobs.new_claim_token(),))
 
     async def send(self, rendered: list[dict], *, delay_ms: int = 0) -> None:
         """Each job with its own claim token (a retry of the job keeps it)."""

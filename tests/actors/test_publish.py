@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from actors.publish import PublishFailed, publish, publish_chunks
+from actors.publish import PublishFailed, publish, publish_chunks, publish_coalesced
 
 
 class Recorder:
@@ -56,3 +56,49 @@ def test_a_single_publish_failure_reaches_its_caller_with_its_cause():
         asyncio.run(publish(Recorder(refuse={"x"}), "x"))
     assert failed.value.unpublished == ["x"]
     assert isinstance(failed.value.cause, ConnectionError) and not failed.value.refused
+
+
+class SlowRecorder(Recorder):
+    """Takes `pause` seconds over its first job, so that later callers find it in flight."""
+
+    def __init__(self, refuse=(), pause=0.2):
+        super().__init__(refuse)
+        self.first, self.pause = threading.Event(), pause
+
+    def send(self, *args):
+        if not self.first.is_set():
+            self.first.set()
+            threading.Event().wait(self.pause)
+        super().send(*args)
+
+
+def test_ids_handed_in_while_a_publish_is_in_flight_share_the_next_jobs():
+    actor = SlowRecorder()
+
+    async def many_single_sends():
+        first = asyncio.ensure_future(publish_coalesced(actor, ["m0"]))
+        while not actor.first.is_set():  # the first publish has reached the broker, and waits there
+            await asyncio.sleep(0.001)
+        await asyncio.gather(*(publish_coalesced(actor, [f"m{n}"]) for n in range(1, 151)))
+        await first
+    asyncio.run(many_single_sends())
+    carried = [mid for job in actor.jobs for mid in job[0]]
+    assert sorted(carried) == sorted(f"m{n}" for n in range(151))  # each once
+    assert [len(job[0]) for job in actor.jobs] == [1, 100, 50]  # then chunks of RENDER_CHUNK
+
+
+def test_a_caller_whose_ids_were_not_published_hears_of_its_own_ids_only():
+    actor = SlowRecorder(refuse={"m3"})
+
+    async def callers():
+        first = asyncio.ensure_future(publish_coalesced(actor, ["m0"]))
+        while not actor.first.is_set():
+            await asyncio.sleep(0.001)
+        outcomes = await asyncio.gather(*(publish_coalesced(actor, [f"m{n}"]) for n in range(1, 6)),
+                                        return_exceptions=True)
+        await first
+        return outcomes
+    outcomes = asyncio.run(callers())
+    # m1 … m5 went in one job, which the broker did not take: each caller is told of its own id
+    assert [o.unpublished for o in outcomes] == [[f"m{n}"] for n in range(1, 6)]
+    assert actor.jobs == [(["m0"],)]
