@@ -10,12 +10,20 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.clock import now_iso
 
+from .recent import Recent
+
 INDEXES: dict[str, list] = {}
+_RECENT = Recent()
 
 
 async def get_or_create(db: AsyncDatabase, name: str, make: Callable[[], dict]) -> dict:
-    """The key named `name`, created with `make()` the first time. Two processes racing
-    both insert; the loser's duplicate key error makes it read the winner's key."""
+    """The key named `name`, created with `make()` the first time (as this process read it
+    within recent.FRESH_SECONDS: every render job asks). Two processes racing both insert;
+    the loser's duplicate key error makes it read the winner's key."""
+    return await _RECENT.read(db, name, lambda: _get_or_create(db, name, make))
+
+
+async def _get_or_create(db: AsyncDatabase, name: str, make: Callable[[], dict]) -> dict:
     doc = await db.service_keys.find_one({"_id": name})
     if doc is not None:
         return doc

@@ -76,10 +76,11 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
 
 
 async def personalisation_inputs(db: AsyncDatabase, docs: list[dict]) -> dict:
-    """What merge tags read: each workspace (company fields), the template versions the
+    """What merge tags read: each workspace (company fields; as this process read it
+    within mongo/recent.FRESH_SECONDS, as the front does), the template versions the
     messages were sent with, and the contact of each first recipient (if there is one)."""
     workspace_ids = {m["workspace_id"] for m in docs}
-    found = {w: await workspaces.get(db, w) for w in workspace_ids}
+    found = {w: await workspaces.recent(db, w) for w in workspace_ids}
     versions = await templates.load_versions(db, list({(m["template_id"], m.get("template_version"))
                                                         for m in docs if m.get("template_id")}))
     people = {}
