@@ -74,3 +74,22 @@ def test_a_resolution_larger_than_the_count_is_charged_the_difference(private_db
     campaign, workspace_id = seed(private_db, counted=1)
     private_db.run(fan_out_campaign.fan_out, RecordingPublisher(), campaign["_id"], 0)
     assert private_db.run(send_limits.plan_used, workspace_id, month_of(campaign)) == 2
+
+
+def test_the_audience_is_read_in_id_ranges_and_every_contact_falls_in_one(private_db):
+    """Contacts whose ids are not uuids (imported with ids of their own, any first
+    character) are found too, each once, and a suppressed address is left out."""
+    from mongo import campaign_audience
+    workspace_id, list_id = f"ws_{uuid.uuid4().hex[:8]}", f"lst_{uuid.uuid4().hex[:8]}"
+    ids = [str(uuid.uuid4()) for _ in range(40)] + ["0", "9zz", ":colon", "ABC", "_under", "f~", "g", "zz", "~last",
+                                                     "-dash", "Ünï"]
+
+    async def go(db):
+        await db.contacts.insert_many([{**contacts.new_document(workspace_id, email=f"r{n}@example.org",
+                                                                lists=[list_id]), "_id": cid}
+                                       for n, cid in enumerate(ids)])
+        await suppressions.add(db, workspace_id, "r3@example.org", reason="manual")
+        audience = campaign_audience.audience_filter({"_id": list_id}, True, now_iso())
+        return await campaign_audience.resolve_recipients(db, workspace_id, audience)
+    resolved = private_db.run(go)
+    assert resolved == sorted(cid for n, cid in enumerate(ids) if n != 3)
