@@ -153,21 +153,20 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
                                    "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
 
-def _due(status: str, limit: int, fields: dict, *, now_ms: int) -> dict:
-    """The find for messages in `status` whose `due_ms` has come (delivery_status.watch)."""
-    return {"filter": {"due_ms": {"$lte": now_ms}, "status": status}, "projection": fields, "limit": limit,
-            "sort": [("due_ms", 1)]}
+async def _come(db: AsyncDatabase, field: str, upto_ms: int, status: str, fields: dict, limit: int) -> list[dict]:
+    """Messages in `status` whose scheduler time `field` (`due_ms` or `stall_ms`,
+    delivery_status.watch) is at most `upto_ms`, earliest first: one indexed range."""
+    return await db.messages.find({field: {"$lte": upto_ms}, "status": status}, fields, limit=limit,
+                                  sort=[(field, 1)]).to_list()
 
 
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
-    return await db.messages.find(**_due("scheduled", limit, {"_id": 1, "workspace_id": 1, "due_at": 1},
-                                         now_ms=now_ms())).to_list()
+    return await _come(db, "due_ms", now_ms(), "scheduled", {"_id": 1, "workspace_id": 1, "due_at": 1}, limit)
 
 
 async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     """Queued messages whose next SMTP attempt waited in the store and is now due."""
-    return await db.messages.find(**_due("queued", limit, {"_id": 1, "attempts": 1, "next_attempt_at": 1},
-                                         now_ms=now_ms())).to_list()
+    return await _come(db, "due_ms", now_ms(), "queued", {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit)
 
 
 async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> bool:
@@ -203,13 +202,12 @@ async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -
     """Queued messages nothing has touched for `older_than_seconds` (an enqueue lost in a
     crash between store and broker, or a send job lost with its MIME) — not those
     waiting in the store for their next SMTP attempt (their `stall_ms` is NEVER_MS)."""
-    return await db.messages.find({"stall_ms": {"$lte": now_ms() - older_than_seconds * 1000}, "status": "queued"},
-                                  _STALLED_FIELDS, limit=limit, sort=[("stall_ms", 1)]).to_list()
+    return await _come(db, "stall_ms", now_ms() - older_than_seconds * 1000, "queued", _STALLED_FIELDS, limit)
 
 
 async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[dict]:
     """Messages still `sending` after their claim's lease ran out: the worker died mid-send."""
-    return await db.messages.find(**_due("sending", limit, _STALLED_FIELDS, now_ms=now_ms())).to_list()
+    return await _come(db, "due_ms", now_ms(), "sending", _STALLED_FIELDS, limit)
 
 
 async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transition]) -> None:
