@@ -32,7 +32,7 @@ class BrokerPublisher:
     async def render(self, message_ids: Sequence[str]) -> None:
         """Each job with its own claim token, as send jobs (a render job may deliver);
         ids handed in by concurrent callers while a render publish is in flight share the
-        next one's jobs (actors/publish._Coalescer)."""
+        next one's jobs (actors/publish.publish_coalesced)."""
         if message_ids:
             await publish_coalesced(render_messages, message_ids, more=lambda: (send_jobs.new_claim_token(),))
 

@@ -15,7 +15,6 @@ import asyncio
 import os
 import queue
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 
 import dramatiq
@@ -23,6 +22,7 @@ import dramatiq.errors
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 import pika.exceptions
 
+from pipelines.group_commit import grouped
 from pipelines.workflows.publisher import PublishFailed
 
 __all__ = ["PublishFailed", "RENDER_CHUNK", "describe", "publish", "publish_chunks", "publish_coalesced",
@@ -135,46 +135,6 @@ async def publish_chunks(actor, ids: Sequence, *, size: int = RENDER_CHUNK, dela
                        delay_ms=delay_ms, carried=lambda args: list(args[0]))
 
 
-class _Coalescer:
-    """Chunked jobs of one actor for ids handed in while an earlier publish of it is in
-    flight go out together, in the next publish (group commit): at low load every call
-    publishes at once as before; under load, e.g. a front answering many single sends at
-    the same time, a render job carries many messages instead of one, so the render and
-    send step's per-job costs (a claim, the reads around rendering, the outcome writes,
-    the limits) are shared. Each caller still awaits the publish that carries its ids and
-    sees only the failure of its own ids."""
-
-    def __init__(self, publish_ids: Callable):
-        self.publish_ids = publish_ids
-        self.pending: list = []
-        self.waiters: list[tuple[asyncio.Future, list]] = []
-        self.flushing: asyncio.Task | None = None
-
-    async def add(self, ids: list) -> None:
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        self.pending.extend(ids)
-        self.waiters.append((done, ids))
-        if self.flushing is None:
-            self.flushing = loop.create_task(self._flush())
-        await done
-
-    async def _flush(self) -> None:
-        try:
-            while self.pending:
-                ids, waiters = self.pending, self.waiters
-                self.pending, self.waiters = [], []
-                try:
-                    await self.publish_ids(ids)
-                    failure = None
-                except BaseException as error:  # handed to each caller, restricted to its own ids
-                    failure = error
-                for done, mine in waiters:
-                    _settle(done, _own_failure(failure, mine))
-        finally:
-            self.flushing = None
-
-
 def _own_failure(failure: BaseException | None, mine: list) -> BaseException | None:
     """What a publish's failure means to one caller: its ids the broker did not take (none:
     its chunk went out before the failing one)."""
@@ -187,17 +147,22 @@ def _own_failure(failure: BaseException | None, mine: list) -> BaseException | N
     return PublishFailed(left, failure.cause, refused=failure.refused, reason=failure.reason, queue=failure.queue)
 
 
-# Per event loop (futures belong to one), per actor.
-_coalescers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 async def publish_coalesced(actor, ids: Sequence, *, more: Callable[[], tuple] = tuple) -> None:
-    """`publish_chunks(actor, ids, more=more)`, sharing chunks with concurrent callers on
-    this event loop (_Coalescer)."""
-    per_actor = _coalescers.setdefault(asyncio.get_running_loop(), {})
-    if actor not in per_actor:
-        per_actor[actor] = _Coalescer(lambda batch: publish_chunks(actor, batch, more=more))
-    await per_actor[actor].add(list(ids))
+    """`publish_chunks(actor, ids, more=more)`, sharing chunks with the calls made on this
+    event loop while an earlier publish of `actor` is in flight (pipelines.group_commit):
+    at low load every call publishes at once as before; under load, e.g. a front answering
+    many single sends at the same time, a render job carries many messages instead of one,
+    so the render and send step's per-job costs (a claim, the reads around rendering, the
+    outcome writes, the limits) are shared. Each caller still awaits the publish that
+    carries its ids and sees only the failure of its own ids."""
+    async def run(id_lists: list[list]) -> list:
+        try:
+            await publish_chunks(actor, [i for mine in id_lists for i in mine], more=more)
+            failure = None
+        except Exception as error:
+            failure = error
+        return [_own_failure(failure, mine) for mine in id_lists]
+    await grouped(("publish", actor), run, list(ids))
 
 
 def _cause(error: BaseException) -> BaseException:

@@ -7,54 +7,23 @@ requests instead of one each."""
 
 from __future__ import annotations
 
-import asyncio
-
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-# (client, database, collection, _id) → the adds waiting for the `$inc` in flight
-_waiting: dict[tuple, list[tuple[int, asyncio.Future]]] = {}
-_in_flight: set[tuple] = set()
+from pipelines.group_commit import grouped
 
 
 async def add(db: AsyncDatabase, collection: str, _id: str, cost: int, set_on_insert: dict) -> int:
     """`$inc` counter `_id` (field `n`, created with `set_on_insert`) by `cost`; its value
     right after this cost."""
-    slot = (id(db.client), db.name, collection, _id)
-    if slot in _in_flight:
-        done = asyncio.get_running_loop().create_future()
-        _waiting.setdefault(slot, []).append((cost, done))
-        return await done
-    _in_flight.add(slot)  # nothing in flight: this add goes alone, without a task
-    try:
-        return await _inc(db[collection], _id, cost, set_on_insert)
-    finally:
-        if slot in _waiting:
-            asyncio.ensure_future(_flush(db[collection], _id, slot, set_on_insert))
-        else:
-            _in_flight.discard(slot)
-
-
-async def _inc(coll, _id: str, cost: int, set_on_insert: dict) -> int:
-    doc = await coll.find_one_and_update({"_id": _id}, {"$inc": {"n": cost}, "$setOnInsert": set_on_insert},
-                                         upsert=True, return_document=ReturnDocument.AFTER)
-    return doc["n"]
-
-
-async def _flush(coll, _id: str, slot: tuple, set_on_insert: dict) -> None:
-    try:
-        while batch := _waiting.pop(slot, None):
-            total = sum(cost for cost, _ in batch)
-            try:
-                value = await _inc(coll, _id, total, set_on_insert) - total
-            except Exception as error:  # each waiting request answers its own failure
-                for _, done in batch:
-                    if not done.done():
-                        done.set_exception(error)
-                continue
-            for cost, done in batch:
-                value += cost
-                if not done.done():
-                    done.set_result(value)
-    finally:
-        _in_flight.discard(slot)
+    async def run(costs: list[int]) -> list[int]:
+        total = sum(costs)
+        doc = await db[collection].find_one_and_update(
+            {"_id": _id}, {"$inc": {"n": total}, "$setOnInsert": set_on_insert}, upsert=True,
+            return_document=ReturnDocument.AFTER)
+        value, answers = doc["n"] - total, []
+        for cost in costs:  # in arrival order, as if each had gone alone
+            value += cost
+            answers.append(value)
+        return answers
+    return await grouped(("counter", id(db.client), db.name, collection, _id), run, cost)

@@ -6,8 +6,12 @@ attempt, stored: not an error. Without a key ids are random and never collide.""
 
 from __future__ import annotations
 
+import functools
+
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
+
+from pipelines.group_commit import grouped
 
 from . import messages
 
@@ -16,15 +20,37 @@ DUPLICATE_KEY = 11000
 
 async def insert_new(db: AsyncDatabase, docs: list[dict]) -> None:
     """Insert every message not stored yet (unordered: one refused document does not stop
-    the others); raises on anything but ids already present."""
-    if not docs:
-        return
+    the others); raises on anything but ids already present. Inserts made while another
+    is in flight go to the store together (pipelines.group_commit), each caller answered
+    for its own documents alone."""
+    if docs:
+        await grouped(("insert_messages", id(db.client), db.name), functools.partial(_insert_groups, db), docs)
+
+
+async def _insert_groups(db: AsyncDatabase, groups: list[list[dict]]) -> list[BaseException | None]:
+    flat = [messages.watched(d) for docs in groups for d in docs]
     try:
-        await db.messages.insert_many([messages.watched(d) for d in docs], ordered=False)
+        await db.messages.insert_many(flat, ordered=False)
+        return [None] * len(groups)
     except BulkWriteError as error:
-        codes = {e.get("code") for e in error.details.get("writeErrors", [])}
-        if codes - {DUPLICATE_KEY} or error.details.get("writeConcernErrors"):
+        if error.details.get("writeConcernErrors"):
             raise
+        return own_write_errors(error.details.get("writeErrors", []), [len(docs) for docs in groups])
+
+
+def own_write_errors(errors: list[dict], sizes: list[int]) -> list[BulkWriteError | None]:
+    """For each caller of a grouped insert (`sizes`: how many documents each gave, in
+    order), the write errors of its own documents, indexed within them — None when all
+    its documents are stored now (an id already present is stored)."""
+    answers: list[BulkWriteError | None] = []
+    first = 0
+    for size in sizes:
+        mine = [{**e, "index": e["index"] - first} for e in errors
+                if first <= e["index"] < first + size and e.get("code") != DUPLICATE_KEY]
+        answers.append(BulkWriteError({"writeErrors": mine, "writeConcernErrors": [], "nInserted": 0})
+                       if mine else None)
+        first += size
+    return answers
 
 
 async def stored_ids(db: AsyncDatabase, message_ids: list[str]) -> set[str]:

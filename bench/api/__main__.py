@@ -2,7 +2,8 @@
 concurrent connections, to the real front (Hypercorn, as `postroom front` runs it, on the
 embedded store and RabbitMQ) and, in the same run, to a bare baseline app (Quart +
 pydantic validating the same body + one Dramatiq publish with confirms, bench/api/baseline.py)
-served the same way. The same asyncio httpx load generator drives both.
+served the same way. The same load generator (bench/api/load.py: raw asyncio HTTP/1.1,
+~0.1 ms of CPU a request, so it leaves the cores to the apps) drives both.
 
     .venv/bin/python -m bench.api [--requests 5000] [--connections 32] [--processes 2] [--threads 8]
 
@@ -19,15 +20,15 @@ import subprocess
 import sys
 import time
 
-import httpx
-
 from bench.stack import Stack, cpu_of, print_cpu, tree, wait_count
 from ops import embedded_store
 from tests.support import services
 
 from .baseline import QUEUE as BASELINE_QUEUE
+from .load import drive
 
 WARM_UP = 300
+PATH = "/api/v1/email/send"
 HTML = ("<html><body><h1>Your receipt</h1>"
         + "<p>Thank you for your order. It ships within two days; track it from your account.</p>" * 12
         + "</body></html>")  # ~1.2 KB
@@ -36,33 +37,6 @@ HTML = ("<html><body><h1>Your receipt</h1>"
 def body(i: int) -> dict:
     return {"to": f"reader{i}@bench{i % 20}.example", "subject": f"Your receipt {i}", "html": HTML,
             "from_name": "Acme"}
-
-
-async def drive(base_url: str, key: str, first: int, count: int, connections: int) -> tuple[float, list[float]]:
-    """`count` sends over `connections` keep-alive connections: (wall seconds, latencies)."""
-    latencies: list[float] = []
-    dropped: list[int] = []
-    todo = iter(range(first, first + count))
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60,
-                                 headers={"Authorization": f"Bearer {key}"}) as client:
-        async def lane():
-            for i in todo:
-                start = time.perf_counter()
-                try:
-                    response = await client.post("/api/v1/email/send", json=body(i))
-                except httpx.TransportError:  # a keep-alive connection closed under us: once more
-                    dropped.append(i)
-                    response = await client.post("/api/v1/email/send", json=body(i))
-                latencies.append(time.perf_counter() - start)
-                if response.status_code != 202:
-                    raise RuntimeError(f"{base_url}: {response.status_code} {response.text[:300]}")
-        start = time.perf_counter()
-        await asyncio.gather(*(lane() for _ in range(connections)))
-        wall = time.perf_counter() - start
-    if dropped:
-        print(f"    ({len(dropped)} request(s) sent again after their connection dropped)", flush=True)
-    return wall, latencies
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -108,9 +82,11 @@ def purge(vhost: str, *queues: str) -> None:
 
 def measure(label: str, url: str, key: str, first: int, count: int, connections: int,
             groups: dict[str, list[int]]) -> dict:
-    asyncio.run(drive(url, key, first, WARM_UP, connections))
+    headers = {"Authorization": f"Bearer {key}"}
+    asyncio.run(drive(url, PATH, headers, body, range(first, first + WARM_UP), connections, 202))
     before = cpu_of(groups)
-    wall, latencies = asyncio.run(drive(url, key, first + WARM_UP, count, connections))
+    wall, latencies = asyncio.run(drive(url, PATH, headers, body, range(first + WARM_UP, first + WARM_UP + count),
+                                        connections, 202))
     used = {name: sec - before[name] for name, sec in cpu_of(groups).items()}
     result = {"rate": count / wall, "p50": percentile(latencies, 50) * 1000, "p99": percentile(latencies, 99) * 1000}
     print(f"  {label}: {result['rate']:,.0f} requests/s, p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms "

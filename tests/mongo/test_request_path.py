@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from mongo import api_keys, counters, domains, send_limits, workspaces
+from pymongo.errors import BulkWriteError
+
+from mongo import api_keys, counters, domains, message_intake, send_limits, suppressions, workspaces
 from pipelines.api_keys import hash_key
 
 
@@ -72,3 +74,59 @@ def test_concurrent_plan_charges_at_the_limit_admit_exactly_the_limit(private_db
         return await asyncio.gather(*(send_limits.charge_plan(db, workspace_id, "2026-11", 1, 5) for _ in range(20)))
     assert sum(private_db.run(burst)) == 5
     assert private_db.run(send_limits.plan_used, workspace_id, "2026-11") == 5
+
+
+def test_concurrent_suppression_lookups_each_get_their_own_addresses_reasons(private_db):
+    ws, other = uuid.uuid4().hex, uuid.uuid4().hex
+    private_db.run(suppressions.add, ws, "gone@example.org", "hard_bounce")
+    private_db.run(suppressions.add, ws, "nope@example.org", "unsubscribed")
+    private_db.run(suppressions.add, other, "fine@example.org", "complaint")  # another workspace's list
+
+    async def burst(db):
+        asked = [["gone@example.org"], ["fine@example.org", "NOPE@example.org"], ["fine@example.org"],
+                 ["Gone@Example.org", "nope@example.org"]] * 5
+        return await asyncio.gather(*(suppressions.reasons_among(db, ws, emails) for emails in asked))
+    answers = private_db.run(burst)
+    assert answers == [{"gone@example.org": "hard_bounce"}, {"NOPE@example.org": "unsubscribed"}, {},
+                       {"Gone@Example.org": "hard_bounce", "nope@example.org": "unsubscribed"}] * 5
+
+
+def test_a_suppression_stored_before_a_lookup_is_asked_is_in_its_answer(private_db):
+    """A lookup that joins a group waits for the read that starts after it was asked,
+    never for one already in flight."""
+    ws = uuid.uuid4().hex
+
+    async def around(db):
+        early = asyncio.ensure_future(suppressions.reasons_among(db, ws, ["late@example.org"]))
+        await asyncio.sleep(0)  # the first read is on its way
+        await suppressions.add(db, ws, "late@example.org", "manual")
+        late = await suppressions.reasons_among(db, ws, ["late@example.org"])
+        return await early, late
+    _early, late = private_db.run(around)
+    assert late == {"late@example.org": "manual"}
+
+
+def _message(ws: str, n: int) -> dict:
+    return {"_id": f"{ws}-{n}", "workspace_id": ws, "status": "queued", "to": [f"r{n}@example.org"],
+            "created_at": "2026-11-26T00:00:00Z", "updated_at": "2026-11-26T00:00:00Z", "history": []}
+
+
+def test_concurrent_inserts_are_stored_each_and_a_stored_id_fails_nobody(private_db):
+    ws = uuid.uuid4().hex
+    private_db.run(message_intake.insert_new, [_message(ws, 0)])  # an earlier attempt's message
+
+    async def burst(db):
+        return await asyncio.gather(*(message_intake.insert_new(db, [_message(ws, n), _message(ws, n + 100)])
+                                      for n in range(20)), return_exceptions=True)
+    assert private_db.run(burst) == [None] * 20
+    stored = private_db.run(message_intake.stored_ids, [f"{ws}-{n}" for n in (*range(20), *range(100, 120))])
+    assert len(stored) == 40
+
+
+def test_a_grouped_insert_tells_each_caller_of_its_own_documents_errors_only():
+    # the embedded store refuses no single document but a duplicate, so the split is shown
+    # on the errors MongoDB would answer: caller 2's second document is refused
+    errors = [{"index": 0, "code": 11000}, {"index": 2, "code": 2, "errmsg": "bad"}, {"index": 4, "code": 11000}]
+    first, second, third = message_intake.own_write_errors(errors, [1, 3, 1])
+    assert first is None and third is None  # ids already present are stored
+    assert second.details["writeErrors"] == [{"index": 1, "code": 2, "errmsg": "bad"}]
