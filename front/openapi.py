@@ -4,6 +4,7 @@ requests, published as YAML at /openapi.yaml (and JSON at /openapi.json)."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 
@@ -155,6 +156,21 @@ def _complete_api_operation(operation: dict, endpoint: str, method: str, view, *
         operation["security"] = []
 
 
+def _plain_json_answers_skip_conversion(app: Quart) -> None:
+    """Quart-Schema passes every answer through pydantic (a `TypeAdapter` built per
+    answer, 3% of a single send's CPU) to turn models into JSON-able values. Our handlers
+    answer plain dicts already (front/responses.py), which it would hand back unchanged:
+    those go straight to Quart; anything else still goes through it."""
+    converting = app.make_response
+    plain = functools.partial(Quart.make_response, app)
+
+    async def make_response(result):
+        if isinstance(result, tuple) and 2 <= len(result) <= 3 and type(result[0]) is dict:
+            return await plain(result)
+        return await converting(result)
+    app.make_response = make_response
+
+
 def install(app: Quart) -> QuartSchema:
     schema = QuartSchema(
         app,
@@ -165,6 +181,7 @@ def install(app: Quart) -> QuartSchema:
         security=[{"bearer": []}],
         openapi_provider_class=PostroomOpenAPI,
     )
+    _plain_json_answers_skip_conversion(app)
 
     @app.get("/openapi.yaml")
     async def openapi_yaml():
