@@ -69,12 +69,15 @@ def relaxed_header(name: bytes, value: bytes) -> bytes:
     return name.strip().lower() + b":" + value
 
 
-def relaxed_body(body: bytes) -> bytes:
+def relaxed_body(body: bytes, *, crlf_only: bool = False) -> bytes:
     """Whitespace runs to one space, none at line ends, no empty lines at the end, CRLF
     line ends. Over the whole body at once: a regex call per line cost more than the RSA
     signature. A body we composed (every line ending CRLF, no space before one: quoted-
-    printable encodes it) takes a few C scans and at most one substitution."""
-    if body.count(b"\n") == body.count(b"\r\n") == body.count(b"\r"):
+    printable encodes it) takes a few C scans and at most one substitution.
+    `crlf_only`: the caller knows every line ends CRLF, with no bare CR or LF (what
+    pipelines/mime composes), which spares the three scans that check it (~0.08 ms for a
+    35 KB message)."""
+    if crlf_only or body.count(b"\n") == body.count(b"\r\n") == body.count(b"\r"):
         folded = _WSP_TO_FOLD.sub(b" ", body) if b"\t" in body or b"  " in body else body
         if b" \r\n" not in folded and not folded.endswith(b" "):
             folded = folded.rstrip(b"\r\n")
@@ -108,10 +111,10 @@ class Signer:
     selector: str
     key: rsa.RSAPrivateKey
 
-    def sign(self, data: bytes, *, timestamp: int | None = None) -> bytes:
-        """`data` with a DKIM-Signature header prepended."""
+    def sign(self, data: bytes, *, timestamp: int | None = None, crlf_only: bool = False) -> bytes:
+        """`data` with a DKIM-Signature header prepended (`crlf_only`: see relaxed_body)."""
         headers, body = split_message(data)
-        body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body)).digest()).decode()
+        body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body, crlf_only=crlf_only)).digest()).decode()
         chosen: list[tuple[bytes, bytes]] = []
         names: list[str] = []
         remaining = list(headers)

@@ -8,8 +8,9 @@ served the same way. The same load generator (bench/api/load.py: raw asyncio HTT
     .venv/bin/python -m bench.api [--requests 5000] [--connections 32] [--processes 2] [--threads 8]
 
 Two rounds: without workers (the jobs just queue; purged after) and with the render + send
-workers delivering into bench/send's SMTP sink. Each prints requests/s, p50 and p99 for
-both apps, the ratio ours / baseline, and each process group's CPU during the run."""
+workers delivering into bench/send's SMTP sink. Each runs the baseline, ours, and the
+baseline again (the box's speed drifts), and prints requests/s, p50 and p99 of each, the
+ratio ours / the mean of the two baseline runs, and each process group's CPU during each."""
 
 from __future__ import annotations
 
@@ -101,14 +102,20 @@ def round_(title: str, stack: Stack, baseline: Baseline, args, first: int, worke
     print(f"\n{title}", flush=True)
     own = {"load generator": [os.getpid()]}
     extra = {"workers": tree(workers.proc.pid)} if workers else {}
+    base_groups = {"baseline": [baseline.proc.pid], **own, **extra}
     base = measure("baseline (Quart + pydantic + Dramatiq publish)", baseline.url, stack.key, first,
-                   args.requests, args.connections, {"baseline": [baseline.proc.pid], **own, **extra})
+                   args.requests, args.connections, base_groups)
     groups = {"front": tree(stack.front.proc.pid), "store": [stack.store.pid], **own, **extra,
               **({"sink": [stack.sink.pid]} if workers else {})}
     ours = measure("postroom front", stack.base_url, stack.key, first + args.requests + WARM_UP,
                    args.requests, args.connections, groups)
-    print(f"  ratio ours / baseline: {ours['rate'] / base['rate']:.2f} (bar ≥ 0.8); "
-          f"p99 {ours['p99']:.0f} ms (bar < 100 ms)", flush=True)
+    # The machine's speed drifts (other tenants): the baseline runs again after ours, and
+    # the ratio is against the mean of its two runs.
+    again = measure("baseline again", baseline.url, stack.key, first + 2 * (args.requests + WARM_UP),
+                    args.requests, args.connections, base_groups)
+    print(f"  ratio ours / baseline: {2 * ours['rate'] / (base['rate'] + again['rate']):.2f} (bar ≥ 0.8); "
+          f"p99 {ours['p99']:.0f} ms (bar < 100 ms; the baseline's {base['p99']:.0f} and {again['p99']:.0f} ms)",
+          flush=True)
 
 
 def main() -> int:
@@ -118,7 +125,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=2, help="worker processes in the second round")
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
-    per_round = 2 * (args.requests + WARM_UP)
+    per_round = 3 * (args.requests + WARM_UP)
 
     with Stack("postroom-bench-api-", smtp_connections=4, api_timeout_seconds=60) as stack:
         stack.base_url = str(stack.api.base_url).removesuffix("/api/v1/").removesuffix("/api/v1")

@@ -193,7 +193,7 @@ async def _deliver(transport, message: dict, rendered: dict | None, start_by: fl
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return {}
     outcomes = await transport.send(rendered["mail_from"], owed, rendered["data"].encode("utf-8"),
-                                    message["_id"], start_by=start_by)
+                                    message["_id"], start_by=start_by, crlf_only=rendered.get("crlf_only", False))
     return NOT_STARTED if outcomes is None else outcomes
 
 

@@ -117,3 +117,23 @@ def test_open_signer_unseals_the_stored_key():
 def test_signer_key_picks_the_custom_domain_or_the_shared_key():
     assert dkim.signer_key({"custom_domain": True, "workspace_id": "w", "signing_domain": "a.example"}) == "w:a.example"
     assert dkim.signer_key({"custom_domain": False, "workspace_id": "w", "signing_domain": "postroom.test"}) == dkim.SHARED
+
+
+LINE_BREAKS = st.lists(st.sampled_from(["a", "é", " ", "\t", "\r", "\n", "\r\n", ".", "=", "x" * 90]),
+                       max_size=60).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=LINE_BREAKS, html=LINE_BREAKS)
+def test_what_compose_writes_ends_every_line_crlf_so_the_checks_may_be_skipped(text, html):
+    """render_one signs (and the transport dot-stuffs) composed mail with `crlf_only`:
+    whatever line breaks the caller's text holds, compose writes none bare, and the
+    shortcut signs and stuffs exactly as the full check does."""
+    from pipelines.transport import _dot_stuffed
+    data = message(text=text or None, html=html or None)
+    assert data.endswith(b"\r\n")
+    assert data.count(b"\n") == data.count(b"\r\n") == data.count(b"\r")
+    signed = SIGNER.sign(data, timestamp=7, crlf_only=True)
+    assert signed == SIGNER.sign(data, timestamp=7)
+    assert dkimpy.verify(signed, dnsfunc=dns_for())
+    assert _dot_stuffed(signed, crlf_only=True) == _dot_stuffed(signed)
