@@ -46,7 +46,7 @@ from pipelines.addresses import contact_key, match_key
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
-from . import outbox, versions
+from . import grouped_reads, outbox, versions
 
 INDEXES: dict[str, list] = {
     "contacts": [
@@ -141,8 +141,9 @@ async def find_by_emails(db: AsyncDatabase, workspace_id: str, emails: list[str]
     keys = {match_key(email) for email in emails}
     if not keys:
         return {}
-    docs = await db.contacts.find({"workspace_id": workspace_id, "email_key": {"$in": sorted(keys)},
-                                   "deletion_id": ""}).to_list()
+    # read with the lookups of concurrent render jobs (mongo/grouped_reads): treat as read-only
+    docs = await grouped_reads.find_in(db, "contacts", "email_key", sorted(keys),
+                                       where={"workspace_id": workspace_id, "deletion_id": ""})
     return {d["email_key"]: d for d in docs}
 
 

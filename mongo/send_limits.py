@@ -23,7 +23,7 @@ from pipelines.clock import in_seconds, now_iso
 from pipelines.ids import new_uuid
 from pipelines.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
 
-from . import counters, rate_windows
+from . import counters, grouped_reads, rate_windows
 
 BUCKETS_PER_WINDOW = 6
 
@@ -94,10 +94,11 @@ async def load_limits(db: AsyncDatabase, messages: list[dict], *, default_key_ra
     """The limits that apply to these messages: each key's `email_rate_limit` (or the
     default) and each destination domain's override (or the default)."""
     key_ids = sorted({m["key_id"] for m in messages if m.get("key_id")})
-    keys = await db.api_keys.find({"_id": {"$in": key_ids}}, {"email_rate_limit": 1}).to_list() if key_ids else []
+    # both read with the same reads of concurrent jobs (mongo/grouped_reads)
+    keys = await grouped_reads.find_in(db, "api_keys", "_id", key_ids, projection={"email_rate_limit": 1})
     rates = {k["_id"]: int(k.get("email_rate_limit") or default_key_rate_per_minute) for k in keys}
     domains = sorted({d for m in messages for d in recipient_domains(m)})
-    overrides = await db.domain_limits.find({"_id": {"$in": domains}}).to_list() if domains else []
+    overrides = await grouped_reads.find_in(db, "domain_limits", "_id", domains)
     return SendLimits(
         key_rate_per_minute=rates, default_domain=default_domain,
         domains={o["_id"]: DomainLimit(int(o.get("rate_per_minute", default_domain.rate_per_minute)),

@@ -6,16 +6,15 @@ address is a duplicate key, not a second document."""
 
 from __future__ import annotations
 
-import functools
-
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.addresses import match_key
 from pipelines.clock import now_iso
-from pipelines.group_commit import grouped
 from pipelines.mail_streams import MARKETING, blocked_addresses
+
+from . import grouped_reads
 
 INDEXES: dict[str, list] = {
     "suppressions": [
@@ -70,21 +69,15 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
 
 async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, str]:
     """The addresses (as given) among `emails` that are on the workspace's list, each with
-    its suppression reason. Lookups in one workspace made while another is in flight are
-    asked of the store together (pipelines.group_commit): one read for a front's burst of
-    single sends."""
+    its suppression reason. Read with the lookups made at the same time (mongo/grouped_reads):
+    one read for a front's burst of single sends."""
     if not emails:
         return {}
-    return await grouped(("suppression_reasons", id(db.client), db.name, workspace_id),
-                         functools.partial(_reasons_for_groups, db, workspace_id), list(emails))
-
-
-async def _reasons_for_groups(db: AsyncDatabase, workspace_id: str, groups: list[list[str]]) -> list[dict[str, str]]:
-    keys = {_key(workspace_id, email) for emails in groups for email in emails}
-    docs = await db.suppressions.find({"_id": {"$in": list(keys)}}, {"_id": 1, "reason": 1}).to_list()
-    reasons = {d["_id"]: d.get("reason") or "manual" for d in docs}
-    return [{email: reasons[k] for email in emails if (k := _key(workspace_id, email)) in reasons}
-            for emails in groups]
+    by_key: dict[str, list[str]] = {}
+    for email in emails:
+        by_key.setdefault(_key(workspace_id, email), []).append(email)
+    docs = await grouped_reads.find_in(db, "suppressions", "_id", by_key, projection={"_id": 1, "reason": 1})
+    return {email: d.get("reason") or "manual" for d in docs for email in by_key.get(d["_id"], [])}
 
 
 async def suppressed_among(db: AsyncDatabase, workspace_id: str, emails: list[str], *,

@@ -16,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.clock import now_iso
 from pipelines.ids import new_uuid
 
+from . import grouped_reads
 from .documents import get_owned
 
 INDEXES: dict[str, list] = {
@@ -103,7 +104,7 @@ async def load_versions(db: AsyncDatabase, keys: list[tuple[str, int]]) -> dict[
     wanted = {version_id(t, v): (t, v) for t, v in keys}
     if not wanted:
         return {}
-    found = {wanted[d["_id"]]: d for d in await db.template_versions.find({"_id": {"$in": list(wanted)}}).to_list()}
+    found = {wanted[d["_id"]]: d for d in await grouped_reads.find_in(db, "template_versions", "_id", wanted)}
     missing = [k for k in wanted.values() if k not in found]
     if missing:
         for doc in await db.templates.find({"_id": {"$in": [t for t, _ in missing]}}).to_list():

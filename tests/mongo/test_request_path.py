@@ -10,7 +10,9 @@ import uuid
 
 from pymongo.errors import BulkWriteError
 
-from mongo import api_keys, counters, domains, message_intake, send_limits, suppressions, workspaces
+from mongo import (api_keys, contacts, counters, domains, grouped_reads, message_intake, send_limits, suppressions,
+                   workspaces)
+from pipelines.throttle import DomainLimit
 from pipelines.api_keys import hash_key
 
 
@@ -130,3 +132,38 @@ def test_a_grouped_insert_tells_each_caller_of_its_own_documents_errors_only():
     first, second, third = message_intake.own_write_errors(errors, [1, 3, 1])
     assert first is None and third is None  # ids already present are stored
     assert second.details["writeErrors"] == [{"index": 1, "code": 2, "errmsg": "bad"}]
+
+
+def test_concurrent_reads_by_value_each_get_the_documents_of_their_own_values(private_db):
+    coll = "grouped_" + uuid.uuid4().hex[:8]
+    docs = [{"_id": f"d{n}", "kind": "a" if n % 2 else "b", "n": n} for n in range(10)]
+    private_db.run(lambda db: db[coll].insert_many(docs))
+
+    async def burst(db):
+        asked = [(["d1", "d2", "d3"], None), (["d3", "d9", "nope"], None), ([], None),
+                 (["d1", "d2", "d3"], {"kind": "a"}), (["d4"], {"kind": "a"})]
+        return await asyncio.gather(*(grouped_reads.find_in(db, coll, "_id", ids, where=where)
+                                      for ids, where in asked))
+    answers = private_db.run(burst)
+    assert [sorted(d["_id"] for d in answer) for answer in answers] == [
+        ["d1", "d2", "d3"], ["d3", "d9"], [], ["d1", "d3"], []]  # other filters are never mixed in
+
+
+def test_contacts_and_limits_are_read_for_each_concurrent_job_alike(private_db):
+    ws = uuid.uuid4().hex
+    private_db.run(lambda db: db.contacts.insert_many([
+        {"_id": f"{ws}-{n}", "workspace_id": ws, "email": f"p{n}@example.org", "email_key": f"p{n}@example.org",
+         "deletion_id": ""} for n in range(6)]))
+    private_db.run(send_limits.set_domain_limit, f"{ws}.example", rate_per_minute=7, concurrency=2)
+
+    async def jobs(db):
+        found = await asyncio.gather(*(contacts.find_by_emails(db, ws, [f"P{n}@example.org", "x@example.org"])
+                                       for n in range(6)))
+        limits = await asyncio.gather(*(send_limits.load_limits(
+            db, [{"to": [f"a@{ws}.example" if n % 2 else "a@other.example"]}], default_key_rate_per_minute=60,
+            default_domain=DomainLimit(100, 5)) for n in range(4)))
+        return found, limits
+    found, limits = private_db.run(jobs)
+    assert [list(f) for f in found] == [[f"p{n}@example.org"] for n in range(6)]
+    assert [bool(lim.domains) for lim in limits] == [False, True, False, True]
+    assert limits[1].domains[f"{ws}.example"] == DomainLimit(7, 2)
