@@ -10,11 +10,13 @@ integer fields (`sends`, `api_sends`, `campaign_sends`, `delivered`, `opens`, `c
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.clock import utcnow
+from pipelines.group_commit import grouped
 
 INDEXES: dict[str, list] = {}  # every read and write goes by `_id`
 
@@ -47,11 +49,28 @@ async def bump(db: AsyncDatabase, workspace_id: str, day: str | None = None, **f
 
 
 async def bump_many(db: AsyncDatabase, increments: dict[tuple[str, str], dict[str, int]]) -> None:
-    """Many counters in one round trip: {(workspace_id, day): {"delivered": 3, ...}}."""
-    ops = [_bump_op(ws, day, {k: v for k, v in fields.items() if v})
-           for (ws, day), fields in increments.items() if any(fields.values())]
-    if ops:
-        await db.analytics_daily.bulk_write(ops, ordered=False)
+    """Many counters in one round trip: {(workspace_id, day): {"delivered": 3, ...}}. The
+    bumps of concurrent callers (a worker's jobs finishing at once) are summed into one
+    write (pipelines.group_commit); each caller returns once the write holding its own
+    has landed."""
+    wanted = {key: {k: v for k, v in fields.items() if v} for key, fields in increments.items()}
+    wanted = {key: fields for key, fields in wanted.items() if fields}
+    for (_ws, _day), fields in wanted.items():
+        _bump_op(_ws, _day, fields)  # an unknown counter fails its own caller, not the group
+    if wanted:
+        await grouped(("analytics", id(db.client), db.name), functools.partial(_bump_groups, db), wanted)
+
+
+async def _bump_groups(db: AsyncDatabase, groups: list[dict]) -> list[None]:
+    total: dict[tuple[str, str], dict[str, int]] = {}
+    for increments in groups:
+        for key, fields in increments.items():
+            summed = total.setdefault(key, {})
+            for name, value in fields.items():
+                summed[name] = summed.get(name, 0) + value
+    await db.analytics_daily.bulk_write([_bump_op(ws, day, fields) for (ws, day), fields in total.items()],
+                                        ordered=False)
+    return [None] * len(groups)
 
 
 def period_days(days: int, end: dt.date | None = None) -> list[str]:

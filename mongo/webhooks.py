@@ -15,7 +15,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.clock import in_seconds, now_iso
 
-from . import documents, versions
+from . import documents, grouped_reads, versions
 from .documents import get_owned
 
 INDEXES: dict[str, list] = {
@@ -73,10 +73,10 @@ async def replace_secret(db: AsyncDatabase, workspace_id: str, webhook_id: str, 
 
 
 async def active_for_workspaces(db: AsyncDatabase, workspace_ids: list[str]) -> list[dict]:
-    if not workspace_ids:
-        return []
-    return await db.webhooks.find({"workspace_id": {"$in": sorted(set(workspace_ids))},
-                                   "active": True}).to_list()
+    # read with the same reads of concurrent jobs (mongo/grouped_reads), after this one asked:
+    # a subscription created before still sees the next event
+    return await grouped_reads.find_in(db, "webhooks", "workspace_id", sorted(set(workspace_ids)),
+                                       where={"active": True})
 
 
 # -- deliveries --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import uuid
 
 from pymongo.errors import BulkWriteError
 
-from mongo import (api_keys, contacts, counters, domains, grouped_reads, message_intake, send_limits, suppressions,
+from mongo import (analytics, api_keys, contacts, counters, domains, grouped_reads, message_intake, send_limits, suppressions,
                    workspaces)
 from pipelines.throttle import DomainLimit
 from pipelines.api_keys import hash_key
@@ -167,3 +167,28 @@ def test_contacts_and_limits_are_read_for_each_concurrent_job_alike(private_db):
     assert [list(f) for f in found] == [[f"p{n}@example.org"] for n in range(6)]
     assert [bool(lim.domains) for lim in limits] == [False, True, False, True]
     assert limits[1].domains[f"{ws}.example"] == DomainLimit(7, 2)
+
+
+def test_concurrent_analytics_bumps_add_up(private_db):
+    ws = uuid.uuid4().hex
+
+    async def finishing_jobs(db):
+        await asyncio.gather(*(analytics.bump_many(db, {(ws, "2026-11-26"): {"delivered": n, "bounces": 1},
+                                                        (ws, "2026-11-27"): {"delivered": 1, "opens": 0}})
+                               for n in range(1, 11)))
+        return await analytics.daily(db, ws, ["2026-11-26", "2026-11-27"])
+    days = private_db.run(finishing_jobs)
+    assert days["2026-11-26"]["delivered"] == 55 and days["2026-11-26"]["bounces"] == 10
+    assert days["2026-11-27"]["delivered"] == 10 and days["2026-11-27"]["opens"] == 0
+
+
+def test_an_unknown_counter_fails_its_own_caller_only(private_db):
+    ws = uuid.uuid4().hex
+
+    async def both(db):
+        return await asyncio.gather(analytics.bump_many(db, {(ws, "2026-11-26"): {"delivered": 1}}),
+                                    analytics.bump_many(db, {(ws, "2026-11-26"): {"nonsense": 1}}),
+                                    return_exceptions=True)
+    fine, refused = private_db.run(both)
+    assert fine is None and isinstance(refused, ValueError)
+    assert private_db.run(analytics.daily, ws, ["2026-11-26"])["2026-11-26"]["delivered"] == 1
