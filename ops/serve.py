@@ -17,7 +17,7 @@ from mongo.client import connect
 from mongo.indexes import prepare_store
 from pipelines.settings import Settings
 
-from . import metrics_server
+from . import gc_tuning, metrics_server
 from .scheduler import run_forever
 
 log = logging.getLogger("postroom")
@@ -50,6 +50,7 @@ def _hypercorn_config(host: str, port: int) -> Config:
 async def run_front(settings: Settings, host: str, port: int, *, with_scheduler: bool = False) -> None:
     await _prepare_store(settings)
     app = create_app(settings)
+    gc_tuning.settle()
     metrics_server.serve(settings.front_metrics_port, settings.metrics_host)
     stop = asyncio.Event()
     _stop_on_signals(stop)

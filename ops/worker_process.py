@@ -16,7 +16,7 @@ import dramatiq
 
 from pipelines.settings import Settings
 
-from . import logs
+from . import gc_tuning, logs
 
 # A stopping worker lets the jobs in hand finish this long (an SMTP transaction is at most
 # POSTROOM_SMTP_TIMEOUT_SECONDS); what is left is redelivered by RabbitMQ.
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     broker.emit_after("process_boot")
     worker = dramatiq.Worker(broker, queues=set(args.queues.split(",")), worker_threads=args.threads)
     worker.start()
+    gc_tuning.settle()
     log.info("worker process %d consuming %s with %d threads", os.getpid(), args.queues, args.threads)
     # A pool killed with SIGKILL cannot stop its children: each notices and stops itself.
     while not stop.wait(PARENT_CHECK_SECONDS):

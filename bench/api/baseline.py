@@ -1,7 +1,8 @@
 """bench/api's baseline: the least a send endpoint can do. Quart + pydantic validating the
 same request body with the same field types, then one job published through Dramatiq to
 RabbitMQ with publisher confirms (its own queue, nobody consumes it), served by Hypercorn
-as `postroom front` serves ours. No key, no store, no limits.
+as `postroom front` serves ours (its garbage collector settled alike, ops/gc_tuning.py).
+No key, no store, no limits.
 
     python -m bench.api.baseline PORT AMQP_URL"""
 
@@ -19,6 +20,7 @@ from pydantic import Field, StringConstraints, ValidationError
 from quart import Quart, request
 
 from front.types import DisplayName, EmailAddress, JsonObject, Strict
+from ops import gc_tuning
 from ops.serve import _hypercorn_config
 
 QUEUE = "bench_api_baseline"
@@ -69,7 +71,9 @@ def make_app(amqp_url: str) -> Quart:
 
 def main() -> None:
     port, amqp_url = int(sys.argv[1]), sys.argv[2]
-    asyncio.run(serve(make_app(amqp_url), _hypercorn_config("127.0.0.1", port)))
+    app = make_app(amqp_url)
+    gc_tuning.settle()  # as `postroom front` settles its collector after start-up
+    asyncio.run(serve(app, _hypercorn_config("127.0.0.1", port)))
 
 
 if __name__ == "__main__":
