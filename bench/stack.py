@@ -207,6 +207,7 @@ class Stack:
         self.prefix, self.smtp_connections, self.api_timeout_seconds = prefix, smtp_connections, api_timeout_seconds
         self.extra_env = env or {}
         self.procs: list = []
+        self.bare_cpu_ms: list[float] = []  # each baseline run's bare-client CPU per message
 
     def __enter__(self) -> "Stack":
         self.run_dir = Path(tempfile.mkdtemp(prefix=self.prefix))
@@ -248,7 +249,11 @@ class Stack:
         wall = wait_count(self.counter, counted + count, 600) - start
         print(f"bare aiosmtplib, {connections} connections: {count / wall:,.0f} msg/s "
               f"(mean message {(self.sink_bytes.value - counted_bytes) / count / 1024:.1f} KB)", flush=True)
-        print_cpu("the baseline", {name: sec - before[name] for name, sec in cpu_of(pids).items()}, wall)
+        used = {name: sec - before[name] for name, sec in cpu_of(pids).items()}
+        print_cpu("the baseline", used, wall)
+        # the bare client's CPU per message: this box's speed at the time, for comparing
+        # CPU costs measured minutes apart on a box whose speed drifts
+        self.bare_cpu_ms.append(used["bare client"] / count * 1000)
         return count / wall
 
     def groups(self, **workers) -> dict[str, list[int]]:

@@ -106,7 +106,13 @@ def run(total: int, processes: int, args: argparse.Namespace) -> dict:
         print("CPU per recipient: " + ", ".join(f"{name} {sec / total * 1000:.2f} ms" for name, sec in used.items()),
               flush=True)
         return {"contacts": total, "processes": processes, "answer": answered - start, "rate": rate,
-                "bare_rate": bare_rate, "cpu": used}
+                "bare_rate": bare_rate, "cpu": used, "bare_cpu_ms": sum(stack.bare_cpu_ms) / len(stack.bare_cpu_ms)}
+
+
+def in_bare_units(result: dict) -> float:
+    """CPU a recipient over the bare client's CPU a message in the same run: comparable
+    between runs minutes apart on a box whose speed drifts."""
+    return pipeline_cpu_ms(result) / result["bare_cpu_ms"]
 
 
 def pipeline_cpu_ms(result: dict) -> float:
@@ -142,7 +148,9 @@ def main() -> int:
         small, large = results[0], results[len(sizes) - 1]
         print(f"CPU a recipient, {large['contacts']:,} vs {small['contacts']:,} contacts: "
               f"{pipeline_cpu_ms(large):.2f} vs {pipeline_cpu_ms(small):.2f} ms "
-              f"({pipeline_cpu_ms(large) / pipeline_cpu_ms(small):.2f}×)")
+              f"({pipeline_cpu_ms(large) / pipeline_cpu_ms(small):.2f}×); in bare-client messages "
+              f"(the bare client's CPU a message in the same run): {in_bare_units(large):.2f} vs "
+              f"{in_bare_units(small):.2f} ({in_bare_units(large) / in_bare_units(small):.2f}×)")
     return 0
 
 
