@@ -28,7 +28,7 @@ import dramatiq
 
 from pipelines.render_message import RenderContext, RenderResult, render_all
 
-from . import runtime
+from . import gc_tuning, runtime
 
 SLICE_MESSAGES = 20
 PARENT_CHECK_SECONDS = 1.0
@@ -38,8 +38,12 @@ _pool_lock = threading.Lock()
 
 
 def _exit_with(parent: int) -> None:
-    """Runs first in each pool process: end it when the worker is gone. A killed worker
-    (SIGKILL) cannot stop its pool, and an idle pool process would wait for work forever."""
+    """Runs first in each pool process: end it when the worker is gone (a killed worker
+    (SIGKILL) cannot stop its pool, and an idle pool process would wait for work forever);
+    and settle its garbage collector, as every long-running process of ours does (what
+    rendering needs is imported by now: this module imports it)."""
+    gc_tuning.settle()
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_CHECK_SECONDS)

@@ -12,12 +12,13 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from actors import broker as broker_setup
+from actors import gc_tuning
 from front.app import create_app
 from mongo.client import connect
 from mongo.indexes import prepare_store
 from pipelines.settings import Settings
 
-from . import gc_tuning, metrics_server
+from . import metrics_server
 from .scheduler import run_forever
 
 log = logging.getLogger("postroom")

@@ -14,9 +14,10 @@ import threading
 
 import dramatiq
 
+from actors import gc_tuning
 from pipelines.settings import Settings
 
-from . import gc_tuning, logs
+from . import logs
 
 # A stopping worker lets the jobs in hand finish this long (an SMTP transaction is at most
 # POSTROOM_SMTP_TIMEOUT_SECONDS); what is left is redelivered by RabbitMQ.

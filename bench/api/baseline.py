@@ -1,7 +1,7 @@
 """bench/api's baseline: the least a send endpoint can do. Quart + pydantic validating the
 same request body with the same field types, then one job published through Dramatiq to
 RabbitMQ with publisher confirms (its own queue, nobody consumes it), served by Hypercorn
-as `postroom front` serves ours (its garbage collector settled alike, ops/gc_tuning.py).
+as `postroom front` serves ours (its garbage collector settled alike, actors/gc_tuning.py).
 No key, no store, no limits.
 
     python -m bench.api.baseline PORT AMQP_URL"""
@@ -20,7 +20,7 @@ from pydantic import Field, StringConstraints, ValidationError
 from quart import Quart, request
 
 from front.types import DisplayName, EmailAddress, JsonObject, Strict
-from ops import gc_tuning
+from actors import gc_tuning
 from ops.serve import _hypercorn_config
 
 QUEUE = "bench_api_baseline"

@@ -1,4 +1,5 @@
-"""The garbage collector, set for a long-running server process once it has started."""
+"""The garbage collector, set for each long-running process of ours once it has started
+(the front, every worker process, every render process)."""
 
 from __future__ import annotations
 
