@@ -14,7 +14,7 @@ from . import runtime
 
 @dramatiq.actor(queue_name="campaigns", max_retries=20, min_backoff=1000, max_backoff=30_000)
 async def fan_out_campaign(campaign_id: str, batch: int) -> None:
-    await fan_out(runtime.store(), runtime.publisher(), campaign_id, batch)
+    await fan_out(runtime.store(), runtime.settings(), runtime.publisher(), campaign_id, batch)
 
 
 @dramatiq.actor(queue_name="campaigns", max_retries=10, min_backoff=1000, max_backoff=30_000)

@@ -29,17 +29,19 @@ class BrokerPublisher:
     def __init__(self, settings: Settings):
         self._settings = settings
 
-    async def render(self, message_ids: Sequence[str]) -> None:
-        """Each job with its own claim token, as send jobs (a render job may deliver);
-        ids handed in by concurrent callers while a render publish is in flight share the
-        next one's jobs (actors/publish.publish_coalesced)."""
+    async def render(self, message_ids: Sequence[str], *, born: str = "") -> None:
+        """Each job with its own claim token, as send jobs (a render job may deliver),
+        and the born claims of the ids it carries; ids handed in by concurrent callers
+        while a render publish is in flight share the next one's jobs
+        (actors/publish.publish_coalesced)."""
         if message_ids:
-            await publish_coalesced(render_messages, message_ids, more=lambda: (send_jobs.new_claim_token(),))
+            await publish_coalesced(render_messages, message_ids, tag=born,
+                                    more=lambda tags: (send_jobs.new_claim_token(), sorted(set(tags) - {""})))
 
-    async def send(self, rendered: list[dict], *, delay_ms: int = 0) -> None:
+    async def send(self, rendered: list[dict], *, delay_ms: int = 0, born: Sequence[str] = ()) -> None:
         """Each job with its own claim token (a retry of the job keeps it)."""
         jobs = send_jobs.chunks(rendered, max_bytes=self._settings.send_job_max_bytes)
-        await publish_jobs(send_messages, [(chunk, send_jobs.new_claim_token()) for chunk in jobs],
+        await publish_jobs(send_messages, [(chunk, send_jobs.new_claim_token(), list(born)) for chunk in jobs],
                            delay_ms=delay_ms, carried=lambda args: [r["_id"] for r in args[0]])
 
     async def fan_out(self, campaign_id: str, batch: int) -> None:

@@ -147,22 +147,28 @@ def _own_failure(failure: BaseException | None, mine: list) -> BaseException | N
     return PublishFailed(left, failure.cause, refused=failure.refused, reason=failure.reason, queue=failure.queue)
 
 
-async def publish_coalesced(actor, ids: Sequence, *, more: Callable[[], tuple] = tuple) -> None:
-    """`publish_chunks(actor, ids, more=more)`, sharing chunks with the calls made on this
-    event loop while an earlier publish of `actor` is in flight (pipelines.group_commit):
+async def publish_coalesced(actor, ids: Sequence, *, tag: str = "",
+                            more: Callable[[list[str]], tuple] = lambda tags: ()) -> None:
+    """`actor(chunk, *more(tags))` for every RENDER_CHUNK ids, as publish_chunks, sharing
+    chunks with the calls made on this event loop while an earlier publish of `actor` is
+    in flight (pipelines.group_commit). `tag`: what this caller says of its ids (a render
+    job's born claim); `more` is given the tags of the ids its chunk carries. Grouping:
     at low load every call publishes at once as before; under load, e.g. a front answering
     many single sends at the same time, a render job carries many messages instead of one,
     so the render and send step's per-job costs (a claim, the reads around rendering, the
     outcome writes, the limits) are shared. Each caller still awaits the publish that
     carries its ids and sees only the failure of its own ids."""
-    async def run(id_lists: list[list]) -> list:
+    async def run(tagged_lists: list[list[tuple]]) -> list:
+        tagged = [item for mine in tagged_lists for item in mine]
+        chunks = [tagged[start:start + RENDER_CHUNK] for start in range(0, len(tagged), RENDER_CHUNK)]
         try:
-            await publish_chunks(actor, [i for mine in id_lists for i in mine], more=more)
+            await publish_jobs(actor, [([i for i, _ in chunk], *more([t for _, t in chunk])) for chunk in chunks],
+                               carried=lambda args: list(args[0]))
             failure = None
         except Exception as error:
             failure = error
-        return [_own_failure(failure, mine) for mine in id_lists]
-    await grouped(("publish", actor), run, list(ids))
+        return [_own_failure(failure, [i for i, _ in mine]) for mine in tagged_lists]
+    await grouped(("publish", actor), run, [(i, tag) for i in ids])
 
 
 def _cause(error: BaseException) -> BaseException:

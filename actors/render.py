@@ -16,9 +16,9 @@ from .send import timed_transport
 
 
 @dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
-async def render_messages(message_ids: list[str], claim_token: str = "") -> None:
+async def render_messages(message_ids: list[str], claim_token: str = "", born: list[str] = ()) -> None:
     transport = timed_transport() if runtime.serves("send") else None
     sent = await render_chunk(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, message_ids,
-                              transport=transport, claim_token=claim_token)
+                              transport=transport, claim_token=claim_token, born=born)
     if sent is not None:
         metrics.count_send_outcomes(sent.finished, sent.deferred, sent.held)

@@ -27,7 +27,7 @@ def timed_transport() -> _Timed:
 
 
 @dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
-async def send_messages(rendered: list[dict], claim_token: str = "") -> None:
+async def send_messages(rendered: list[dict], claim_token: str = "", born: list[str] = ()) -> None:
     sent = await send_chunk(runtime.store(), runtime.settings(), runtime.publisher(), timed_transport(),
-                            rendered, claim_token)
+                            rendered, claim_token, born)
     metrics.count_send_outcomes(sent.finished, sent.deferred, sent.held)

@@ -174,15 +174,19 @@ async def has_pending_messages(db: AsyncDatabase, campaign_id: str) -> bool:
     return found is not None
 
 
-async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[str] | None = None) -> int:
+async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[str] | None = None,
+                       *, born: str = delivery_status.UNCLAIMED) -> int:
     """Messages of a cancelled campaign that have not reached SMTP become `cancelled`.
-    A message already claimed for sending is left to finish: it may be on the wire."""
+    A message claimed for sending is left to finish: it may be on the wire — also one
+    still `queued` under the born claim of its render job (delivery_status.born_claim),
+    which cancels it itself unless it is sending it already. `born`: the caller holds
+    these messages' born claim (the fan-out that stored them)."""
     if message_ids is None:
         docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"}, {"_id": 1}).to_list()
         message_ids = [d["_id"] for d in docs]
     if not message_ids:
         return 0
-    return await messages.apply(db, [delivery_status.cancel(mid, current="queued", detail=CANCELLED)
+    return await messages.apply(db, [delivery_status.cancel(mid, current="queued", detail=CANCELLED, claim=born)
                                      for mid in message_ids])
 
 
@@ -202,12 +206,14 @@ async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
 
 
 
-async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str]) -> list[str]:
+async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str],
+                            born: str = delivery_status.UNCLAIMED) -> list[str]:
     """The ids still to render; if the campaign was cancelled meanwhile, they are
-    cancelled here instead (a cancel that ran before they existed could not see them)."""
+    cancelled here instead (a cancel that ran before they existed could not see them).
+    `born`: the born claim they were stored under (cancel_unsent)."""
     campaign = await db.campaigns.find_one({"_id": campaign_id}, {"status": 1})
     if campaign is not None and campaign["status"] == "cancelled":
-        await cancel_unsent(db, campaign_id, message_ids)
+        await cancel_unsent(db, campaign_id, message_ids, born=born)
         return []
     return message_ids
 
@@ -223,7 +229,8 @@ async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
         {"_id": {"$in": list(campaign_ids)}, "status": "cancelled"}, {"_id": 1}).to_list()}
     if not cancelled:
         return docs
-    await messages.apply(db, [delivery_status.cancel(d["_id"], current=d["status"], detail=CANCELLED)
+    await messages.apply(db, [delivery_status.cancel(d["_id"], current=d["status"], detail=CANCELLED,
+                                                     claim=d.get("lease_token"))
                               for d in docs if d.get("campaign_id") in cancelled
                               and delivery_status.can_move(d["status"], "cancelled")])
     return [d for d in docs if d.get("campaign_id") not in cancelled]

@@ -14,7 +14,7 @@ fields."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -26,8 +26,10 @@ from pipelines.delivery_status import Transition
 
 
 def watched(doc: dict) -> dict:
-    """A new message with its scheduler times (delivery_status.watch): every insert
-    goes through here."""
+    """A new message with its scheduler times (delivery_status.watch), unclaimed unless
+    it is stored born claimed (delivery_status.born_claim): every insert goes through
+    here."""
+    doc.setdefault("lease_token", delivery_status.UNCLAIMED)
     doc.update(delivery_status.watch(doc["status"], doc["updated_at"], doc))
     return doc
 
@@ -51,20 +53,27 @@ async def get(db: AsyncDatabase, workspace_id: str, message_id: str) -> dict | N
     return await db.messages.find_one({"_id": message_id, "workspace_id": workspace_id})
 
 
-async def load(db: AsyncDatabase, message_ids: list[str]) -> list[dict]:
-    return await db.messages.find({"_id": {"$in": list(message_ids)}}).to_list()
+async def load(db: AsyncDatabase, message_ids: list[str], fields: dict | None = None) -> list[dict]:
+    return await db.messages.find({"_id": {"$in": list(message_ids)}}, fields).to_list()
 
 
 @dataclasses.dataclass(frozen=True)
 class Held:
-    """Messages the caller holds under its claim `token` (`sending`), with the `history`
-    each had when claimed. Nothing else appends to the history of a message held so (the
+    """Messages the caller holds: by id, the status each is held in (`sending` under a
+    claim, or `queued` under a born claim, delivery_status.born_claim) and the claim's
+    token; with the `history` each had when claimed. Nothing else appends to the history of a message held so (the
     recipient's side reports only once it is sent; a watchdog's revival first takes the
     claim away), so a write guarded on the claim can set the whole history — the old
     entries and the new — with a plain `$set`: the embedded store pays half as much again
     for an `$addToSet`, which it does in Python (see the store notes in the README)."""
-    token: str
+    claims: Mapping[str, tuple[str, str]]
     histories: Mapping[str, list]
+
+    @classmethod
+    def of(cls, docs: list[dict]) -> "Held":
+        """The claims on `docs` as read under them (`status`, `lease_token`, `history`)."""
+        return cls({d["_id"]: (d["status"], d["lease_token"]) for d in docs},
+                   {d["_id"]: d["history"] for d in docs if isinstance(d.get("history"), list)})
 
 
 def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
@@ -81,7 +90,7 @@ def _guarded(t: Transition, at: str, source: str | None = None, held: Held | Non
         update["$inc"] = dict(t.inc)
     claim = {}
     if held is not None and t.message_id in held.histories:
-        claim = {"lease_token": held.token}
+        claim = {"lease_token": held.claims[t.message_id][1]}
         update["$set"]["history"] = [*held.histories[t.message_id], *entries]
     elif entries:
         update["$addToSet"] = {"history": {"$each": entries}}
@@ -95,22 +104,21 @@ def _update(t: Transition, at: str, *, source: str | None = None, held: Held | N
     return UpdateOne(*_guarded(t, at, source, held))
 
 
-async def apply(db: AsyncDatabase, transitions: list[Transition], *, expected: str | None = None,
-                held: Held | None = None) -> int:
+async def apply(db: AsyncDatabase, transitions: list[Transition], *, held: Held | None = None) -> int:
     """Write the transitions, each guarded on its sources; how many moved.
 
-    `expected`: the status the caller knows the messages are in (the send step's claimed
-    `sending`; `held`: under its claim, see Held). That flat filter goes first — the
-    embedded store pays a third more per write for the general `status: {$in: ...}` guard
-    — and only when some message was not in it (moved meanwhile) does the general guarded
-    move follow, for all of them (those already moved no longer match it)."""
+    `held`: the messages the caller holds (the send step's claims, see Held), in the
+    status it knows. That flat filter, on the claim, goes first — the embedded store pays
+    a third more per write for the general `status: {$in: ...}` guard — and only when some
+    message was not in it (moved meanwhile) does the general guarded move follow, for all
+    of them (those already moved no longer match it)."""
     if not transitions:
         return 0
     at = now_iso()
     first = 0
-    if expected and all(expected in t.sources for t in transitions):
-        first = (await db.messages.bulk_write([_update(t, at, source=expected, held=held) for t in transitions],
-                                              ordered=False)).modified_count
+    if held and all(held.claims.get(t.message_id, ("",))[0] in t.sources for t in transitions):
+        first = (await db.messages.bulk_write([_update(t, at, source=held.claims[t.message_id][0], held=held)
+                                               for t in transitions], ordered=False)).modified_count
         if first == len(transitions):
             return first
     result = await db.messages.bulk_write([_update(t, at) for t in transitions], ordered=False)
@@ -130,25 +138,35 @@ async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> d
 # never the bodies (html, text).
 SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
                "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1,
-               "suppressed_recipients": 1, "deferred_since": 1, "history": 1}
+               "suppressed_recipients": 1, "deferred_since": 1, "history": 1, "lease_token": 1, "lease_until": 1}
 
 
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,
-                            lease_seconds: int, *, whole: bool = False) -> list[dict]:
-    """Guarded claim: a queued message, or one whose earlier sending lease ran out (its
-    worker died mid-send), becomes `sending` under our token. This is the single guard
+                            lease_seconds: int, *, whole: bool = False,
+                            born: Mapping[str, str] | None = None) -> list[dict]:
+    """Guarded claim: an unclaimed queued message, or one whose earlier lease ran out (its
+    worker died, or the job of its born claim never ran), becomes `sending` under our
+    token. This is the single guard
     against sending twice: a redelivered or duplicated send job finds nothing left to
     claim. A job retried after a failure holds the same token
     (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but never read back, when the store failed
     in between — with a fresh lease, instead of leaving it `sending` for a whole lease.
+    `born`: message id → the born claim's token (delivery_status.born_claim) the caller
+    holds on it, turned into this claim. A message stored before messages carried a
+    `lease_token` is taken as unclaimed.
     Returns the claimed messages' SEND_FIELDS (`whole`: the whole documents, to render)."""
+    if not message_ids:
+        return []
+    born = born or {}
     now, lease_until = now_iso(), in_seconds(lease_seconds)
     # Flat filters rather than one `$or`: beside `_id`, an `$or` makes the embedded
     # store scan the collection for every update (4.4 ms a message at 1,000 messages,
     # against 0.2 ms flat), and MongoDB is as happy with either.
-    if await apply(db, [delivery_status.claim(mid, token, lease_until) for mid in message_ids]) < len(message_ids):
+    first = [delivery_status.claim(mid, token, lease_until, born=born.get(mid)) for mid in message_ids]
+    if await apply(db, first) < len(message_ids):
         await apply(db, [delivery_status.claim(mid, token, lease_until, lapsed_before=now) for mid in message_ids]
-                    + [delivery_status.claim(mid, token, lease_until, own=True) for mid in message_ids])
+                    + [delivery_status.claim(mid, token, lease_until, own=True) for mid in message_ids]
+                    + [delivery_status.claim(mid, token, lease_until, legacy=True) for mid in message_ids])
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
                                    "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
@@ -179,14 +197,17 @@ async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> b
     return result.modified_count == 1
 
 
-async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: str) -> None:
+async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: str, born: Sequence[str] = ()) -> None:
     """A render whose send job did not reach the broker: the reason stays on the still
     queued messages (`last_error`, and a `deferred` history entry), for the watchdog to
-    show if it has to give up on them."""
+    show if it has to give up on them. The born claims the render job held (`born`) are
+    given up, so the watchdog need not wait for their lease: its stall wait starts now."""
     at = now_iso()
     if message_ids:
-        await db.messages.bulk_write([UpdateOne({"_id": mid, "status": "queued"},
-                                                {"$set": {"last_error": why},
+        await db.messages.bulk_write([UpdateOne({"_id": mid, "status": "queued",
+                                                 "lease_token": {"$in": [delivery_status.UNCLAIMED, *born]}},
+                                                {"$set": {"last_error": why, "lease_token": delivery_status.UNCLAIMED,
+                                                          **delivery_status.watch("queued", at)},
                                                  "$addToSet": {"history": {"status": "deferred", "at": at,
                                                                            "detail": why}}})
                                       for mid in message_ids], ordered=False)
@@ -215,8 +236,10 @@ async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transit
     messages are touched (so the next pass leaves them alone for a while) and count one
     more revival; the `revived` transitions (delivery_status.revive) apply."""
     at = now_iso()
+    # (a born claim on a stale message lapsed long ago, delivery_status.watch: it ends here)
     ops = [UpdateOne({"_id": mid, "status": "queued"},
-                     {"$set": {"updated_at": at, **delivery_status.watch("queued", at)}, "$inc": {"revivals": 1}})
+                     {"$set": {"updated_at": at, "lease_token": delivery_status.UNCLAIMED,
+                               **delivery_status.watch("queued", at)}, "$inc": {"revivals": 1}})
            for mid in stale_ids]
     ops += [_update(t, at) for t in revived]
     if ops:

@@ -54,7 +54,18 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> dict:
             due = ms_of(fields["next_attempt_at"])
         else:
             stall = ms_of(at)
+            if fields.get("lease_token") and fields.get("lease_until"):  # born claimed: not before its lease ends
+                stall = max(stall, ms_of(fields["lease_until"]))
     return {"due_ms": due, "stall_ms": stall}
+
+
+def born_claim(token: str, lease_until: str) -> dict:
+    """The fields of a message stored already claimed (still `queued`) by the render job
+    published for it with `token` (its `born` token), until `lease_until`: that job sends
+    it without a claim write of its own — one store write less per message. Nothing else
+    claims it meanwhile (`claim` takes only an unclaimed or lapsed message), and the
+    watchdog leaves it alone until the lease is over (`watch`)."""
+    return {"lease_token": token, "lease_until": lease_until}
 
 
 # (from, to) moves the order alone does not allow.
@@ -62,6 +73,7 @@ AGAIN = {
     ("scheduled", "queued"): "a scheduled message comes due",
     ("sending", "queued"): "a claimed message goes back: an SMTP retry, a throttle hold, a dead worker's lease",
     ("sending", "sending"): "a claim taken again: a dead worker's lapsed lease, or the same job's retry",
+    ("queued", "queued"): "a born claim given back (born_claim): a throttle hold or an SMTP retry",
 }
 
 
@@ -126,40 +138,56 @@ def promote(message_id: str) -> Transition:
     return Transition(message_id, "queued", ("scheduled",), entry="queued")
 
 
-def cancel(message_id: str, *, current: str, detail: str | None = None) -> Transition:
+def cancel(message_id: str, *, current: str, detail: str | None = None, claim: str | None = None) -> Transition:
     """Final `cancelled`, from the status the caller saw (guarded on it): a scheduled
-    email cancelled by its sender, or a campaign's message not yet handed to SMTP."""
-    return forward(message_id, "cancelled", detail=detail, current=current)
+    email cancelled by its sender, or a campaign's message not yet handed to SMTP.
+    `claim`: guarded on the message's `lease_token` too (UNCLAIMED: nobody holds it)."""
+    moved = forward(message_id, "cancelled", detail=detail, current=current)
+    return moved if claim is None else dataclasses.replace(moved, guard={"lease_token": claim})
+
+
+UNCLAIMED = ""  # the `lease_token` of a message nobody holds
 
 
 def claim(message_id: str, token: str, lease_until: str, *, lapsed_before: str | None = None,
-          own: bool = False) -> Transition:
-    """`sending` under our claim `token` until `lease_until`: a queued message; with
-    `lapsed_before`, one whose earlier claim's lease ran out before then (its worker
-    died); with `own`, one this token claimed already (the same job's retry)."""
-    guard = ({"lease_until": {"$lt": lapsed_before}} if lapsed_before else {"lease_token": token} if own else {})
-    return Transition(message_id, "sending", ("sending",) if guard else ("queued",),
-                      {"lease_token": token, "lease_until": lease_until}, guard=guard, stamped=False)
+          own: bool = False, born: str | None = None, legacy: bool = False) -> Transition:
+    """`sending` under our claim `token` until `lease_until`: an unclaimed queued message;
+    with `lapsed_before`, a queued or sending one whose earlier claim's lease ran out before
+    then (its worker died, or its born claim's job never ran); with `own`, one this token
+    claimed already (the same job's retry); with `born`, a queued one stored claimed by
+    that born token (born_claim), which the caller holds; `legacy`: a queued one stored
+    before messages carried `lease_token`."""
+    if lapsed_before:
+        sources, guard = ("queued", "sending"), {"lease_until": {"$lt": lapsed_before}}
+    elif own:
+        sources, guard = ("sending",), {"lease_token": token}
+    elif legacy:
+        sources, guard = ("queued",), {"lease_token": {"$exists": False}}
+    else:
+        sources, guard = ("queued",), {"lease_token": born or UNCLAIMED}
+    return Transition(message_id, "sending", sources, {"lease_token": token, "lease_until": lease_until},
+                      guard=guard, stamped=False)
 
 
-def hold(message_id: str, token: str) -> Transition:
-    """Claimed by `token` but not tried (a throttle hold, too late in the lease): back to
-    `queued`, no attempt counted, no history."""
-    return Transition(message_id, "queued", ("sending",), {"lease_token": ""}, guard={"lease_token": token},
+def hold(message_id: str, token: str, *, current: str = "sending") -> Transition:
+    """Claimed by `token` (`current`: `sending`, or `queued` for a born claim) but not
+    tried (a throttle hold, too late in the lease): back to `queued` and unclaimed, no
+    attempt counted, no history."""
+    return Transition(message_id, "queued", (current,), {"lease_token": UNCLAIMED}, guard={"lease_token": token},
                       stamped=False)
 
 
 def retry(message_id: str, token: str, note: str | None, *, progress: Mapping | None = None,
-          next_attempt_at: str = "") -> Transition:
+          next_attempt_at: str = "", current: str = "sending") -> Transition:
     """After a transient SMTP failure, under our claim `token`: back to `queued` with a
     `deferred` history entry and one more attempt (real progress: `revivals` starts
     over). `progress`: fields this attempt settled (`accepted_recipients`,
     `refused_recipients`: never sent again; `deferred_since`). `next_attempt_at`: when
     the attempt waits in the store (the scheduler enqueues its render when due), else
-    it rides the broker with its MIME."""
+    it rides the broker with its MIME. `current`: as in `hold`."""
     detail = (note or "") + (f"; next attempt at {next_attempt_at}" if next_attempt_at else "")
-    return Transition(message_id, "queued", ("sending",),
-                      {"lease_token": "", "last_error": note, "next_attempt_at": next_attempt_at, "revivals": 0,
+    return Transition(message_id, "queued", (current,),
+                      {"lease_token": UNCLAIMED, "last_error": note, "next_attempt_at": next_attempt_at, "revivals": 0,
                        **(progress or {})},
                       detail, guard={"lease_token": token}, inc={"attempts": 1}, entry="deferred", stamped=False)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Mapping
 
 import datetime as dt
 
@@ -60,11 +61,12 @@ class OutcomePlan:
                 groups.setdefault(int(following.delay_seconds * 1000), []).append(mid)
         return groups
 
-    def retry_transitions(self, token: str, now: dt.datetime) -> list[Transition]:
-        """The retries back to `queued` under the claim `token` (delivery_status.retry)."""
+    def retry_transitions(self, claims: Mapping[str, tuple[str, str]], now: dt.datetime) -> list[Transition]:
+        """The retries back to `queued` under their claims (message id → the status it
+        is held in and the claim's token; delivery_status.retry)."""
         due = self.retries_in_store(now)
-        return [retry(mid, token, self.retry_notes.get(mid), progress=self.retry_progress.get(mid),
-                      next_attempt_at=due.get(mid, "")) for mid in self.retry_ids]
+        return [retry(mid, claims[mid][1], self.retry_notes.get(mid), progress=self.retry_progress.get(mid),
+                      next_attempt_at=due.get(mid, ""), current=claims[mid][0]) for mid in self.retry_ids]
 
     def retries_in_store(self, now: dt.datetime) -> dict[str, str]:
         """The retries that wait in the store: message id → when it is due."""

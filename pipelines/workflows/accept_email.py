@@ -27,9 +27,9 @@ from mongo import message_intake, send_limits
 from mongo import messages as message_store
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines import delivery_status, mail_streams, recipients, throttle
+from pipelines import delivery_status, mail_streams, recipients, send_jobs, throttle
 from pipelines import sender as sender_rules
-from pipelines.clock import future_within, iso, now_iso, parse_iso, utcnow
+from pipelines.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
 from pipelines.errors import (
     UNAVAILABLE_RETRY_AFTER_SECONDS,
     Conflict,
@@ -305,7 +305,7 @@ async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict |
                 await batch_store.insert(run.db, batch)
             except DuplicateKeyError:  # stored by an earlier attempt under this Idempotency-Key
                 pass
-        await _store_and_enqueue(run, docs)
+        await _store_and_enqueue(run, docs, born=who.seed is None)
     except Exception as error:
         if not who.sandbox:
             try:
@@ -316,7 +316,8 @@ async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict |
         raise
 
 
-async def _store_and_enqueue(run: Accepting, docs: list[dict], *, failure_code: str = "schedule_failed") -> None:
+async def _store_and_enqueue(run: Accepting, docs: list[dict], *, failure_code: str = "schedule_failed",
+                             born: bool = True) -> None:
     """Store the messages, then hand the ones to send now to the `render` queue in chunks.
     What the client is told agrees with what will happen:
     - stored and queued: success;
@@ -328,11 +329,22 @@ async def _store_and_enqueue(run: Accepting, docs: list[dict], *, failure_code: 
       messages; a retry with the same Idempotency-Key builds the same ids, so it finds
       them if they landed (and sends them once) or stores them if they did not;
     - an enqueue failure: the messages not queued are marked failed (the watchdog never
-      sends what the client will retry), 500 `failure_code` with `unsent`."""
+      sends what the client will retry), 500 `failure_code` with `unsent`.
+    `born`: the messages to send now are stored born claimed by their render jobs
+    (delivery_status.born_claim), which then send them with no claim write of their own.
+    Not under an Idempotency-Key: every attempt stores the same ids, and an earlier
+    attempt may have published jobs for them already (its answer lost after the publish),
+    so a retry's jobs must claim them as any job does, with a write, to hold them alone."""
+    token = send_jobs.new_claim_token() if born else ""
+    if token:
+        claimed = delivery_status.born_claim(token, in_seconds(run.settings.send_lease_seconds))
+        for d in docs:
+            if d["status"] == "queued":
+                d.update(claimed)
     await _store(run.db, docs, failure_code)
     due = [d["_id"] for d in docs if d["status"] == "queued"]
     try:
-        await run.publisher.render(due)
+        await run.publisher.render(due, born=token)
     except PublishFailed as failed:
         error = not_queued(failed, failure_code)
         left = set(failed.unpublished)

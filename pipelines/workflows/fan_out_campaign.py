@@ -18,9 +18,10 @@ import uuid
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_audience, campaigns, send_limits
-from pipelines import campaign_fanout, throttle
+from pipelines import campaign_fanout, delivery_status, send_jobs, throttle
 from pipelines.campaign_fanout import campaign_message
-from pipelines.clock import now_iso, parse_iso
+from pipelines.clock import in_seconds, now_iso, parse_iso
+from pipelines.settings import Settings
 from pipelines.workflows.publisher import Publisher
 
 
@@ -47,7 +48,7 @@ async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
     return await campaigns.load(db, campaign["_id"])
 
 
-async def fan_out(db: AsyncDatabase, publisher: Publisher, campaign_id: str, batch: int) -> None:
+async def fan_out(db: AsyncDatabase, settings: Settings, publisher: Publisher, campaign_id: str, batch: int) -> None:
     campaign = await campaigns.load(db, campaign_id)
     # (a campaign started before the count at start came resolved its audience then)
     if _runs(campaign, batch) and not campaign.get("audience_resolved", True):
@@ -55,10 +56,13 @@ async def fan_out(db: AsyncDatabase, publisher: Publisher, campaign_id: str, bat
     if not _runs(campaign, batch):
         return  # finished, cancelled, nobody to send to, or this batch was already done by someone else
     recipients = await campaign_audience.batch_recipients(db, campaign, batch)
-    docs = [campaign_message(campaign, contact, now_iso()) for contact in recipients]
+    # stored claimed by their render jobs (delivery_status.born_claim): no claim write each
+    born = send_jobs.new_claim_token()
+    claimed = delivery_status.born_claim(born, in_seconds(settings.send_lease_seconds))
+    docs = [{**campaign_message(campaign, contact, now_iso()), **claimed} for contact in recipients]
     created = await campaigns.insert_messages(db, docs)
-    ids = await campaigns.without_cancelled(db, campaign_id, [d["_id"] for d in docs])
-    await publisher.render(ids)  # finer than a batch: several workers share it
+    ids = await campaigns.without_cancelled(db, campaign_id, [d["_id"] for d in docs], born)
+    await publisher.render(ids, born=born)  # finer than a batch: several workers share it
     done = batch + 1 >= campaign["batches_queued"]
     if await campaigns.advance_cursor(db, campaign_id, batch, created=created, done=done) and not done:
         await publisher.fan_out(campaign_id, batch + 1)

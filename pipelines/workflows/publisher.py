@@ -45,13 +45,15 @@ def not_queued(error: BaseException, failure_code: str) -> ServerError:
 class Publisher(Protocol):
     """Every method raises PublishFailed for what the broker did not take."""
 
-    async def render(self, message_ids: Sequence[str]) -> None:
+    async def render(self, message_ids: Sequence[str], *, born: str = "") -> None:
         """Render (then send) these queued messages, in chunks: render_chunk.py, run by
-        the `render` actor (actors/render.py)."""
+        the `render` actor (actors/render.py). `born`: the born claim they were stored
+        under (delivery_status.born_claim), which their jobs hold."""
 
-    async def send(self, rendered: list[dict], *, delay_ms: int = 0) -> None:
+    async def send(self, rendered: list[dict], *, delay_ms: int = 0, born: Sequence[str] = ()) -> None:
         """Send rendered messages (jobs bounded by count and bytes), after `delay_ms`:
-        send_chunk.py, run by the `send` actor (actors/send.py)."""
+        send_chunk.py, run by the `send` actor (actors/send.py). `born`: born claims the
+        jobs hold, handed on by a render job."""
 
     async def fan_out(self, campaign_id: str, batch: int) -> None:
         """Create and render batch number `batch` of a sending campaign."""

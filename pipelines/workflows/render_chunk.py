@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -40,13 +40,15 @@ Renderer = Callable[[list[dict], RenderContext], Awaitable[RenderResult]]
 
 
 async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
-                       message_ids: list[str], *, transport=None, claim_token: str = "") -> Sent | None:
+                       message_ids: list[str], *, transport=None, claim_token: str = "",
+                       born: Sequence[str] = ()) -> Sent | None:
     """`transport`: this worker's SMTP transport when it serves `send` too (the messages
-    are claimed under `claim_token`, the job's, and delivered here; what the delivery did
-    is returned), None to hand the MIME to send jobs."""
+    are claimed under `claim_token`, the job's, or held under the `born` claims it was
+    published with, and delivered here; what the delivery did is returned), None to hand
+    the MIME to send jobs (which carry the born claims on)."""
     claim = None
     if transport is not None:
-        claim = await claim_messages(db, settings, message_ids, claim_token, whole=True)
+        claim = await claim_messages(db, settings, message_ids, claim_token, whole=True, born=born)
         docs = claim.messages
     else:
         docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
@@ -68,7 +70,7 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
     if not result.rendered:
         return None
     if claim is None:
-        await _hand_to_send(db, publisher, result.rendered)
+        await _hand_to_send(db, publisher, result.rendered, born)
         return None
     mime = {r["_id"]: r for r in result.rendered}
     rendered = dataclasses.replace(claim, messages=[m for m in real if m["_id"] in mime])
@@ -134,18 +136,18 @@ async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]
     return keep
 
 
-async def _hand_to_send(db: AsyncDatabase, publisher: Publisher, rendered: list[dict]) -> None:
+async def _hand_to_send(db: AsyncDatabase, publisher: Publisher, rendered: list[dict], born: Sequence[str]) -> None:
     """Send jobs for the rendered messages (bounded by count and bytes). What the broker
     does not take keeps the reason on the message (history and `last_error`); a refusal
     (the broker answered no) is not retried here — the watchdog renders the message
     again after POSTROOM_MESSAGE_STALL_SECONDS and, after POSTROOM_MESSAGE_MAX_REVIVALS
     tries, ends it `failed` with that reason; an unreachable broker is retried by Dramatiq."""
     try:
-        await publisher.send(rendered)
+        await publisher.send(rendered, born=born)
     except PublishFailed as failed:
         why = (f"the broker refused its send job ({failed.reason})" if failed.refused
                else f"its send job could not be handed to the broker ({failed.reason})")
-        await messages.note_handoff_failed(db, failed.unpublished, why)
+        await messages.note_handoff_failed(db, failed.unpublished, why, born)
         if not failed.refused:
             raise
         log.error("render: %s (%d message(s) left for the watchdog)", why, len(failed.unpublished))

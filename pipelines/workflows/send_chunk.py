@@ -34,13 +34,14 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from pipelines import delivery_status
-from pipelines.clock import utcnow
+from pipelines.clock import ms_of, now_ms, utcnow
 from pipelines.outcomes import OutcomePlan, plan_outcomes
 from pipelines.recipients import owed_recipients
 from pipelines.settings import SEND_LEASE_MARGIN_SECONDS, Settings
@@ -68,11 +69,16 @@ class Sent:
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """Messages claimed for sending (`sending` under `token`, their SEND_FIELDS or whole
-    documents), and when the claim's lease ends (monotonic, less a margin)."""
+    """Messages held for sending (their SEND_FIELDS or whole documents): `sending` under
+    the job's claim `token`, or still `queued` under the born claim they were stored with
+    (delivery_status.born_claim); and when the first of their leases ends (monotonic, less
+    a margin)."""
     token: str
     lease_end: float
     messages: list[dict]
+
+    def held(self) -> messages.Held:
+        return messages.Held.of(self.messages)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,23 +90,54 @@ class _Job:
 
 
 async def send_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport,
-                     rendered: list[dict], claim_token: str = "") -> Sent:
+                     rendered: list[dict], claim_token: str = "", born: Sequence[str] = ()) -> Sent:
     """`transport`: pipelines/transport (send(mail_from, recipients, data, name, start_by=))."""
     mime = {r["_id"]: r for r in rendered}
-    claim = await claim_messages(db, settings, list(mime), claim_token)
+    claim = await claim_messages(db, settings, list(mime), claim_token, born=born)
     return await deliver(db, settings, publisher, transport, claim, mime)
 
 
 async def claim_messages(db: AsyncDatabase, settings: Settings, message_ids: list[str], token: str = "",
-                         *, whole: bool = False) -> Claim:
+                         *, whole: bool = False, born: Sequence[str] = ()) -> Claim:
     """Claim the messages still to send (`whole`: read back whole, for rendering), a
     cancelled campaign's left out (and cancelled). `token`: the job's (the same for
-    every retry of it), else a new one."""
+    every retry of it), else a new one. `born`: the born claims the job was published
+    with (delivery_status.born_claim): a message stored under one of them, with at least
+    half its lease left, is held as it is, with no write; one with less is claimed."""
     token = token or uuid.uuid4().hex
     claimed_at = time.monotonic()
-    claimed = await messages.claim_for_sending(db, message_ids, token, settings.send_lease_seconds, whole=whole)
-    claimed = await campaigns.withhold_cancelled(db, claimed)  # a cancelled campaign sends no more
-    return Claim(token, claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS, claimed)
+    lease_end = claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS
+    kept, claiming, converting = [], list(message_ids), {}
+    if born:
+        kept, claiming, converting = await _born_claims(db, message_ids, set(born), settings.send_lease_seconds,
+                                                        whole)
+        for m in kept:  # the monotonic clock, from the wall clock's lease left
+            lease_end = min(lease_end, claimed_at + (ms_of(m["lease_until"]) - now_ms()) / 1000
+                            - SEND_LEASE_MARGIN_SECONDS)
+    claimed = await messages.claim_for_sending(db, claiming, token, settings.send_lease_seconds, whole=whole,
+                                               born=converting)
+    held = await campaigns.withhold_cancelled(db, kept + claimed)  # a cancelled campaign sends no more
+    return Claim(token, lease_end, held)
+
+
+async def _born_claims(db: AsyncDatabase, message_ids: list[str], born: set[str], lease_seconds: int,
+                       whole: bool) -> tuple[list[dict], list[str], dict[str, str]]:
+    """The messages still held under one of the `born` claims with at least half their
+    lease left (read as they are), the ids to claim (still queued or sending: a message
+    already sent or final is left alone), and of those, the born claims held with too
+    little lease left (id → born token), turned into the job's claim."""
+    docs = await messages.load(db, message_ids, None if whole else messages.SEND_FIELDS)
+    keep_ms = now_ms() + lease_seconds * 1000 // 2
+    kept, claiming, converting = [], [], {}
+    for m in docs:
+        if m["status"] == "queued" and m.get("lease_token") in born:
+            if ms_of(m["lease_until"]) >= keep_ms:
+                kept.append(m)
+                continue
+            converting[m["_id"]] = m["lease_token"]
+        if m["status"] in ("queued", "sending"):
+            claiming.append(m["_id"])
+    return kept, claiming, converting
 
 
 async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport, claim: Claim,
@@ -176,8 +213,10 @@ async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
     to `queued` without counting an attempt, the MIME in a new job after `delay_ms`."""
     if not message_ids:
         return
+    held = job.claim.held()
     await _persist(job.claim.lease_end, messages.apply, job.db,
-                   [delivery_status.hold(mid, job.claim.token) for mid in message_ids])
+                   [delivery_status.hold(mid, held.claims[mid][1], current=held.claims[mid][0])
+                    for mid in message_ids])
     await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms))
 
 
@@ -204,15 +243,13 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     waiting in the store. The history each message had when claimed is written back whole
     with the new entries (messages.apply: a plain `$set` under our claim)."""
     db, claim = job.db, job.claim
-    lease_end, held = claim.lease_end, messages.Held(claim.token, {m["_id"]: m["history"] for m in claim.messages
-                                                              if isinstance(m.get("history"), list)})
-    await _persist(lease_end, messages.apply, db, plan.transitions, expected="sending", held=held)
+    lease_end, held = claim.lease_end, claim.held()
+    await _persist(lease_end, messages.apply, db, plan.transitions, held=held)
     await _persist(lease_end, outbox.record_many, db, plan.events, only_subscribed=True)
     await _persist(lease_end, batches.record_finished, db, plan.finished)
     await _persist(lease_end, analytics.bump_many, db, plan.analytics)
     await _persist(lease_end, record_rejections, db, plan.bounces)
     if plan.retry_ids:
-        await _persist(lease_end, messages.apply, db, plan.retry_transitions(claim.token, utcnow()),
-                       expected="sending", held=held)
+        await _persist(lease_end, messages.apply, db, plan.retry_transitions(held.claims, utcnow()), held=held)
         for delay_ms, ids in plan.retries_by_broker_delay().items():
             await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms)

@@ -8,6 +8,7 @@ import uuid
 from mongo import contacts, send_limits, suppressions
 from pipelines import throttle
 from pipelines.clock import now_iso, parse_iso
+from pipelines.settings import Settings
 from pipelines.workflows import fan_out_campaign
 
 
@@ -16,7 +17,7 @@ class RecordingPublisher:
         self.rendered: list[str] = []
         self.fanned: list[tuple[str, int]] = []
 
-    async def render(self, message_ids):
+    async def render(self, message_ids, *, born=""):
         self.rendered.extend(message_ids)
 
     async def fan_out(self, campaign_id, batch):
@@ -54,7 +55,7 @@ def month_of(campaign: dict) -> str:
 def test_the_first_fan_out_job_resolves_the_audience_and_gives_back_what_the_count_overcharged(private_db):
     campaign, workspace_id = seed(private_db, counted=3)  # counted before r2 was suppressed
     publisher = RecordingPublisher()
-    private_db.run(fan_out_campaign.fan_out, publisher, campaign["_id"], 0)
+    private_db.run(fan_out_campaign.fan_out, Settings(), publisher, campaign["_id"], 0)
     stored = private_db.run(lambda db: db.campaigns.find_one({"_id": campaign["_id"]}))
     assert stored["total_recipients"] == 2 and stored["batches_queued"] == 1 and stored["fanout_done"]
     assert len(publisher.rendered) == 2 and publisher.fanned == []
@@ -63,7 +64,7 @@ def test_the_first_fan_out_job_resolves_the_audience_and_gives_back_what_the_cou
     # a second job that resolved alongside (a re-enqueued one) keeps nothing and settles nothing
     again = private_db.run(fan_out_campaign.resolve_audience, campaign)
     assert again["recipients_token"] == stored["recipients_token"]
-    private_db.run(fan_out_campaign.fan_out, publisher, campaign["_id"], 0)
+    private_db.run(fan_out_campaign.fan_out, Settings(), publisher, campaign["_id"], 0)
     assert len(publisher.rendered) == 2
     assert private_db.run(send_limits.plan_used, workspace_id, month_of(campaign)) == 2
     kept = private_db.run(lambda db: db.campaign_recipients.find({"campaign_id": campaign["_id"]}).to_list())
@@ -72,7 +73,7 @@ def test_the_first_fan_out_job_resolves_the_audience_and_gives_back_what_the_cou
 
 def test_a_resolution_larger_than_the_count_is_charged_the_difference(private_db):
     campaign, workspace_id = seed(private_db, counted=1)
-    private_db.run(fan_out_campaign.fan_out, RecordingPublisher(), campaign["_id"], 0)
+    private_db.run(fan_out_campaign.fan_out, Settings(), RecordingPublisher(), campaign["_id"], 0)
     assert private_db.run(send_limits.plan_used, workspace_id, month_of(campaign)) == 2
 
 

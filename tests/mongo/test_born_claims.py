@@ -1,0 +1,118 @@
+"""Born claims (pipelines.delivery_status.born_claim) against the store: a message stored
+already claimed by the render job published for it is sent by that job with no claim
+write, and by no other job until the claim's lease is over; what the job records is
+guarded on that claim; a cancel leaves it to the job; the watchdog leaves it alone while
+its lease lasts."""
+
+from __future__ import annotations
+
+import time
+
+from mongo import campaigns, messages
+from pipelines import delivery_status
+from pipelines.clock import in_seconds, ms_of, now_iso
+from pipelines.ids import new_message_id
+from pipelines.settings import Settings
+from pipelines.workflows.send_chunk import claim_messages
+
+SETTINGS = Settings()  # a 300 s lease
+
+
+def born(token: str, lease_seconds: float = 300, **fields) -> dict:
+    at = now_iso()
+    return {"_id": new_message_id(), "workspace_id": "ws", "to": ["a@example.org"], "subject": "Hi",
+            "status": "queued", "attempts": 0, "created_at": at, "updated_at": at, "history": [],
+            **delivery_status.born_claim(token, in_seconds(lease_seconds)), **fields}
+
+
+def seed(db_thread, *docs):
+    db_thread.run(messages.insert_many, list(docs))
+
+
+def stored(db_thread, *docs) -> dict[str, dict]:
+    return {d["_id"]: d for d in db_thread.run(messages.load, [d["_id"] for d in docs])}
+
+
+def test_the_job_of_a_born_claim_holds_it_as_stored_and_no_other_job_can_take_it(private_db):
+    mine, other = born("born-a", lease_seconds=200), born("born-b")
+    seed(private_db, mine, other)
+    claim = private_db.run(claim_messages, SETTINGS, [mine["_id"], other["_id"]], "job-1", born=["born-a"])
+    # held as stored (still queued, no write), the other job's message not at all
+    assert [(m["_id"], m["status"], m["lease_token"]) for m in claim.messages] == [(mine["_id"], "queued", "born-a")]
+    assert stored(private_db, mine)[mine["_id"]]["status"] == "queued"
+    # a job without that born claim (a fan-out run again, a revival) claims nothing while it lasts
+    assert private_db.run(messages.claim_for_sending, [mine["_id"], other["_id"]], "job-2", 300) == []
+    # the job's lease is what is left of the born claim's (200 s), not a fresh one (300 s)
+    assert claim.lease_end < time.monotonic() + 201
+
+
+def test_what_the_holder_records_is_guarded_on_the_born_claim(private_db):
+    message = born("born-a")
+    seed(private_db, message)
+    held = messages.Held({message["_id"]: ("queued", "born-a")}, {message["_id"]: []})
+    wrong = messages.Held({message["_id"]: ("queued", "born-x")}, {message["_id"]: []})
+    delivered = delivery_status.forward(message["_id"], "delivered", {"smtp_response": "250 ok"}, via=("sent",))
+    # someone who does not hold it moves nothing in the held pass; the general move still
+    # applies an outcome, as for any message (a late DSN): so check the held pass alone
+    assert private_db.run(messages.apply, [delivery_status.hold(message["_id"], "born-x", current="queued")],
+                          held=wrong) == 0
+    assert private_db.run(messages.apply, [delivered], held=held) == 1
+    doc = stored(private_db, message)[message["_id"]]
+    assert doc["status"] == "delivered" and [e["status"] for e in doc["history"]] == ["sent", "delivered"]
+    assert doc["sent_at"] and doc["delivered_at"]
+
+
+def test_a_held_back_or_retried_born_message_is_queued_and_unclaimed_again(private_db):
+    held_back, retried = born("born-a"), born("born-a")
+    seed(private_db, held_back, retried)
+    held = messages.Held.of(private_db.run(messages.load, [held_back["_id"], retried["_id"]]))
+    assert private_db.run(messages.apply, [delivery_status.hold(held_back["_id"], "born-a", current="queued")],
+                          held=held) == 1
+    assert private_db.run(messages.apply, [delivery_status.retry(retried["_id"], "born-a", "451 later",
+                                                                 current="queued")], held=held) == 1
+    docs = stored(private_db, held_back, retried)
+    assert docs[held_back["_id"]]["lease_token"] == "" and docs[held_back["_id"]]["attempts"] == 0
+    assert docs[retried["_id"]]["lease_token"] == "" and docs[retried["_id"]]["attempts"] == 1
+    # unclaimed again: any job may claim them now
+    claimed = private_db.run(messages.claim_for_sending, [held_back["_id"], retried["_id"]], "job-2", 300)
+    assert sorted(m["_id"] for m in claimed) == sorted([held_back["_id"], retried["_id"]])
+
+
+def test_a_born_claim_with_less_than_half_its_lease_left_becomes_the_jobs_claim(private_db):
+    late = born("born-a", lease_seconds=60)  # a job that waited in the broker: 60 of 300 s left
+    seed(private_db, late)
+    claim = private_db.run(claim_messages, SETTINGS, [late["_id"]], "job-1", born=["born-a"])
+    [doc] = claim.messages
+    assert doc["status"] == "sending" and doc["lease_token"] == "job-1"
+    assert ms_of(doc["lease_until"]) > ms_of(in_seconds(250))  # a fresh lease
+
+
+def test_a_lapsed_born_claim_is_anyones_and_the_watchdog_waits_for_its_end(private_db):
+    lapsed, live = born("born-a", lease_seconds=-5), born("born-b", updated_at=in_seconds(-3600))
+    seed(private_db, lapsed, live)
+    # stored long ago but born claimed for 300 s more: not stale before its lease ends
+    assert live["_id"] not in [d["_id"] for d in private_db.run(messages.stale_queued, 600, 100)]
+    claimed = private_db.run(messages.claim_for_sending, [lapsed["_id"], live["_id"]], "job-2", 300)
+    assert [m["_id"] for m in claimed] == [lapsed["_id"]]
+
+
+def test_a_cancel_leaves_a_born_claim_to_its_job_which_cancels_it(private_db):
+    campaign = {"_id": "cmp_born", "workspace_id": "ws", "status": "cancelled"}
+    private_db.run(campaigns.insert, campaign)
+    in_job, unclaimed = born("born-a", campaign_id="cmp_born"), born("", campaign_id="cmp_born")
+    seed(private_db, in_job, unclaimed)
+    assert private_db.run(campaigns.cancel_unsent, "cmp_born") == 1  # the unclaimed one only
+    docs = stored(private_db, in_job, unclaimed)
+    assert docs[unclaimed["_id"]]["status"] == "cancelled" and docs[in_job["_id"]]["status"] == "queued"
+    claim = private_db.run(claim_messages, SETTINGS, [in_job["_id"]], "job-1", born=["born-a"])
+    assert claim.messages == []
+    assert stored(private_db, in_job)[in_job["_id"]]["status"] == "cancelled"
+
+
+def test_a_message_stored_before_lease_tokens_is_claimed_as_unclaimed(private_db):
+    at = now_iso()
+    legacy = {"_id": new_message_id(), "workspace_id": "ws", "to": ["a@example.org"], "status": "queued",
+              "created_at": at, "updated_at": at, "history": [], "due_ms": 0, "stall_ms": ms_of(at)}
+    private_db.run(lambda db: db.messages.insert_one(legacy))  # as an earlier version stored it
+    claimed = private_db.run(messages.claim_for_sending, [legacy["_id"]], "job-1", 300)
+    assert [(m["_id"], m["status"]) for m in claimed] == [(legacy["_id"], "sending")]
