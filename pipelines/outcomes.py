@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import datetime as dt
 
 from . import retry_schedule
-from .clock import iso, now_iso, parse_iso, utcnow
+from .clock import iso, parse_iso, utcnow
 from .delivery_status import Transition, fail, forward, retry
 from .transport import Outcome
 from .mail_streams import MARKETING_KINDS
@@ -74,7 +74,7 @@ class OutcomePlan:
                 for mid, following in self.next_attempts.items() if not following.via_broker}
 
 
-def _event(message: dict, event: str, data: dict) -> dict:
+def _event(message: dict, event: str, data: dict, at: str) -> dict:
     return {
         "_id": f"{message['_id']}:{event}",
         "workspace_id": message["workspace_id"],
@@ -83,13 +83,13 @@ def _event(message: dict, event: str, data: dict) -> dict:
                  **({"campaign_id": message["campaign_id"]} if message.get("campaign_id") else {}),
                  **({"batch_id": message["batch_id"]} if message.get("batch_id") else {}),
                  **data},
-        "timestamp": now_iso(),
+        "timestamp": at,
         "dispatched": False,
     }
 
 
-def _count(plan: OutcomePlan, message: dict, **fields: int) -> None:
-    counter = plan.analytics.setdefault((message["workspace_id"], now_iso()[:10]), Counter())
+def _count(plan: OutcomePlan, message: dict, at: str, **fields: int) -> None:
+    counter = plan.analytics.setdefault((message["workspace_id"], at[:10]), Counter())
     counter.update(fields)
 
 
@@ -116,6 +116,7 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
     the retry waits (tests); `lifetime_seconds` bounds retrying from the first deferral."""
     plan = OutcomePlan()
     now = now or utcnow()
+    at = iso(now)  # one timestamp for the attempt's events and counts
     for message, outcomes in results:
         mid = message["_id"]
         attempt = int(message.get("attempts") or 0)
@@ -158,16 +159,16 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
             extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
                      **({"undelivered_recipients": list(transient), "error": gave_up} if gave_up else {})}
             plan.transitions.append(forward(mid, "delivered", extra, gave_up or response, via=("sent",)))
-            plan.events.append(_event(message, "email.sent", {"sent_at": now_iso()}))
-            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}))
+            plan.events.append(_event(message, "email.sent", {"sent_at": at}, at))
+            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}, at))
             plan.finished.append((message, "delivered"))
-            _count(plan, message, sends=1, delivered=1, **{_send_kind(message): 1})
+            _count(plan, message, at, sends=1, delivered=1, **{_send_kind(message): 1})
         elif not gave_up and any(not o.local for o in permanent.values()):
             detail = _line(next(o for o in permanent.values() if not o.local))
             plan.transitions.append(forward(mid, "bounced", {"smtp_response": detail,
                                                              "recipients_result": per_recipient, **settled}, detail))
             plan.finished.append((message, "bounced"))
-            _count(plan, message, sends=1, bounces=1, **{_send_kind(message): 1})
+            _count(plan, message, at, sends=1, bounces=1, **{_send_kind(message): 1})
         elif not gave_up:  # refused here, for good (e.g. SMTPUTF8 needed and not offered)
             why = _line(next(iter(permanent.values()))) if permanent else "no recipient left to send to"
             plan.transitions.append(forward(mid, "failed", {"error": why, "recipients_result": per_recipient,
