@@ -3,7 +3,8 @@ middle of a few hundred sends; every message is counted at the SMTP sink.
 
 Promises checked: no email whose request was answered 2xx is lost; none whose request was
 answered 5xx ("nothing will be sent") is sent; a second copy happens only to messages that
-were in SMTP flight (claimed, `sending`) in the killed worker.
+were in SMTP flight in the killed worker (held by one of its jobs: claimed, `sending`,
+or queued under the born claim it was stored with).
 
 A private RabbitMQ node (its own node name, ports and data under the test's temp dir; the
 shared broker on 5672 is never touched), a private stack on it, and two worker pools. The
@@ -80,8 +81,12 @@ def received(sink) -> collections.Counter:
 
 
 def claimed_now(stack, workspace_id) -> int:
+    """Messages a job holds: claimed (`sending`), or still queued under the born claim of
+    the render job published with them (pipelines.delivery_status.born_claim)."""
     async def count(db):
-        return await db.messages.count_documents({"workspace_id": workspace_id, "status": "sending"})
+        held = await db.messages.find({"workspace_id": workspace_id, "status": {"$in": ["queued", "sending"]}},
+                                       {"status": 1, "lease_token": 1}).to_list()
+        return sum(1 for m in held if m["status"] == "sending" or m.get("lease_token"))
     return stack.store.run(count)
 
 
