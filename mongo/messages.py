@@ -61,9 +61,9 @@ async def load(db: AsyncDatabase, message_ids: list[str], fields: dict | None = 
 class Held:
     """Messages the caller holds: by id, the status each is held in (`sending` under a
     claim, or `queued` under a born claim, delivery_status.born_claim) and the claim's
-    token; with the `history` each had when claimed. Nothing else appends to the history of a message held so (the
-    recipient's side reports only once it is sent; a watchdog's revival first takes the
-    claim away), so a write guarded on the claim can set the whole history — the old
+    token; with the `history` each had when claimed. Nothing else appends to the
+    history of a message held so (the recipient's side reports only once it is sent; a
+    watchdog's revival first takes the claim away), so a write guarded on the claim can set the whole history — the old
     entries and the new — with a plain `$set`: the embedded store pays half as much again
     for an `$addToSet`, which it does in Python (see the store notes in the README)."""
     claims: Mapping[str, tuple[str, str]]
@@ -205,7 +205,8 @@ async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: st
     at = now_iso()
     if message_ids:
         await db.messages.bulk_write([UpdateOne({"_id": mid, "status": "queued",
-                                                 "lease_token": {"$in": [delivery_status.UNCLAIMED, *born]}},
+                                                 # (None: one stored before `lease_token`)
+                                                 "lease_token": {"$in": [delivery_status.UNCLAIMED, None, *born]}},
                                                 {"$set": {"last_error": why, "lease_token": delivery_status.UNCLAIMED,
                                                           **delivery_status.watch("queued", at)},
                                                  "$addToSet": {"history": {"status": "deferred", "at": at,
