@@ -17,11 +17,11 @@ from .bounces import process_report
 from .campaigns import cancel_campaign_messages, fan_out_campaign
 from .imports import import_contacts
 from .publish import publish, publish_chunks, publish_coalesced, publish_each, publish_jobs
-from .render import render_messages
+from .render import render_campaign_part, render_messages
 from .send import send_messages
 from .webhooks import deliver_webhook
 
-ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, send_messages, process_report,
+ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, render_campaign_part, send_messages, process_report,
           deliver_webhook, advance_runs, import_contacts)
 
 
@@ -37,6 +37,10 @@ class BrokerPublisher:
         if message_ids:
             await publish_coalesced(render_messages, message_ids, tag=born,
                                     more=lambda tags: (send_jobs.new_claim_token(), sorted(set(tags) - {""})))
+
+    async def render_parts(self, part_ids: Sequence[str], *, token: str) -> None:
+        """One job a part, holding the part's born claim `token`."""
+        await publish_jobs(render_campaign_part, [(part_id, token) for part_id in part_ids])
 
     async def send(self, rendered: list[dict], *, delay_ms: int = 0, born: Sequence[str] = ()) -> None:
         """Each job with its own claim token (a retry of the job keeps it)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from pipelines.workflows.render_chunk import render_chunk
+from pipelines.workflows.render_chunk import render_chunk, render_part
 
 from . import metrics, runtime
 from .render_pool import render_off_loop
@@ -20,5 +20,16 @@ async def render_messages(message_ids: list[str], claim_token: str = "", born: l
     transport = timed_transport() if runtime.serves("send") else None
     sent = await render_chunk(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, message_ids,
                               transport=transport, claim_token=claim_token, born=born)
+    _count(sent)
+
+
+@dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
+async def render_campaign_part(part_id: str, claim_token: str) -> None:
+    transport = timed_transport() if runtime.serves("send") else None
+    _count(await render_part(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, part_id,
+                             claim_token, transport=transport))
+
+
+def _count(sent) -> None:
     if sent is not None:
         metrics.count_send_outcomes(sent.finished, sent.deferred, sent.held)

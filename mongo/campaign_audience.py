@@ -105,14 +105,22 @@ async def live_contacts_by_ids(db: AsyncDatabase, workspace_id: str, contact_ids
     return [c for c in found if c["workspace_id"] == workspace_id and not c["deleted"]]
 
 
-async def batch_recipients(db: AsyncDatabase, campaign: dict, batch: int) -> list[dict]:
-    """The contacts of batch number `batch` still to send to now."""
+async def batch_contact_ids(db: AsyncDatabase, campaign: dict, batch: int) -> list[str]:
+    """The contacts of batch number `batch`, as the audience was resolved."""
     chunk = await db.campaign_recipients.find_one(
         {"_id": _chunk_id(campaign["_id"], campaign["recipients_token"], batch)})
-    if chunk is None:
-        return []
-    workspace_id = campaign["workspace_id"]
-    found = [c for c in await live_contacts_by_ids(db, workspace_id, chunk["contact_ids"])
+    return [] if chunk is None else list(chunk["contact_ids"])
+
+
+async def sendable_contacts(db: AsyncDatabase, workspace_id: str, contact_ids: list[str]) -> list[dict]:
+    """The contacts among `contact_ids` still to send to now: live, subscribed, not
+    bounced, not suppressed (whatever happened since the audience was resolved)."""
+    found = [c for c in await live_contacts_by_ids(db, workspace_id, contact_ids)
              if c["subscribed"] and not c["bounced"]]
     suppressed = await suppressions.suppressed_among(db, workspace_id, [c["email"] for c in found])
     return sorted((c for c in found if c["email"] not in suppressed), key=lambda c: c["_id"])
+
+
+async def batch_recipients(db: AsyncDatabase, campaign: dict, batch: int) -> list[dict]:
+    """The contacts of batch number `batch` still to send to now."""
+    return await sendable_contacts(db, campaign["workspace_id"], await batch_contact_ids(db, campaign, batch))

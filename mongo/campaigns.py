@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError
 
 from pipelines.campaign_fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaign_stats import COUNTERS, PENDING_STATUSES
 from pipelines.clock import now_iso
 from pipelines import delivery_status
 
-from . import messages
+from . import campaign_parts, messages
 from .documents import get_owned
 
 INDEXES: dict[str, list] = {
@@ -169,9 +168,19 @@ async def refresh_status_counts(db: AsyncDatabase, campaign_id: str) -> dict[str
 
 
 async def has_pending_messages(db: AsyncDatabase, campaign_id: str) -> bool:
+    """Some recipient is still to be recorded (a part not done: campaign_parts.py) or
+    its message is queued or on the wire."""
+    if await campaign_parts.any_open(db, campaign_id):
+        return True
     found = await db.messages.find_one({"campaign_id": campaign_id,
                                         "status": {"$in": list(PENDING_STATUSES)}}, {"_id": 1})
     return found is not None
+
+
+async def bump_created(db: AsyncDatabase, campaign_id: str, change: int) -> None:
+    """Correct the count of recipients handed on to sending (`messages_created`)."""
+    if change:
+        await db.campaigns.update_one({"_id": campaign_id}, {"$inc": {"messages_created": change}})
 
 
 async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[str] | None = None,
@@ -193,17 +202,7 @@ async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[s
 async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
     """Insert a batch's messages; ones that exist already (a batch run twice) are skipped.
     Returns how many were new."""
-    if not docs:
-        return 0
-    try:
-        result = await db.messages.insert_many([messages.watched(d) for d in docs], ordered=False)
-        return len(result.inserted_ids)
-    except BulkWriteError as error:
-        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
-            raise
-        return int(error.details.get("nInserted", 0))
-
-
+    return await messages.insert_new(db, docs)
 
 
 async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str],

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from . import (activity, analytics, automation_runs, automations, batches, bounces, campaigns, contact_import,
+from . import (activity, analytics, automation_runs, automations, batches, bounces, campaign_parts, campaigns,
+               contact_import,
                contacts, domains, forms, inbound_reports, lists, messages, outbox, segments, send_limits, suppressions,
                tags, templates, tracking, webhooks)
 
@@ -31,7 +32,7 @@ for _carrier in outbox.CARRIERS:
     INDEXES[_carrier] = [IndexModel([(outbox.PENDING_AT, ASCENDING)], name="outbox_pending")]
 
 
-INDEX_MODULES = [contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces, analytics,
+INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces, analytics,
                  campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import, automations,
                  automation_runs, forms]
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from pymongo import ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines import delivery_status
 from pipelines.clock import in_seconds, now_iso, now_ms
@@ -76,16 +76,21 @@ class Held:
                    {d["_id"]: d["history"] for d in docs if isinstance(d.get("history"), list)})
 
 
-def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
-    """`t` as a filter and an update (from `source` only, when given: one of its sources;
-    `held`: guarded on the claim too, the history written whole)."""
-    sources = (source,) if source else t.sources
+def _moves(t: Transition, at: str) -> tuple[dict, list[dict]]:
+    """What `t` sets and the history entries it appends, at `at`."""
     entries = [{"status": step, "at": at} for step in t.via]
     if t.entry:
         entries.append({"status": t.entry, "at": at, **({"detail": t.detail} if t.detail else {})})
     stamps = {f"{step}_at": at for step in (*t.via, t.to)} if t.stamped else {}
-    update: dict = {"$set": {"status": t.to, "updated_at": at, **stamps, **t.fields,
-                             **delivery_status.watch(t.to, at, t.fields)}}
+    return {"status": t.to, "updated_at": at, **stamps, **t.fields, **delivery_status.watch(t.to, at, t.fields)}, entries
+
+
+def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
+    """`t` as a filter and an update (from `source` only, when given: one of its sources;
+    `held`: guarded on the claim too, the history written whole)."""
+    sources = (source,) if source else t.sources
+    changes, entries = _moves(t, at)
+    update: dict = {"$set": changes}
     if t.inc:
         update["$inc"] = dict(t.inc)
     claim = {}
@@ -123,6 +128,41 @@ async def apply(db: AsyncDatabase, transitions: list[Transition], *, held: Held 
             return first
     result = await db.messages.bulk_write([_update(t, at) for t in transitions], ordered=False)
     return result.modified_count + first
+
+
+async def insert_moved(db: AsyncDatabase, docs: Mapping[str, dict], transitions: list[Transition]) -> int:
+    """Messages never stored yet (a campaign part's, held in memory by its job: see
+    pipelines/workflows/render_chunk.render_part), inserted once, as the transitions
+    leave them: the one write each recipient costs. One transition per message, from the
+    status it is held in. One that exists already (an earlier run of the same part
+    recorded it) is left as it is. How many were inserted."""
+    if not transitions:
+        return 0
+    at = now_iso()
+    moved = []
+    for t in transitions:
+        doc = docs[t.message_id]
+        if doc["status"] not in t.sources:
+            raise ValueError(f"message {t.message_id} is {doc['status']}, not in {t.sources}")
+        changes, entries = _moves(t, at)
+        new = {**doc, **changes, "history": [*doc.get("history", []), *entries]}
+        for field, step in t.inc.items():
+            new[field] = new.get(field, 0) + step
+        moved.append(new)
+    return await insert_new(db, moved)
+
+
+async def insert_new(db: AsyncDatabase, docs: list[dict]) -> int:
+    """Insert messages whose `_id`s are derived from what makes them; ones that exist
+    already (the same work done twice) are skipped. How many were new."""
+    if not docs:
+        return 0
+    try:
+        return len((await db.messages.insert_many([watched(d) for d in docs], ordered=False)).inserted_ids)
+    except BulkWriteError as error:
+        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+            raise
+        return int(error.details.get("nInserted", 0))
 
 
 async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> dict | None:

@@ -11,8 +11,8 @@ import logging
 from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import campaigns, outbox, send_limits, workspaces
-from pipelines import throttle
+from mongo import campaign_parts, campaigns, outbox, send_limits, workspaces
+from pipelines import send_jobs, throttle
 from pipelines.clock import in_seconds, parse_iso
 from pipelines.errors import PostroomError
 from pipelines.settings import Settings
@@ -73,6 +73,22 @@ async def finish_campaigns(db: AsyncDatabase, settings: Settings) -> int:
         if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS):
             await campaigns.refresh_status_counts(db, campaign["_id"])
     return finished
+
+
+async def revive_lapsed_parts(db: AsyncDatabase, settings: Settings) -> int:
+    """Campaign parts (mongo/campaign_parts.py) whose job's lease ran out undone (its
+    worker died and its broker message is gone, or it was never published): each goes to
+    a new job under a new claim. A job still holding the old claim, if it ever runs,
+    finds the part no longer its own; recipients recorded already are not sent again."""
+    revived = 0
+    for part in await campaign_parts.lapsed(db):
+        token = send_jobs.new_claim_token()
+        if await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
+            log.warning("campaign part %s was not finished within its lease; rendering it again", part["_id"],
+                        extra={"campaign_id": part["campaign_id"], "workspace_id": part.get("workspace_id")})
+            await publisher().render_parts([part["_id"]], token=token)
+            revived += 1
+    return revived
 
 
 async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:

@@ -112,7 +112,7 @@ ALL_JOBS = [
     store_jobs.relay_stranded, store_jobs.purge_lapsed_slots,
     webhook_jobs.dispatch_outbox, webhook_jobs.enqueue_due_deliveries,
     campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.refresh_finished_stats,
-    campaign_jobs.refund_cancelled_campaigns,
+    campaign_jobs.refund_cancelled_campaigns, campaign_jobs.revive_lapsed_parts,
     inbound.requeue_stale_reports,
     store_jobs.purge_unrestorable, store_jobs.expire_signups,
     metrics_server.measure_scheduler_lag,

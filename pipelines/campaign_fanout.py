@@ -20,6 +20,9 @@ import hashlib
 import math
 
 BATCH_SIZE = 500
+# Recipients a campaign part carries (mongo/campaign_parts.py): one render job, one
+# claim, one insert of their messages; a batch is cut into several so workers share it.
+PART_SIZE = 100
 
 STATUSES = ("draft", "scheduled", "sending", "sent", "cancelled", "failed")
 STARTABLE = ("draft", "scheduled")          # send/api and the scheduler start these

@@ -57,8 +57,16 @@ def stats(campaign: dict) -> dict:
         "failed": int(counts.get("failed", 0)),
         "suppressed": int(counts.get("suppressed", 0)),
         "cancelled": int(counts.get("cancelled", 0)),
-        "pending": _total(counts, PENDING_STATUSES),
+        "pending": pending(campaign, counts),
     }
+
+
+def pending(campaign: dict, counts: dict[str, int]) -> int:
+    """Queued or on the wire: the messages in those statuses, and the recipients handed
+    on to sending whose message is not recorded yet (a campaign part records each one at
+    its outcome: mongo/campaign_parts.py)."""
+    unrecorded = int(campaign.get("messages_created") or 0) - sum(int(n) for n in counts.values())
+    return _total(counts, PENDING_STATUSES) + max(0, unrecorded)
 
 
 def rates(s: dict) -> dict:

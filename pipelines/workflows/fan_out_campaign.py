@@ -5,11 +5,13 @@ The first job resolves the audience as of the start (`audience_at`) into numbere
 and keeps them once (guarded: a job run twice, or alongside a re-enqueued one, keeps
 one resolution and drops its own); the plan charged for the counted size gets back the
 recipients resolved fewer (unsubscribed or suppressed since the count), or is charged
-the few more. Then each job loads its batch's contacts, creates their messages
-(deterministic `_id`s, so a batch that runs twice creates nothing new), hands them to
-rendering, saves the new cursor (guarded on the old one), then hands on the next batch. A
-worker killed anywhere in between leaves the broker message unacked; RabbitMQ hands it to
-the next worker, which repeats the step harmlessly."""
+the few more. Then each job cuts its batch into parts (mongo/campaign_parts.py; stored
+once: a batch that runs twice stores nothing new, and publishes only what it stored),
+hands each part to a render job, saves the new cursor (guarded on the old one, counting
+the batch's recipients as handed on), then hands on the next batch. The part's job
+reads its contacts, leaves out who may no longer be sent to, and records each
+recipient's message once, at its outcome. A worker killed anywhere in between leaves
+the broker message unacked; RabbitMQ hands it to the next worker, which repeats the step harmlessly."""
 
 from __future__ import annotations
 
@@ -17,10 +19,9 @@ import uuid
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import campaign_audience, campaigns, send_limits
-from pipelines import campaign_fanout, delivery_status, send_jobs, throttle
-from pipelines.campaign_fanout import campaign_message
-from pipelines.clock import in_seconds, now_iso, parse_iso
+from mongo import campaign_audience, campaign_parts, campaigns, send_limits
+from pipelines import campaign_fanout, send_jobs, throttle
+from pipelines.clock import in_seconds, parse_iso
 from pipelines.settings import Settings
 from pipelines.workflows.publisher import Publisher
 
@@ -55,14 +56,16 @@ async def fan_out(db: AsyncDatabase, settings: Settings, publisher: Publisher, c
         campaign = await resolve_audience(db, campaign)
     if not _runs(campaign, batch):
         return  # finished, cancelled, nobody to send to, or this batch was already done by someone else
-    recipients = await campaign_audience.batch_recipients(db, campaign, batch)
-    # stored claimed by their render jobs (delivery_status.born_claim): no claim write each
-    born = send_jobs.new_claim_token()
-    claimed = delivery_status.born_claim(born, in_seconds(settings.send_lease_seconds))
-    docs = [{**campaign_message(campaign, contact, now_iso()), **claimed} for contact in recipients]
-    created = await campaigns.insert_messages(db, docs)
-    ids = await campaigns.without_cancelled(db, campaign_id, [d["_id"] for d in docs], born)
-    await publisher.render(ids, born=born)  # finer than a batch: several workers share it
+    contact_ids = await campaign_audience.batch_contact_ids(db, campaign, batch)
+    # parts stored claimed by their render jobs (one job a part, campaign_parts.py): no
+    # message document yet, none claimed; each recipient is recorded once, at its outcome
+    token = send_jobs.new_claim_token()
+    lease_until = in_seconds(settings.send_lease_seconds)
+    parts = [campaign_parts.new_part(campaign, batch, n, contact_ids[first:first + campaign_fanout.PART_SIZE],
+                                     token, lease_until)
+             for n, first in enumerate(range(0, len(contact_ids), campaign_fanout.PART_SIZE))]
+    stored = await campaign_parts.insert_new(db, parts)
+    await publisher.render_parts([p["_id"] for p in stored], token=token)
     done = batch + 1 >= campaign["batches_queued"]
-    if await campaigns.advance_cursor(db, campaign_id, batch, created=created, done=done) and not done:
+    if await campaigns.advance_cursor(db, campaign_id, batch, created=len(contact_ids), done=done) and not done:
         await publisher.fan_out(campaign_id, batch + 1)

@@ -50,6 +50,11 @@ class Publisher(Protocol):
         the `render` actor (actors/render.py). `born`: the born claim they were stored
         under (delivery_status.born_claim), which their jobs hold."""
 
+    async def render_parts(self, part_ids: Sequence[str], *, token: str) -> None:
+        """Render, send and record these campaign parts (mongo/campaign_parts), a job
+        each: render_chunk.render_part, run by the `render` actor. `token`: the born
+        claim the parts were stored under, which their jobs hold."""
+
     async def send(self, rendered: list[dict], *, delay_ms: int = 0, born: Sequence[str] = ()) -> None:
         """Send rendered messages (jobs bounded by count and bytes), after `delay_ms`:
         send_chunk.py, run by the `send` actor (actors/send.py). `born`: born claims the

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import batches, campaign_audience, campaigns, contacts, messages, suppressions, templates, workspaces
+from mongo import (batches, campaign_audience, campaign_parts, campaigns, contacts, messages, suppressions, templates,
+                   workspaces)
 from pipelines import delivery_status, mail_streams, recipients
+from pipelines.campaign_fanout import campaign_message
+from pipelines.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.render_message import RenderContext, RenderResult
-from pipelines.settings import Settings
+from pipelines.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 
 from .dkim_keys import signers_for
 from .publisher import Publisher, PublishFailed
-from .send_chunk import Sent, claim_messages, deliver
+from .send_chunk import Claim, Sent, claim_messages, deliver
 
 log = logging.getLogger("postroom.render")
 
@@ -53,19 +57,88 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
     else:
         docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
         docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
+    # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
+    return await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, born,
+                                     withhold=withhold_suppressed)
+
+
+async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
+                      part_id: str, token: str, *, transport=None) -> Sent | None:
+    """A campaign part (mongo/campaign_parts.py), held under its born claim `token`: its
+    recipients still to send to now, their messages made in memory and each stored once,
+    as its outcome leaves it (messages.insert_moved) — sent, failed, suppressed, deferred
+    for a retry (then an ordinary stored message), or cancelled with its campaign. A part
+    run again (a redelivered job) skips the recipients already recorded, so only what was
+    in flight when its worker died can go twice. A worker without `transport` (a
+    render-only pool) stores the messages under the part's claim and renders them as
+    render_chunk does."""
+    part = await campaign_parts.load(db, part_id)
+    if part is None or part["done"] or part["lease_token"] != token:
+        return None  # finished, or handed to another job once ours lapsed
+    lease_end = await _part_lease(db, settings, part)
+    campaign = await campaigns.load(db, part["campaign_id"])
+    if lease_end is None or campaign is None:
+        return None
+    at = now_iso()
+    sendable = await campaign_audience.sendable_contacts(db, campaign["workspace_id"], part["contact_ids"])
+    made = [{**campaign_message(campaign, contact, at), "lease_token": token, "lease_until": part["lease_until"]}
+            for contact in sendable]
+    recorded = {m["_id"] for m in await messages.load(db, [m["_id"] for m in made], {"_id": 1})}
+    docs = [m for m in made if m["_id"] not in recorded]
+    claim = Claim(token, lease_end, docs, unstored=True)
+    if campaign["status"] == "cancelled":
+        await claim.record(db, [delivery_status.cancel(m["_id"], current="queued", detail=campaigns.CANCELLED)
+                                for m in docs])
+        sent = None
+    elif transport is None:
+        await messages.insert_new(db, docs)
+        sent = await render_chunk(db, settings, publisher, render, [m["_id"] for m in docs], born=[token])
+    else:
+        people = {(campaign["workspace_id"], c["email"].lower()): c for c in sendable}
+        sent = await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, [token],
+                                         contacts=people)
+    if await campaign_parts.finish(db, part_id, token):
+        # who was left out (gone, unsubscribed, bounced or suppressed since the audience
+        # was resolved) is no longer counted as handed on: no message will be made
+        await campaigns.bump_created(db, campaign["_id"], len(sendable) - len(part["contact_ids"]))
+    return sent
+
+
+async def _part_lease(db: AsyncDatabase, settings: Settings, part: dict) -> float | None:
+    """When our claim on the part ends (monotonic, less a margin): as stored when at least
+    half of it is left, else extended first; None when the part is no longer ours."""
+    left = (ms_of(part["lease_until"]) - now_ms()) / 1000
+    if left < settings.send_lease_seconds / 2:
+        part["lease_until"] = in_seconds(settings.send_lease_seconds)
+        if not await campaign_parts.extend(db, part["_id"], part["lease_token"], part["lease_until"]):
+            return None
+        left = settings.send_lease_seconds
+    return time.monotonic() + left - SEND_LEASE_MARGIN_SECONDS
+
+
+async def _render_and_deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
+                              docs: list[dict], claim: Claim | None, transport, born: Sequence[str], *,
+                              withhold=None, contacts: dict | None = None) -> Sent | None:
+    """Render the held messages `docs` (`claim`: held for delivery here, else handed to
+    send jobs) and deliver them. `withhold`: takes out recipients suppressed since they
+    were accepted; `contacts`: the recipients' contacts, when the caller read them."""
+    def record(transitions):
+        return claim.record(db, transitions) if claim else messages.apply(db, transitions)
     sandbox = [m for m in docs if m.get("sandbox")]
     if sandbox:  # sandbox keys are neither rendered nor sent: a mock `delivered` outcome at once
-        await messages.apply(db, [delivery_status.forward(m["_id"], "delivered", {"smtp_response": "250 sandbox"},
-                                                          SANDBOX_DETAIL, via=("sent",)) for m in sandbox])
+        await record([delivery_status.forward(m["_id"], "delivered", {"smtp_response": "250 sandbox"},
+                                              SANDBOX_DETAIL, via=("sent",)) for m in sandbox])
         await batches.record_finished(db, [(m, "delivered") for m in sandbox])
-    # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
-    real = await withhold_suppressed(db, [m for m in docs if not m.get("sandbox")])
+    real = [m for m in docs if not m.get("sandbox")]
+    if withhold:
+        real = await withhold(db, real)
     if not real:
         return None
     signers, return_paths = await signers_for(db, settings, real)
     result = await render(real, RenderContext(
-        settings=settings, signers=signers, return_paths=return_paths, **await personalisation_inputs(db, real)))
-    await messages.apply(db, [delivery_status.fail(mid, why) for mid, why in result.failed.items()])
+        settings=settings, signers=signers, return_paths=return_paths,
+        **await personalisation_inputs(db, real, contacts)))
+    await record([delivery_status.fail(mid, why) for mid, why in result.failed.items()])
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
     if not result.rendered:
         return None
@@ -77,14 +150,21 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
     return await deliver(db, settings, publisher, transport, rendered, mime)
 
 
-async def personalisation_inputs(db: AsyncDatabase, docs: list[dict]) -> dict:
+async def personalisation_inputs(db: AsyncDatabase, docs: list[dict], known: dict | None = None) -> dict:
     """What merge tags read: each workspace (company fields; as this process read it
     within mongo/recent.FRESH_SECONDS, as the front does), the template versions the
-    messages were sent with, and the contact of each first recipient (if there is one)."""
+    messages were sent with, and the contact of each first recipient (if there is one;
+    `known`: those contacts by (workspace id, lower-cased email), when the caller read
+    them already)."""
     workspace_ids = {m["workspace_id"] for m in docs}
     found = {w: await workspaces.recent(db, w) for w in workspace_ids}
     versions = await templates.load_versions(db, list({(m["template_id"], m.get("template_version"))
                                                         for m in docs if m.get("template_id")}))
+    people = known if known is not None else await _first_recipients(db, docs)
+    return {"workspaces": {k: v for k, v in found.items() if v}, "templates": versions, "contacts": people}
+
+
+async def _first_recipients(db: AsyncDatabase, docs: list[dict]) -> dict:
     people = {}
     wanted: dict[str, set[str]] = {}
     by_id: dict[str, set[str]] = {}  # campaign messages name their contact: a fast lookup by _id
@@ -99,7 +179,7 @@ async def personalisation_inputs(db: AsyncDatabase, docs: list[dict]) -> dict:
     for workspace_id, emails in wanted.items():
         for key, contact in (await contacts.find_by_emails(db, workspace_id, list(emails))).items():
             people[(workspace_id, key)] = contact
-    return {"workspaces": {k: v for k, v in found.items() if v}, "templates": versions, "contacts": people}
+    return people
 
 
 async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]:

@@ -76,9 +76,19 @@ class Claim:
     token: str
     lease_end: float
     messages: list[dict]
+    # made in memory and not stored yet (a campaign part's, render_chunk.render_part):
+    # each is inserted once, as the first transition recorded for it leaves it
+    unstored: bool = False
 
     def held(self) -> messages.Held:
         return messages.Held.of(self.messages)
+
+    async def record(self, db: AsyncDatabase, transitions: list) -> int:
+        """Write transitions of held messages: guarded updates under the claim, or, for
+        unstored messages, their one insert."""
+        if self.unstored:
+            return await messages.insert_moved(db, {m["_id"]: m for m in self.messages}, transitions)
+        return await messages.apply(db, transitions, held=self.held())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +224,7 @@ async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
     if not message_ids:
         return
     held = job.claim.held()
-    await _persist(job.claim.lease_end, messages.apply, job.db,
+    await _persist(job.claim.lease_end, job.claim.record, job.db,
                    [delivery_status.hold(mid, held.claims[mid][1], current=held.claims[mid][0])
                     for mid in message_ids])
     await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms))
@@ -243,13 +253,18 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     waiting in the store. The history each message had when claimed is written back whole
     with the new entries (messages.apply: a plain `$set` under our claim)."""
     db, claim = job.db, job.claim
-    lease_end, held = claim.lease_end, claim.held()
-    await _persist(lease_end, messages.apply, db, plan.transitions, held=held)
+    lease_end = claim.lease_end
+    retries = plan.retry_transitions(claim.held().claims, utcnow()) if plan.retry_ids else []
+    if claim.unstored:  # each message's one insert: the retries too (their send jobs claim them)
+        transitions, retries = plan.transitions + retries, []
+    else:
+        transitions = plan.transitions
+    await _persist(lease_end, claim.record, db, transitions)
     await _persist(lease_end, outbox.record_many, db, plan.events, only_subscribed=True)
     await _persist(lease_end, batches.record_finished, db, plan.finished)
     await _persist(lease_end, analytics.bump_many, db, plan.analytics)
     await _persist(lease_end, record_rejections, db, plan.bounces)
+    await _persist(lease_end, claim.record, db, retries)
     if plan.retry_ids:
-        await _persist(lease_end, messages.apply, db, plan.retry_transitions(held.claims, utcnow()), held=held)
         for delay_ms, ids in plan.retries_by_broker_delay().items():
             await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms)

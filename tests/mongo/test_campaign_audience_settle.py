@@ -14,11 +14,11 @@ from pipelines.workflows import fan_out_campaign
 
 class RecordingPublisher:
     def __init__(self):
-        self.rendered: list[str] = []
+        self.parts: list[str] = []
         self.fanned: list[tuple[str, int]] = []
 
-    async def render(self, message_ids, *, born=""):
-        self.rendered.extend(message_ids)
+    async def render_parts(self, part_ids, *, token):
+        self.parts.extend(part_ids)
 
     async def fan_out(self, campaign_id, batch):
         self.fanned.append((campaign_id, batch))
@@ -58,14 +58,16 @@ def test_the_first_fan_out_job_resolves_the_audience_and_gives_back_what_the_cou
     private_db.run(fan_out_campaign.fan_out, Settings(), publisher, campaign["_id"], 0)
     stored = private_db.run(lambda db: db.campaigns.find_one({"_id": campaign["_id"]}))
     assert stored["total_recipients"] == 2 and stored["batches_queued"] == 1 and stored["fanout_done"]
-    assert len(publisher.rendered) == 2 and publisher.fanned == []
+    handed_on = private_db.run(lambda db: db.campaign_parts.find({"campaign_id": campaign["_id"]}).to_list())
+    assert publisher.parts == [p["_id"] for p in handed_on] and publisher.fanned == []
+    assert sum(len(p["contact_ids"]) for p in handed_on) == 2
     assert private_db.run(send_limits.plan_used, workspace_id, month_of(campaign)) == 2
 
     # a second job that resolved alongside (a re-enqueued one) keeps nothing and settles nothing
     again = private_db.run(fan_out_campaign.resolve_audience, campaign)
     assert again["recipients_token"] == stored["recipients_token"]
     private_db.run(fan_out_campaign.fan_out, Settings(), publisher, campaign["_id"], 0)
-    assert len(publisher.rendered) == 2
+    assert publisher.parts == [p["_id"] for p in handed_on]
     assert private_db.run(send_limits.plan_used, workspace_id, month_of(campaign)) == 2
     kept = private_db.run(lambda db: db.campaign_recipients.find({"campaign_id": campaign["_id"]}).to_list())
     assert len(kept) == 1
