@@ -60,9 +60,9 @@ async def extend(db: AsyncDatabase, part_id: str, token: str, lease_until: str) 
 
 
 async def finish(db: AsyncDatabase, part_id: str, token: str) -> bool:
-    """Every recipient of the part is recorded (guarded on our claim)."""
+    """Every recipient of the part is recorded (guarded on our claim; True once only)."""
     result = await db.campaign_parts.update_one(
-        {"_id": part_id, "lease_token": token},
+        {"_id": part_id, "lease_token": token, "done": False},
         {"$set": {"done": True, "due_ms": NEVER_MS, "finished_at": now_iso()}})
     return result.modified_count == 1
 
