@@ -16,7 +16,7 @@ from pipelines import send_jobs, throttle
 from pipelines.clock import in_seconds, parse_iso
 from pipelines.errors import PostroomError
 from pipelines.settings import Settings
-from pipelines.workflows import start_campaign
+from pipelines.workflows import render_chunk, start_campaign
 
 log = logging.getLogger("postroom.scheduler")
 
@@ -79,15 +79,24 @@ async def revive_lapsed_parts(db: AsyncDatabase, settings: Settings) -> int:
     """Campaign parts (mongo/campaign_parts.py) whose job's lease ran out undone (its
     worker died and its broker message is gone, or it was never published): each goes to
     a new job under a new claim. A job still holding the old claim, if it ever runs,
-    finds the part no longer its own; recipients recorded already are not sent again."""
+    finds the part no longer its own; recipients recorded already are not sent again.
+    A part handed back POSTROOM_MESSAGE_MAX_REVIVALS times is stored as single messages
+    (render_chunk.unpack_part), which the message watchdog then sees to one by one."""
     revived = 0
     for part in await campaign_parts.lapsed(db):
         token = send_jobs.new_claim_token()
-        if await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
+        if not await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
+            continue
+        about = {"campaign_id": part["campaign_id"], "workspace_id": part.get("workspace_id")}
+        if int(part.get("revivals") or 0) >= settings.message_max_revivals:
+            log.error("campaign part %s handed back %d times; its recipients go on as single messages",
+                      part["_id"], settings.message_max_revivals, extra=about)
+            await render_chunk.unpack_part(db, publisher(), part["_id"], token)
+        else:
             log.warning("campaign part %s was not finished within its lease; rendering it again", part["_id"],
-                        extra={"campaign_id": part["campaign_id"], "workspace_id": part.get("workspace_id")})
+                        extra=about)
             await publisher().render_parts([part["_id"]], token=token)
-            revived += 1
+        revived += 1
     return revived
 
 

@@ -79,12 +79,7 @@ async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publishe
     campaign = await campaigns.load(db, part["campaign_id"])
     if lease_end is None or campaign is None:
         return None
-    at = now_iso()
-    sendable = await campaign_audience.sendable_contacts(db, campaign["workspace_id"], part["contact_ids"])
-    made = [{**campaign_message(campaign, contact, at), "lease_token": token, "lease_until": part["lease_until"]}
-            for contact in sendable]
-    recorded = {m["_id"] for m in await messages.load(db, [m["_id"] for m in made], {"_id": 1})}
-    docs = [m for m in made if m["_id"] not in recorded]
+    sendable, docs = await _part_messages(db, campaign, part)
     claim = Claim(token, lease_end, docs, unstored=True)
     if campaign["status"] == "cancelled":
         await claim.record(db, [delivery_status.cancel(m["_id"], current="queued", detail=campaigns.CANCELLED)
@@ -97,11 +92,42 @@ async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publishe
         people = {(campaign["workspace_id"], c["email"].lower()): c for c in sendable}
         sent = await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, [token],
                                          contacts=people)
-    if await campaign_parts.finish(db, part_id, token):
+    await _finish_part(db, campaign, part, len(sendable))
+    return sent
+
+
+async def unpack_part(db: AsyncDatabase, publisher: Publisher, part_id: str, token: str) -> None:
+    """A part whose jobs kept dying (handed back POSTROOM_MESSAGE_MAX_REVIVALS times,
+    ops/campaign_jobs.revive_lapsed_parts), held under `token`: its recipients' messages
+    stored as ordinary unclaimed `queued` messages and their render published, so one
+    recipient that breaks a job no longer holds back the other 99 — each is retried, and
+    given up on, by the message watchdog on its own."""
+    part = await campaign_parts.load(db, part_id)
+    campaign = None if part is None else await campaigns.load(db, part["campaign_id"])
+    if campaign is None or part["done"] or part["lease_token"] != token:
+        return
+    sendable, docs = await _part_messages(db, campaign, part)
+    await messages.insert_new(db, [{**m, "lease_token": delivery_status.UNCLAIMED} for m in docs])
+    await _finish_part(db, campaign, part, len(sendable))
+    await publisher.render([m["_id"] for m in docs])
+
+
+async def _part_messages(db: AsyncDatabase, campaign: dict, part: dict) -> tuple[list[dict], list[dict]]:
+    """The part's contacts still to send to now, and the messages to make for them, held
+    under the part's claim (those already recorded, by an earlier run, left out)."""
+    at = now_iso()
+    sendable = await campaign_audience.sendable_contacts(db, campaign["workspace_id"], part["contact_ids"])
+    made = [{**campaign_message(campaign, contact, at), "lease_token": part["lease_token"],
+             "lease_until": part["lease_until"]} for contact in sendable]
+    recorded = {m["_id"] for m in await messages.load(db, [m["_id"] for m in made], {"_id": 1})}
+    return sendable, [m for m in made if m["_id"] not in recorded]
+
+
+async def _finish_part(db: AsyncDatabase, campaign: dict, part: dict, sendable: int) -> None:
+    if await campaign_parts.finish(db, part["_id"], part["lease_token"]):
         # who was left out (gone, unsubscribed, bounced or suppressed since the audience
         # was resolved) is no longer counted as handed on: no message will be made
-        await campaigns.bump_created(db, campaign["_id"], len(sendable) - len(part["contact_ids"]))
-    return sent
+        await campaigns.bump_created(db, campaign["_id"], sendable - len(part["contact_ids"]))
 
 
 async def _part_lease(db: AsyncDatabase, settings: Settings, part: dict) -> float | None:

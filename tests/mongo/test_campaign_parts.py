@@ -9,10 +9,11 @@ import uuid
 
 import pytest
 
-from mongo import campaign_parts, messages
+from mongo import campaign_parts, contacts, messages
 from pipelines import campaign_stats, delivery_status
 from pipelines.campaign_fanout import campaign_message
 from pipelines.clock import in_seconds, now_iso
+from pipelines.workflows import render_chunk
 
 CAMPAIGN = {"_id": "cmp_parts", "workspace_id": "ws_parts", "key_id": "key_1", "sandbox": False, "subject": "Hi",
             "template_id": "tpl_1", "template_version": 1, "track_opens": True, "track_clicks": True,
@@ -119,3 +120,36 @@ def test_recipients_handed_on_but_not_recorded_yet_count_as_pending():
     assert campaign_stats.stats({**handed_on, "status_counts": {"delivered": 9, "bounced": 1}})["pending"] == 0
     # a late DSN moves a recorded message, never the count of them
     assert campaign_stats.stats({**handed_on, "status_counts": {"delivered": 8, "bounced": 2}})["pending"] == 0
+
+
+class RecordingPublisher:
+    def __init__(self):
+        self.rendered: list[str] = []
+
+    async def render(self, message_ids, *, born=""):
+        self.rendered.extend(message_ids)
+
+
+def test_a_part_whose_jobs_keep_dying_goes_on_as_single_messages(private_db):
+    camp = {**campaign(), "status": "sending", "messages_created": 3}
+    people = [contacts.new_document(camp["workspace_id"], email=f"u{i}@parts.example") for i in range(3)]
+    people[2]["subscribed"] = False  # unsubscribed since the audience was resolved
+    part = campaign_parts.new_part(camp, 0, 0, [c["_id"] for c in people], "tok-new", in_seconds(300))
+
+    async def seed(db):
+        await db.campaigns.insert_one(camp)
+        await db.contacts.insert_many(people)
+        await db.campaign_parts.insert_one(part)
+    private_db.run(seed)
+    publisher = RecordingPublisher()
+    private_db.run(render_chunk.unpack_part, publisher, part["_id"], "tok-new")
+
+    stored = private_db.run(messages.load, publisher.rendered)
+    assert sorted(m["to"][0] for m in stored) == ["u0@parts.example", "u1@parts.example"]
+    # ordinary messages: queued, unclaimed, so any render job (and the watchdog) may take them
+    assert {(m["status"], m["lease_token"]) for m in stored} == {("queued", "")}
+    assert private_db.run(campaign_parts.load, part["_id"])["done"]
+    assert private_db.run(lambda db: db.campaigns.find_one({"_id": camp["_id"]}))["messages_created"] == 2
+    # a job of the part that runs after all finds nothing to do
+    private_db.run(render_chunk.unpack_part, publisher, part["_id"], "tok-new")
+    assert len(publisher.rendered) == 2
