@@ -41,7 +41,7 @@ async def measure_steps(store_url: str, database: str, key: str, calls: int) -> 
     def message() -> dict:
         n = next(counter)
         return {"_id": f"steps-{n}", "workspace_id": ws_id, "status": "failed", "to": [f"r{n}@example.org"],
-                "created_at": "2026-01-01T00:00:00Z"}
+                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}
 
     steps = {
         "key lookup": lambda: api_keys.recent_by_key(db, key),
