@@ -18,8 +18,7 @@ INDEXES: dict[str, list[IndexModel]] = {
                  # what the scheduler finds messages by (pipelines/delivery_status.watch):
                  # single integer fields, the only ranges the embedded store answers from an index
                  IndexModel([("due_ms", ASCENDING)], name="due_ms"),
-                 IndexModel([("stall_ms", ASCENDING)], name="stall_ms"),
-                 IndexModel([("batch_id", ASCENDING)], name="batch")],
+                 IndexModel([("stall_ms", ASCENDING)], name="stall_ms")],
     "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
                            name="ws_domain_unique")],
@@ -55,5 +54,6 @@ async def prepare_store(db: AsyncDatabase) -> None:
     """What every process start makes sure of: the indexes, and the one-time backfills the
     code relies on (documents written by an earlier version)."""
     await ensure_indexes(db)
+    await messages.drop_retired_indexes(db)
     await outbox.backfill_carrier_fields(db)
     await messages.backfill_watch_fields(db)

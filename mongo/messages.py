@@ -305,10 +305,22 @@ async def trim_recipients(db: AsyncDatabase, doc: dict, changes: dict) -> bool:
 
 
 _WATCH_BACKFILL_ID = "messages_watch_fields"
-# The indexes the scheduler's finds used before `due_ms` / `stall_ms` (ranges over date
-# strings, which the embedded store answered by reading every message): dropped, so
-# writes stop paying for them.
-_RETIRED_INDEXES = ("status_due", "status_updated", "status_lease", "status_next_attempt")
+# Indexes no query uses any more, by key (the embedded store names indexes its own way),
+# dropped so every message write stops paying for them (the embedded store re-reads the
+# document's JSON for each index on every insert and update): the ones the scheduler's
+# finds used before `due_ms` / `stall_ms` (ranges over date strings, which the embedded
+# store answered by reading every message), and `batch_id` (a batch's counts live on its
+# own document and are never read from its messages).
+_RETIRED_INDEXES = ({"status": 1, "due_at": 1}, {"status": 1, "updated_at": 1}, {"status": 1, "lease_until": 1},
+                    {"status": 1, "next_attempt_at": 1}, {"batch_id": 1})
+
+
+async def drop_retired_indexes(db: AsyncDatabase) -> list[dict]:
+    """At every start (a list of the indexes, nothing more once they are gone)."""
+    retired = [i for i in await (await db.messages.list_indexes()).to_list() if dict(i["key"]) in _RETIRED_INDEXES]
+    for index in retired:  # by the name the store gave it (the embedded store drops a compound key by name only)
+        await db.messages.drop_index(index["name"])
+    return [dict(i["key"]) for i in retired]
 
 
 async def backfill_watch_fields(db: AsyncDatabase) -> int:
@@ -325,10 +337,6 @@ async def backfill_watch_fields(db: AsyncDatabase) -> int:
             await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]},
                                          {"$set": delivery_status.watch(doc["status"], doc["updated_at"], doc)})
             fixed += 1
-    existing = {i["name"] for i in await (await db.messages.list_indexes()).to_list()}
-    for name in _RETIRED_INDEXES:
-        if name in existing:
-            await db.messages.drop_index(name)
     await db.migrations.update_one({"_id": _WATCH_BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
                                    upsert=True)
     return fixed
