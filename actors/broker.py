@@ -6,11 +6,11 @@ from __future__ import annotations
 import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.stub import StubBroker
-from dramatiq.middleware.asyncio import AsyncIO
 
 from pipelines.settings import Settings
 
 from . import runtime
+from .event_loop import AsyncIO
 from .heartbeat import CloseResources, Heartbeat
 from .jobs import ACTORS, BrokerPublisher
 from .render_pool import StartRenderPool

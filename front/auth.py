@@ -25,6 +25,9 @@ from .runtime import Caller, db, settings
 PUBLIC_ENDPOINTS = {"health.health"}
 # Email sends (POSTs of this blueprint) also count their emails in the per-key email window.
 EMAIL_ENDPOINT_PREFIX = "email."
+# A single send is one email whatever its body says: its email window is counted with its
+# request window, in one store write (mongo/rate_windows.hit_together), before the body is read.
+SINGLE_SEND_ENDPOINT = "email.send"
 
 
 async def authenticate() -> Caller:
@@ -57,36 +60,54 @@ def needed_permission() -> str | None:
     return f"{area}:{mode}"
 
 
-async def _hit_window(caller: Caller, window: str, limit: int, now: float, *, state_attr: str,
-                      message: str, code: str, cost: int = 1) -> None:
-    """Count `cost` in one sliding window; its state feeds the response headers."""
-    state = await rate_windows.hit(db(), window, caller.key_id, limit=limit, now=now, cost=cost)
-    setattr(g, state_attr, state)
-    if not state.allowed:
-        raise RateLimited(message, retry_after=state.retry_after_seconds(now), code=code)
+def _request_limit(caller: Caller) -> int:
+    return caller.key.get("rate_limit") or settings().rate_limit_per_minute
+
+
+def _email_limit(caller: Caller) -> int:
+    return caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
+
+
+async def _hit_windows(caller: Caller, charges: list[rate_windows.Charge]) -> None:
+    """Count the charges in the key's windows (all or none); their states feed the
+    response headers. 429 naming the first window that refused."""
+    now = time.time()
+    states = await rate_windows.hit_together(db(), caller.key_id, charges, now=now)
+    g.rate_state = states.get("req", g.get("rate_state"))
+    g.email_rate_state = states.get("email", g.get("email_rate_state"))
+    for charge in charges:
+        state = states[charge.scope]
+        if not state.allowed:
+            if charge.scope == "req":
+                raise RateLimited(f"Rate limit of {charge.limit} requests per minute exceeded.",
+                                  retry_after=state.retry_after_seconds(now), code="rate_limited")
+            raise RateLimited(f"Email rate limit of {charge.limit} emails per minute exceeded: {charge.cost} more "
+                              "do not fit in the current window.",
+                              retry_after=state.retry_after_seconds(now), code="rate_limit_exceeded")
 
 
 async def check_rate(caller: Caller) -> None:
-    now = time.time()
-    general_limit = caller.key.get("rate_limit") or settings().rate_limit_per_minute
-    await _hit_window(caller, "req", general_limit, now, state_attr="rate_state",
-                      message=f"Rate limit of {general_limit} requests per minute exceeded.",
-                      code="rate_limited")
+    charges = [rate_windows.Charge("req", _request_limit(caller))]
+    if request.endpoint == SINGLE_SEND_ENDPOINT and _email_limit(caller) >= 1:
+        charges.append(rate_windows.Charge("email", _email_limit(caller)))
+    await _hit_windows(caller, charges)
+    g.emails_counted = len(charges) - 1
 
 
 async def count_emails(caller: Caller, emails: int) -> None:
     """The email window counts emails, not requests: a send of N messages costs N, all or
     nothing (429 rate_limit_exceeded with Retry-After when they do not fit now; 400 when
     N alone is more than the key may ever send in a window). Called by the email views
-    once the request is valid; `give_back_emails` returns the units if nothing is sent."""
-    limit = caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
+    once the request is valid; `give_back_emails` returns the units if nothing is sent.
+    A single send's one email was counted with its request (`check_rate`)."""
+    if g.get("emails_counted") == emails:
+        g.emails_taken = True
+        return
+    limit = _email_limit(caller)
     if emails > limit:
         raise ValidationFailed(f"messages: {emails} emails are more than this key may send in a minute "
                                f"({limit}); split them into batches of at most {limit}.", path="messages")
-    await _hit_window(caller, "email", limit, time.time(), state_attr="email_rate_state", cost=emails,
-                      message=f"Email rate limit of {limit} emails per minute exceeded: {emails} more do not "
-                              "fit in the current window.",
-                      code="rate_limit_exceeded")
+    await _hit_windows(caller, [rate_windows.Charge("email", limit, emails)])
 
 
 async def give_back_emails(emails: int) -> None:
@@ -97,6 +118,15 @@ async def give_back_emails(emails: int) -> None:
             await rate_windows.give_back(db(), state, emails)
         except PyMongoError:
             pass
+
+
+async def _return_unused_emails() -> None:
+    """A single send counted in the email window that never came to sending (an invalid
+    body, a missing permission, an Idempotency-Key replay): the email is given back and
+    the answer carries no email-window headers, as when it was never counted."""
+    if g.get("emails_counted") and not g.get("emails_taken"):
+        await give_back_emails(g.emails_counted)
+        g.email_rate_state = None
 
 
 def register(app: Quart) -> None:
@@ -119,6 +149,7 @@ def register(app: Quart) -> None:
 
     @app.after_request
     async def _rate_headers(response):
+        await _return_unused_emails()
         for prefix, attr in (("X-RateLimit", "rate_state"), ("X-EmailRateLimit", "email_rate_state")):
             state = g.get(attr)
             if state is not None:

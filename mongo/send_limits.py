@@ -52,7 +52,7 @@ class StoreLimiterBackend:
         # Our own atomic view of the current bucket, plus the older ones (which only shrink).
         current = await counters.add(self.db, "rate_windows", ids[-1], want,
                                      {"expires_at": in_seconds(window_seconds * 2)})
-        counts = await rate_windows.older_counts(self.db, ids, now, width)
+        counts = await rate_windows.older_counts(self.db, ids, now, width, "n")
         counts[ids[-1]] = current
         used = sum(counts.values())
         excess = min(want, max(0, used - limit))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
@@ -42,14 +41,14 @@ def cmd_up(args) -> int:
 
 
 def cmd_front(args) -> int:
-    from .serve import run_front  # local import: the service stack, only for this command (see cmd_up)
-    asyncio.run(run_front(config.load(), args.host, args.port))
+    from .serve import event_loop, run_front  # local import: the service stack, only for this command (see cmd_up)
+    event_loop.run(run_front(config.load(), args.host, args.port))
     return 0
 
 
 def cmd_scheduler(args) -> int:
-    from .serve import run_scheduler  # local import: the service stack, only for this command (see cmd_up)
-    asyncio.run(run_scheduler(config.load()))
+    from .serve import event_loop, run_scheduler  # local import: the service stack, only for this command (see cmd_up)
+    event_loop.run(run_scheduler(config.load()))
     return 0
 
 

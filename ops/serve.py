@@ -12,7 +12,7 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from actors import broker as broker_setup
-from actors import gc_tuning
+from actors import event_loop, gc_tuning
 from front.app import create_app
 from mongo.client import connect
 from mongo.indexes import prepare_store
@@ -82,7 +82,7 @@ def run_up(settings: Settings, host: str, port: int, threads: int) -> None:
     mail = settings.smtp_url or f"capture outbox {settings.data_dir / 'outbox'}"
     print(f"postroom up: store {settings.mongodb_url}, {mode}, mail to {mail}", flush=True)
     try:
-        asyncio.run(run_front(settings, host, port, with_scheduler=True))
+        event_loop.run(run_front(settings, host, port, with_scheduler=True))
     finally:
         worker.stop(timeout=5000)
         print("postroom stopped", flush=True)

@@ -20,7 +20,7 @@ from pydantic import Field, StringConstraints, ValidationError
 from quart import Quart, request
 
 from front.types import DisplayName, EmailAddress, JsonObject, Strict
-from actors import gc_tuning
+from actors import event_loop, gc_tuning
 from ops.serve import _hypercorn_config
 
 QUEUE = "bench_api_baseline"
@@ -73,7 +73,7 @@ def main() -> None:
     port, amqp_url = int(sys.argv[1]), sys.argv[2]
     app = make_app(amqp_url)
     gc_tuning.settle()  # as `postroom front` settles its collector after start-up
-    asyncio.run(serve(app, _hypercorn_config("127.0.0.1", port)))
+    event_loop.run(serve(app, _hypercorn_config("127.0.0.1", port)))  # served as ours is
 
 
 if __name__ == "__main__":

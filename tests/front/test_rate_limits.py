@@ -2,7 +2,9 @@
 shares it; headers on every authenticated response; 429 with Retry-After."""
 
 import datetime as dt
+import uuid
 
+from mongo import rate_windows
 from tests.support import services
 from tests.support.api import assert_error
 
@@ -157,3 +159,24 @@ def test_a_refused_plan_limit_gives_the_email_units_back(service):
     assert tenant.post("/email/batch", json=batch(2)).json()["error"]["code"] == "limit_reached"
     accepted = tenant.post("/email/send", json=SEND)
     assert accepted.status_code == 202 and accepted.headers["X-EmailRateLimit-Remaining"] == "2"
+
+
+def test_a_single_send_that_never_comes_to_sending_gives_its_email_back(service):
+    """A single send's email is counted with its request, before its body is read: one that
+    is refused (invalid, forbidden) or answered from an earlier attempt (Idempotency-Key)
+    gives it back, and its answer carries no email-window headers."""
+    tenant = service.tenant(sandbox=True, email_rate_limit=3)
+    headers = {"Idempotency-Key": uuid.uuid4().hex}
+    first = tenant.post("/email/send", json=SEND, headers=headers)
+    assert first.status_code == 202 and first.headers["X-EmailRateLimit-Remaining"] == "2"
+    for _ in range(3):
+        replay = tenant.post("/email/send", json=SEND, headers=headers)
+        assert replay.status_code == 202
+        assert replay.json()["data"]["message_id"] == first.json()["data"]["message_id"]
+        invalid = tenant.post("/email/send", json={**SEND, "subject": ""})
+        assert invalid.status_code == 400 and "X-EmailRateLimit-Remaining" not in invalid.headers
+    reader = service.extra_key(tenant, permissions=["contacts:read"], email_rate_limit=1)
+    assert reader.post("/email/send", json=SEND).status_code == 403
+    assert service.store.run(rate_windows.peek, "email", reader.key_id, limit=1).used == 0
+    assert [tenant.post("/email/send", json=SEND).headers["X-EmailRateLimit-Remaining"] for _ in range(2)] == ["1", "0"]
+    assert_error(tenant.post("/email/send", json=SEND), 429, "rate_limit_exceeded")

@@ -122,3 +122,45 @@ def test_a_cost_given_back_frees_its_units(store, hit):
     assert state.allowed
     store.run(rate_windows.give_back, state, 4)
     assert hit(1.0, limit=5, cost=5).allowed
+
+
+def test_a_subjects_windows_are_counted_together_stopping_at_the_first_refusal(store):
+    subject = uuid.uuid4().hex
+
+    def together(at: float, req: int, email: int):
+        return store.run(rate_windows.hit_together, subject,
+                         [rate_windows.Charge("req", req), rate_windows.Charge("email", email)], now=T0 + at)
+
+    first = together(0.0, req=5, email=1)
+    assert first["req"].allowed and first["req"].used == 1
+    assert first["email"].allowed and first["email"].used == 1
+
+    # the email window refuses: the request stays counted (it was served, with a 429)
+    second = together(1.0, req=5, email=1)
+    assert second["req"].allowed and second["req"].used == 2
+    assert not second["email"].allowed and second["email"].used == 1
+    assert second["email"].room_epoch == T0 + 60
+    assert store.run(rate_windows.peek, "email", subject, limit=1, now=T0 + 2).used == 1
+
+    # the request window refuses: the email is never considered, and not counted
+    third = together(2.0, req=2, email=10)
+    assert not third["req"].allowed and "email" not in third
+    assert store.run(rate_windows.peek, "req", subject, limit=2, now=T0 + 3).used == 2
+    assert store.run(rate_windows.peek, "email", subject, limit=10, now=T0 + 3).used == 1
+    # each window is the same one `hit` counts in alone
+    assert store.run(rate_windows.hit, "email", subject, limit=10, now=T0 + 4).used == 2
+
+
+def test_concurrent_requests_counted_together_let_exactly_the_email_limit_through(store):
+    import asyncio
+    subject = uuid.uuid4().hex
+
+    async def burst(db):
+        return await asyncio.gather(*(rate_windows.hit_together(
+            db, subject, [rate_windows.Charge("req", 100), rate_windows.Charge("email", 3)], now=T0 + 1)
+            for _ in range(12)))
+    states = store.run(burst)
+    assert sum(s["email"].allowed for s in states) == 3
+    assert all(s["req"].allowed for s in states)
+    assert sorted(s["req"].used for s in states) == list(range(1, 13))
+    assert store.run(rate_windows.peek, "email", subject, limit=3, now=T0 + 2).used == 3
