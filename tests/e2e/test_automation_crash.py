@@ -39,10 +39,6 @@ def crash_stack(service, store_url, run_dir):
         yield stack
 
 
-def received_counts(sink) -> collections.Counter:
-    with sink.handler.lock:
-        return collections.Counter(r.lower() for m in sink.handler.received for r in m.rcpt_tos)
-
 
 def run_statuses(stack) -> collections.Counter:
     """Runs per status; `mid_flow`: active runs that have done a step and not the last."""
@@ -124,9 +120,9 @@ def test_an_automation_worker_killed_mid_flow_loses_no_run_and_sends_no_email_tw
     async def open_messages(db):
         return await db.messages.count_documents({"workspace_id": tenant.workspace_id,
                                                   "status": {"$in": ["queued", "sending"]}})
-    wait_until(lambda: stack.store.run(open_messages) == 0 and sum(received_counts(stack.smtp).values()) >= CONTACTS,
+    wait_until(lambda: stack.store.run(open_messages) == 0 and sum(stack.smtp.recipient_counts().values()) >= CONTACTS,
                timeout=120, interval=0.5, what="every email sent")
-    final = received_counts(stack.smtp)
+    final = stack.smtp.recipient_counts()
     print(f"\nautomation crash test: runs={CONTACTS} completed_at_kill={at_kill['completed']} "
           f"active_at_kill={at_kill['active']} mid_flow_at_kill={at_kill['mid_flow']} kills={kills} "
           f"killed_after={killed_after:.1f}s "

@@ -10,7 +10,6 @@ replacement worker, which sends under a lease it never outlives, adds no duplica
 
 from __future__ import annotations
 
-import collections
 import os
 import signal
 import time
@@ -18,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from mongo import contacts
 from pipelines.campaign_fanout import message_id
 from tests.support.audience import make_list
-from tests.support.campaigns import make_campaign, make_template, send, wait_campaign
+from tests.support.campaigns import campaign_to_stored, send, wait_campaign
 from tests.support.polling import wait_until
-from tests.support.private_stack import private_stack
+from tests.support.private_stack import SHORT_LEASE_ENV, private_stack
 
 RECIPIENTS = 1000
 KILL_AFTER_RECEIVED = 250
@@ -31,16 +29,8 @@ KILL_AFTER_RECEIVED = 250
 
 @pytest.fixture
 def crash_stack(service, store_url, run_dir):
-    # A short lease so the replacement worker may claim what the killed one held soon; it
-    # must still outlast an SMTP transaction (2 s here) and the writes that record it.
-    env = {"POSTROOM_SEND_LEASE_SECONDS": "8", "POSTROOM_SMTP_TIMEOUT_SECONDS": "2"}
-    with private_stack(service, store_url, run_dir, "crash", env=env) as stack:
+    with private_stack(service, store_url, run_dir, "crash", env=SHORT_LEASE_ENV) as stack:
         yield stack
-
-
-def received_counts(sink) -> collections.Counter:
-    with sink.handler.lock:
-        return collections.Counter(r.lower() for m in sink.handler.received for r in m.rcpt_tos)
 
 
 def group_alive(pgid: int) -> bool:
@@ -77,18 +67,13 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
     tenant = stack.tenant()
     members = make_list(tenant, "Everyone")
     addresses = [f"r{i:05d}@crash.example" for i in range(RECIPIENTS)]
-
-    async def seed(db):
-        await db.contacts.insert_many([contacts.new_document(tenant.workspace_id, email=a, lists=[members["id"]])
-                                       for a in addresses])
-    stack.store.run(seed)
-    campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"])
+    campaign = campaign_to_stored(stack, tenant, members["id"], addresses)
     first = stack.start_worker("worker-1")
     started = time.monotonic()
     assert send(tenant, campaign["id"]).json()["data"]["total_recipients"] == RECIPIENTS
 
     deadline = time.monotonic() + 40
-    while sum(received_counts(stack.smtp).values()) < KILL_AFTER_RECEIVED:
+    while sum(stack.smtp.recipient_counts().values()) < KILL_AFTER_RECEIVED:
         assert time.monotonic() < deadline, first.tail()
         time.sleep(0.02)
     killed_after = time.monotonic() - started
@@ -98,7 +83,7 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
     # taken in or dropped with its connection, and no other worker runs, so nothing more arrives.
     wait_until(lambda: not group_alive(first.proc.pid) and stack.smtp.open_sessions() == 0, timeout=30,
                what="the killed worker's SMTP sessions closed")
-    at_kill = received_counts(stack.smtp)
+    at_kill = stack.smtp.recipient_counts()
     docs = statuses(stack, campaign["id"])
     recorded = {d["to"][0].lower() for d in docs if d["status"] in ("sent", "delivered")}
     # held by a job: in a campaign part not done and not recorded yet (mongo/campaign_parts.py),
@@ -113,7 +98,7 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
 
     stack.start_worker("worker-2")
     done = wait_campaign(tenant, campaign["id"], "sent", timeout=50)
-    final = received_counts(stack.smtp)
+    final = stack.smtp.recipient_counts()
     duplicates = sum(n - 1 for n in final.values() if n > 1)
     elapsed = time.monotonic() - started
     print(f"\ncrash test: recipients={RECIPIENTS} received_at_kill={sum(at_kill.values())} "

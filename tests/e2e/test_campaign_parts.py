@@ -15,26 +15,18 @@ import subprocess
 
 import pytest
 
-from mongo import contacts
 from tests.support.audience import make_list
-from tests.support.campaigns import make_campaign, make_template, send, wait_campaign
+from tests.support.campaigns import campaign_to_stored, send, wait_campaign
 from tests.support.polling import wait_until
-from tests.support.private_stack import private_stack
+from tests.support.private_stack import SHORT_LEASE_ENV, private_stack
 
 RECIPIENTS = 150  # one batch, two parts
 
 
 @pytest.fixture
 def parts_stack(service, store_url, run_dir):
-    # A short lease, so a lost part's job is replaced within seconds.
-    env = {"POSTROOM_SEND_LEASE_SECONDS": "8", "POSTROOM_SMTP_TIMEOUT_SECONDS": "2"}
-    with private_stack(service, store_url, run_dir, "parts", env=env) as stack:
+    with private_stack(service, store_url, run_dir, "parts", env=SHORT_LEASE_ENV) as stack:
         yield stack
-
-
-def received_counts(sink) -> collections.Counter:
-    with sink.handler.lock:
-        return collections.Counter(r.lower() for m in sink.handler.received for r in m.rcpt_tos)
 
 
 def render_jobs_waiting(vhost: str) -> int:
@@ -48,12 +40,7 @@ def fanned_out(stack, tenant, members) -> tuple[dict, list[str], list[dict]]:
     """A campaign to RECIPIENTS contacts, fanned out by a `campaigns`-only worker: its parts
     stored and their render jobs waiting in the broker."""
     addresses = [f"p{i:04d}@parts.example" for i in range(RECIPIENTS)]
-
-    async def seed(db):
-        await db.contacts.insert_many([contacts.new_document(tenant.workspace_id, email=a, lists=[members["id"]])
-                                       for a in addresses])
-    stack.store.run(seed)
-    campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"])
+    campaign = campaign_to_stored(stack, tenant, members["id"], addresses)
     stack.start_worker("fan-out", queues="campaigns")
     assert send(tenant, campaign["id"]).json()["data"]["total_recipients"] == RECIPIENTS
 
@@ -83,7 +70,7 @@ def test_a_part_whose_render_job_was_lost_is_sent_once_by_a_new_job(parts_stack)
     stack.start_worker("render-send", queues="render,send")
     done = wait_campaign(tenant, campaign["id"], "sent", timeout=45)
 
-    received = received_counts(stack.smtp)
+    received = stack.smtp.recipient_counts()
     assert sorted(received) == addresses and set(received.values()) == {1}
     assert done["stats"]["delivered"] == RECIPIENTS and done["stats"]["pending"] == 0
     revived = stack.store.run(lambda db: db.campaign_parts.find({"campaign_id": campaign["id"]}).to_list())
@@ -109,7 +96,7 @@ def test_parts_waiting_when_their_campaign_is_cancelled_record_their_recipients_
     # the parts are done (the campaign is not waited on), and nothing reached the sink
     parts = stack.store.run(lambda db: db.campaign_parts.find({"campaign_id": campaign["id"]}).to_list())
     assert [p["done"] for p in parts] == [True] * len(stored)
-    assert received_counts(stack.smtp) == collections.Counter()
+    assert stack.smtp.recipient_counts() == collections.Counter()
     stats = wait_until(lambda: (lambda s: s if s["cancelled"] == RECIPIENTS else None)(
         tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["stats"]), timeout=20, what="stats refreshed")
     assert stats["pending"] == 0 and stats["sent"] == 0

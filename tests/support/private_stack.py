@@ -39,6 +39,11 @@ class ControlledClock:
                 "FAKETIME_CACHE_DURATION": "1"}
 
 
+# A send lease short enough that what a killed or lost worker held is claimed again within
+# seconds; it must still outlast an SMTP transaction (2 s here) and the writes that record it.
+SHORT_LEASE_ENV = {"POSTROOM_SEND_LEASE_SECONDS": "8", "POSTROOM_SMTP_TIMEOUT_SECONDS": "2"}
+
+
 @contextlib.contextmanager
 def private_stack(service, store_url, run_dir, name: str, env: dict | None = None,
                   scheduler_env: dict | None = None, sink_options: dict | None = None, amqp_query: str = ""):

@@ -176,6 +176,11 @@ class SmtpSink:
         with self.handler.lock:
             self.handler.defer_everyone = on
 
+    def recipient_counts(self) -> collections.Counter:
+        """How many messages each recipient (lower-cased) received."""
+        with self.handler.lock:
+            return collections.Counter(r.lower() for m in self.handler.received for r in m.rcpt_tos)
+
     def message_ids(self) -> collections.Counter:
         """How many copies of each Message-ID arrived."""
         with self.handler.lock:
