@@ -69,8 +69,9 @@ def _email_limit(caller: Caller) -> int:
 
 
 async def _hit_windows(caller: Caller, charges: list[rate_windows.Charge]) -> None:
-    """Count the charges in the key's windows (all or none); their states feed the
-    response headers. 429 naming the first window that refused."""
+    """Count the charges in the key's windows, in order, up to the first that does not
+    fit (rate_windows.hit_together); their states feed the response headers. 429 naming
+    the window that refused."""
     now = time.time()
     states = await rate_windows.hit_together(db(), caller.key_id, charges, now=now)
     g.rate_state = states.get("req", g.get("rate_state"))
