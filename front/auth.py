@@ -89,8 +89,9 @@ async def _hit_windows(caller: Caller, charges: list[rate_windows.Charge]) -> No
 
 async def check_rate(caller: Caller) -> None:
     charges = [rate_windows.Charge("req", _request_limit(caller))]
-    if request.endpoint == SINGLE_SEND_ENDPOINT and _email_limit(caller) >= 1:
-        charges.append(rate_windows.Charge("email", _email_limit(caller)))
+    email_limit = _email_limit(caller)
+    if request.endpoint == SINGLE_SEND_ENDPOINT and email_limit >= 1:
+        charges.append(rate_windows.Charge("email", email_limit))
     await _hit_windows(caller, charges)
     g.emails_counted = len(charges) - 1
 
