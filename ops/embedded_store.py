@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -39,8 +40,34 @@ def _private_file(path: Path, flags: int) -> int:
     return fd
 
 
+# Below this machine's ephemeral range (Linux default 32768-60999), so no outgoing
+# connection can be handed a port we chose but have not bound yet, or one a node we
+# restart must bind again (a RabbitMQ node's distribution port was seen taken that way).
+_LOWEST_CHOSEN_PORT = 20000
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A loopback TCP port free now and outside the ephemeral range where possible."""
+    low, high = _ephemeral_range()
+    ranges = [(_LOWEST_CHOSEN_PORT, low)] if low > _LOWEST_CHOSEN_PORT + 1000 else []
+    ranges.append((high + 1, 65536))
+    candidates = [port for start, stop in ranges for port in range(start, stop)]
+    for port in random.sample(candidates, min(200, len(candidates))):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # everything tried was taken: any free port will do
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 

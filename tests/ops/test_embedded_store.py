@@ -1,7 +1,8 @@
 """The embedded store keeps its data private: the data directory and the store directory
 are 0700 and every file the store writes is 0600, including files an earlier version left
-world-readable."""
+world-readable. The ports it chooses stay free for a restart."""
 
+import socket
 import stat
 
 from pymongo import MongoClient
@@ -35,3 +36,15 @@ def test_the_data_dir_is_owner_only_and_the_store_files_are_created_0600(tmp_pat
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_chosen_ports_are_free_and_never_ones_an_outgoing_connection_could_be_given():
+    # A node restarted on the port chosen for it (a test's private RabbitMQ, the store
+    # recorded in store.json) must find it free; the kernel hands ports of its ephemeral
+    # range to outgoing connections, so we choose outside it.
+    low, high = embedded_store._ephemeral_range()
+    ports = {embedded_store.free_port() for _ in range(50)}
+    assert all(not low <= port <= high for port in ports)
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # nothing holds it
