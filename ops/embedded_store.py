@@ -58,9 +58,9 @@ def free_port() -> int:
     """A loopback TCP port free now and outside the ephemeral range where possible."""
     low, high = _ephemeral_range()
     ranges = [(_LOWEST_CHOSEN_PORT, low)] if low > _LOWEST_CHOSEN_PORT + 1000 else []
-    ranges.append((high + 1, 65536))
-    candidates = [port for start, stop in ranges for port in range(start, stop)]
-    for port in random.sample(candidates, min(200, len(candidates))):
+    ranges += [(high + 1, 65536)] if high < 65535 else []
+    for _ in range(200 if ranges else 0):
+        port = random.randrange(*random.choice(ranges))
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
