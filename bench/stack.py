@@ -46,7 +46,9 @@ def recipients(count: int) -> list[tuple[str, dict]]:
 class _Sink(asyncio.Protocol):
     """Just enough SMTP for aiosmtplib: 250 to every command, 354 to DATA, and each message
     counted with its bytes. The end of DATA is found by searching the buffer, not line by
-    line like aiosmtpd, which spent more CPU per 35 KB message than the bare client did."""
+    line like aiosmtpd, which spent more CPU per 35 KB message than the bare client did. It
+    offers PIPELINING (RFC 2920), as Postfix, Exim and the large mailbox providers do: the
+    answers to what one read brought are written together."""
 
     def __init__(self, counter, size):
         self.counter, self.size, self.buf, self.in_data, self.scanned = counter, size, bytearray(), False, 0
@@ -57,31 +59,34 @@ class _Sink(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
+        answers = []
         while True:
             if self.in_data:
                 end = self.buf.find(b"\r\n.\r\n", self.scanned)
                 if end < 0:
                     self.scanned = max(0, len(self.buf) - 4)
-                    return
+                    break
                 with self.counter.get_lock():
                     self.size.value += end + 2  # first, so a count read implies its bytes
                     self.counter.value += 1
                 del self.buf[:end + 5]
                 self.in_data, self.scanned = False, 0
-                self.transport.write(b"250 2.0.0 ok\r\n")
+                answers.append(b"250 2.0.0 ok\r\n")
                 continue
             end = self.buf.find(b"\r\n")
             if end < 0:
-                return
+                break
             verb = bytes(self.buf[:4]).upper()
             del self.buf[:end + 2]
             if verb == b"QUIT":
-                self.transport.write(b"221 bye\r\n")
+                self.transport.write(b"".join(answers) + b"221 bye\r\n")
                 self.transport.close()
                 return
             self.in_data = verb == b"DATA"
-            self.transport.write({b"DATA": b"354 go on\r\n", b"EHLO": b"250-sink\r\n250 8BITMIME\r\n"}
-                                 .get(verb, b"250 ok\r\n"))
+            answers.append({b"DATA": b"354 go on\r\n", b"EHLO": b"250-sink\r\n250-PIPELINING\r\n250 8BITMIME\r\n"}
+                           .get(verb, b"250 ok\r\n"))
+        if answers:
+            self.transport.write(b"".join(answers))
 
 
 def _sink_main(port: int, counter, size, ready) -> None:

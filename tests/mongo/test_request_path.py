@@ -125,6 +125,15 @@ def test_concurrent_inserts_are_stored_each_and_a_stored_id_fails_nobody(private
     assert len(stored) == 40
 
 
+def test_a_large_insert_goes_in_chunks_and_ids_already_stored_in_any_chunk_fail_nobody(private_db):
+    ws = uuid.uuid4().hex
+    count = 2 * message_intake.INSERT_CHUNK + 50
+    earlier = [_message(ws, n) for n in (3, message_intake.INSERT_CHUNK + 7, count - 1)]
+    private_db.run(message_intake.insert_new, earlier)  # an earlier attempt's, spread over the chunks
+    private_db.run(message_intake.insert_new, [_message(ws, n) for n in range(count)])
+    assert len(private_db.run(message_intake.stored_ids, [f"{ws}-{n}" for n in range(count)])) == count
+
+
 def test_a_grouped_insert_tells_each_caller_of_its_own_documents_errors_only():
     # the embedded store refuses no single document but a duplicate, so the split is shown
     # on the errors MongoDB would answer: caller 2's second document is refused

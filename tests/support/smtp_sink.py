@@ -47,6 +47,13 @@ class SinkHandler:
         self.defer_everyone = False  # an outage: every RCPT answered 451
         self.logins: list[tuple[str, bool]] = []  # (user, over TLS) per AUTH attempt
         self.open_sessions: set[int] = set()  # ids of the sessions whose connection is open
+        self.pipelining = False  # offer PIPELINING (RFC 2920) in EHLO, as Postfix and Exim do
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname  # what aiosmtpd records itself when no hook answers EHLO
+        if self.pipelining:
+            return [*responses[:-1], "250-PIPELINING", responses[-1]]
+        return responses
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         key = address.lower()
@@ -113,12 +120,15 @@ class CountingController(Controller):
 class SmtpSink:
     """`smtputf8`: offer SMTPUTF8. `tls`: a tests.support.tls.RelayCertificate, offered by
     STARTTLS (or, with `implicit_tls`, from the first byte: `smtps://`). `auth`: offer AUTH
-    (any credentials pass), also before TLS when `auth_in_clear` (a careless server)."""
+    (any credentials pass), also before TLS when `auth_in_clear` (a careless server).
+    `pipelining`: offer PIPELINING (aiosmtpd reads pipelined commands in any case)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, smtputf8: bool = False, tls=None,
-                 implicit_tls: bool = False, auth: bool = False, auth_in_clear: bool = False):
+                 implicit_tls: bool = False, auth: bool = False, auth_in_clear: bool = False,
+                 pipelining: bool = False):
         from ops.embedded_store import free_port
         self.handler = SinkHandler()
+        self.handler.pipelining = pipelining
         self.port = port or free_port()
         options: dict = {"data_size_limit": 64 * 1024 * 1024, "enable_SMTPUTF8": smtputf8}
         if tls is not None and not implicit_tls:

@@ -1,0 +1,192 @@
+"""SMTP PIPELINING (RFC 2920): against a server that offers it, the envelope (MAIL, each
+RCPT, DATA) goes out as one group and the answers are read together. The raw server here
+holds every answer until it has read DATA, so a client that waited for each answer before
+the next command would time out: what arrives proves the commands went as a group. It
+can answer the group in one write or in small pieces (answers cut across packets), refuse
+the sender or recipients, or hang up instead of answering."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pipelines.transport import SmtpTransport
+from tests.support.smtp_sink import SmtpSink
+
+MAIL_FROM = "bounce+msg_1@bounces.postroom.test"
+# The transport's whole-transaction bound: short, so a client that did not pipeline fails
+# the test in seconds instead of hanging it.
+CLIENT_TIMEOUT_SECONDS = 3.0
+READ_TIMEOUT_SECONDS = 10.0
+
+
+def mime(to: str) -> bytes:
+    return (f"Message-ID: <msg_1@postroom.test>\r\nFrom: a@postroom.test\r\nTo: {to}\r\nSubject: Hi\r\n\r\n"
+            ".a line that starts with a dot\r\nHello\r\n").encode()
+
+
+class GroupServer:
+    """`rcpt`: address → answer (default 250); `mail` / `data`: the MAIL and DATA answers;
+    `split`: the group's answers written a few bytes at a time; `hang_up`: the connection
+    closed once DATA is read, nothing answered."""
+
+    def __init__(self, *, rcpt: dict[str, bytes] | None = None, mail: bytes = b"250 2.1.0 ok",
+                 data: bytes = b"354 go on", split: bool = False, hang_up: bool = False):
+        self.rcpt, self.mail, self.data, self.split, self.hang_up = rcpt or {}, mail, data, split, hang_up
+        self.commands: list[bytes] = []   # every command line read, in order
+        self.messages: list[bytes] = []   # what followed each 354, up to the lone dot
+        self.server: asyncio.AbstractServer | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> "GroupServer":
+        self.server = await asyncio.start_server(self._session, "127.0.0.1", 0)
+        self.url = f"smtp://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *_exc) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _answer(self, writer: asyncio.StreamWriter, lines: list[bytes]) -> None:
+        data = b"".join(line + b"\r\n" for line in lines)
+        if not self.split:
+            writer.write(data)
+            await writer.drain()
+            return
+        for i in range(0, len(data), 7):  # cut across answers and inside them
+            writer.write(data[i:i + 7])
+            await writer.drain()
+            await asyncio.sleep(0.005)
+
+    async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def line() -> bytes:
+            return await asyncio.wait_for(reader.readline(), READ_TIMEOUT_SECONDS)
+        try:
+            writer.write(b"220 group.test ESMTP\r\n")
+            await line()  # EHLO
+            writer.write(b"250-group.test\r\n250-PIPELINING\r\n250 SIZE 10000000\r\n")
+            held: list[bytes] = []
+            while command := await line():
+                self.commands.append(command.rstrip(b"\r\n"))
+                verb = command[:4].upper()
+                if verb == b"MAIL":
+                    held.append(self.mail)
+                elif verb == b"RCPT":
+                    address = command.split(b"<", 1)[1].split(b">", 1)[0].decode()
+                    held.append(self.rcpt.get(address, b"250 2.1.5 ok"))
+                elif verb == b"DATA":
+                    if self.hang_up:
+                        return
+                    await self._answer(writer, [*held, self.data])
+                    held = []
+                    if self.data.startswith(b"354"):
+                        body = await asyncio.wait_for(self._read_message(reader), READ_TIMEOUT_SECONDS)
+                        self.messages.append(body)
+                        await self._answer(writer, [b"250 2.0.0 queued" if body else b"554 5.5.1 no valid recipients"])
+                elif verb == b"QUIT":
+                    writer.write(b"221 bye\r\n")
+                    return
+                else:  # RSET, NOOP
+                    await self._answer(writer, [b"250 ok"])
+        except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    @staticmethod
+    async def _read_message(reader: asyncio.StreamReader) -> bytes:
+        """The message up to the lone dot (b"" when the client sent the lone dot alone)."""
+        first = await reader.readline()
+        if first == b".\r\n":
+            return b""
+        return first + (await reader.readuntil(b"\r\n.\r\n"))[:-3]
+
+
+async def send(url: str, recipients: list[str]):
+    transport = SmtpTransport(url, timeout=CLIENT_TIMEOUT_SECONDS)
+    try:
+        async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+            return await transport.send(MAIL_FROM, recipients, mime(recipients[0]), "msg_1")
+    finally:
+        await transport.close()
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["answers in one write", "answers cut across packets"])
+async def test_the_envelope_goes_as_one_group_and_every_answer_is_read(split):
+    async with GroupServer(split=split, rcpt={"gone@example.org": b"550 5.1.1 no such user"}) as server:
+        outcomes = await send(server.url, ["a@example.org", "gone@example.org", "b@example.org"])
+    assert outcomes["a@example.org"].accepted and outcomes["b@example.org"].accepted
+    assert (outcomes["gone@example.org"].code, outcomes["gone@example.org"].text) == (550, "5.1.1 no such user")
+    assert [c.split(b":")[0] for c in server.commands[:5]] == [b"MAIL FROM", b"RCPT TO", b"RCPT TO", b"RCPT TO",
+                                                              b"DATA"]
+    assert server.commands[0].startswith(b"MAIL FROM:<bounce+msg_1@bounces.postroom.test> SIZE=")
+    # dot-stuffed on the wire, and the message is the one given
+    assert server.messages == [mime("a@example.org").replace(b"\r\n.a line", b"\r\n..a line")]
+
+
+async def test_every_recipient_refused_after_data_was_taken_ends_the_empty_message_and_reports_each():
+    refusals = {"x@example.org": b"550 5.1.1 unknown", "y@example.org": b"452 4.2.2 mailbox full"}
+    async with GroupServer(rcpt=refusals) as server:
+        outcomes = await send(server.url, ["x@example.org", "y@example.org"])
+    assert (outcomes["x@example.org"].code, outcomes["x@example.org"].permanent) == (550, True)
+    assert (outcomes["y@example.org"].code, outcomes["y@example.org"].transient) == (452, True)
+    assert server.messages == [b""]  # the lone dot, no content
+    assert server.commands[-2:] == [b"RSET", b"QUIT"]  # the envelope reset for the next message
+
+
+async def test_every_recipient_refused_and_data_refused_sends_no_dot():
+    async with GroupServer(rcpt={"x@example.org": b"550 5.1.1 unknown"}, data=b"554 5.5.1 no valid recipients") \
+            as server:
+        outcomes = await send(server.url, ["x@example.org"])
+    assert outcomes["x@example.org"].code == 550
+    assert server.messages == []
+    assert server.commands[-2:] == [b"RSET", b"QUIT"]
+
+
+async def test_a_refused_sender_refuses_every_recipient_with_its_answer():
+    async with GroupServer(mail=b"451 4.7.1 sender deferred", data=b"503 5.5.1 no valid sender") as server:
+        outcomes = await send(server.url, ["a@example.org", "b@example.org"])
+    assert {r: (o.code, o.text) for r, o in outcomes.items()} == {
+        "a@example.org": (451, "4.7.1 sender deferred"), "b@example.org": (451, "4.7.1 sender deferred")}
+    assert server.messages == []
+
+
+async def test_a_refused_sender_whose_data_was_taken_gets_the_empty_message_ended():
+    async with GroupServer(mail=b"550 5.7.1 sender rejected") as server:
+        outcomes = await send(server.url, ["a@example.org"])
+    assert outcomes["a@example.org"].code == 550
+    assert server.messages == [b""]
+
+
+async def test_a_server_that_hangs_up_instead_of_answering_is_a_transient_failure():
+    async with GroupServer(hang_up=True) as server:
+        outcomes = await send(server.url, ["a@example.org"])
+    assert outcomes["a@example.org"].transient and outcomes["a@example.org"].code == 0
+    assert "connection failed" in outcomes["a@example.org"].text
+
+
+async def test_a_connection_reused_after_a_refused_group_sends_the_next_message():
+    async with GroupServer(rcpt={"x@example.org": b"550 5.1.1 unknown"}) as server:
+        transport = SmtpTransport(server.url, size=1, timeout=CLIENT_TIMEOUT_SECONDS)
+        try:
+            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+                first = await transport.send(MAIL_FROM, ["x@example.org"], mime("x@example.org"), "m1")
+                second = await transport.send(MAIL_FROM, ["a@example.org"], mime("a@example.org"), "m2")
+        finally:
+            await transport.close()
+    assert first["x@example.org"].code == 550 and second["a@example.org"].accepted
+    assert server.messages == [b"", mime("a@example.org").replace(b"\r\n.a line", b"\r\n..a line")]
+
+
+def test_a_real_receiver_offering_pipelining_gets_each_message_to_the_recipients_it_took():
+    sink = SmtpSink(pipelining=True).start()
+    try:
+        sink.reject("gone@example.org")
+        outcomes = asyncio.run(send(sink.url, ["a@example.org", "gone@example.org"]))
+        assert outcomes["a@example.org"].accepted and outcomes["gone@example.org"].code == 550
+        received = sink.wait_for("a@example.org")
+        assert received[0].rcpt_tos == ["a@example.org"]
+        assert received[0].message["Subject"] == "Hi"
+    finally:
+        sink.stop()
