@@ -79,9 +79,11 @@ class Claim:
     # made in memory and not stored yet (a campaign part's, render_chunk.render_part):
     # each is inserted once, as the first transition recorded for it leaves it
     unstored: bool = False
+    # read whole (a render job's): their writes replace them whole (messages.Held)
+    whole: bool = False
 
     def held(self) -> messages.Held:
-        return messages.Held.of(self.messages)
+        return messages.Held.of(self.messages, whole=self.whole)
 
     async def record(self, db: AsyncDatabase, transitions: list) -> int:
         """Write transitions of held messages: guarded updates under the claim, or, for
@@ -127,7 +129,7 @@ async def claim_messages(db: AsyncDatabase, settings: Settings, message_ids: lis
     claimed = await messages.claim_for_sending(db, claiming, token, settings.send_lease_seconds, whole=whole,
                                                born=converting)
     held = await campaigns.withhold_cancelled(db, kept + claimed)  # a cancelled campaign sends no more
-    return Claim(token, lease_end, held)
+    return Claim(token, lease_end, held, whole=whole)
 
 
 async def _born_claims(db: AsyncDatabase, message_ids: list[str], born: set[str], lease_seconds: int,

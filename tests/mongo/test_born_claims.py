@@ -116,3 +116,28 @@ def test_a_message_stored_before_lease_tokens_is_claimed_as_unclaimed(private_db
     private_db.run(lambda db: db.messages.insert_one(legacy))  # as an earlier version stored it
     claimed = private_db.run(messages.claim_for_sending, [legacy["_id"]], "job-1", 300)
     assert [(m["_id"], m["status"]) for m in claimed] == [(legacy["_id"], "sending")]
+
+
+def test_a_message_held_whole_is_written_whole_under_its_claim_and_not_once_the_claim_is_gone(private_db):
+    kept, revived = born("born-a", template_data={"name": "Ada"}), born("born-a")
+    seed(private_db, kept, revived)
+    held = messages.Held.of(private_db.run(messages.load, [kept["_id"], revived["_id"]]), whole=True)
+    # the watchdog takes the second away meanwhile (a lapsed lease): its claim token changes
+    private_db.run(messages.requeue, [revived["_id"]], [])
+    outcomes = [delivery_status.forward(m["_id"], "delivered", {"smtp_response": "250 ok",
+                                                               "accepted_recipients": ["a@example.org"]},
+                                        via=("sent",), current="queued") for m in (kept, revived)]
+    assert private_db.run(messages.apply, outcomes[:1], held=held) == 1
+    doc = stored(private_db, kept)[kept["_id"]]
+    assert (doc["status"], doc["smtp_response"], doc["accepted_recipients"]) == ("delivered", "250 ok",
+                                                                                ["a@example.org"])
+    # what the write did not change is as it was, the history carried on, the times moved
+    assert doc["template_data"] == {"name": "Ada"} and doc["subject"] == "Hi"
+    assert [e["status"] for e in doc["history"]] == ["sent", "delivered"] and doc["sent_at"] == doc["delivered_at"]
+    assert doc["stall_ms"] == doc["due_ms"] == delivery_status.NEVER_MS
+    # the revived one is no longer held by this claim: the held pass writes nothing of it
+    # (its revival stays: revivals counted, unclaimed)
+    before = stored(private_db, revived)[revived["_id"]]
+    private_db.run(messages.apply, [delivery_status.hold(revived["_id"], "born-a", current="queued")], held=held)
+    after = stored(private_db, revived)[revived["_id"]]
+    assert after == before and after["revivals"] == 1 and after["lease_token"] == ""
