@@ -92,32 +92,40 @@ def _moves(t: Transition, at: str) -> tuple[dict, list[dict]]:
     return {"status": t.to, "updated_at": at, **stamps, **t.fields, **delivery_status.watch(t.to, at, t.fields)}, entries
 
 
-def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
-    """`t` as a filter and an update (from `source` only, when given: one of its sources;
-    `held`: guarded on the claim too, the history written whole)."""
+def _filter(t: Transition, source: str | None = None, held: Held | None = None) -> dict:
+    """Where `t` may apply: from `source` only, when given (one of its sources); on the
+    claim too when `held` holds the message with its history."""
     sources = (source,) if source else t.sources
+    claim = {"lease_token": held.claims[t.message_id][1]} if _holds_history(held, t) else {}
+    # A flat `status` when there is one source: beside `_id`, the embedded store pays
+    # more for `$in` (and scans for an `$or`).
+    return {"_id": t.message_id, "status": sources[0] if len(sources) == 1 else {"$in": list(sources)},
+            **t.guard, **claim}
+
+
+def _holds_history(held: Held | None, t: Transition) -> bool:
+    return held is not None and t.message_id in held.histories
+
+
+def _guarded(t: Transition, at: str, source: str | None = None, held: Held | None = None) -> tuple[dict, dict]:
+    """`t` as a filter and an update (`held`: guarded on the claim too, the history
+    written whole)."""
     changes, entries = _moves(t, at)
     update: dict = {"$set": changes}
     if t.inc:
         update["$inc"] = dict(t.inc)
-    claim = {}
-    if held is not None and t.message_id in held.histories:
-        claim = {"lease_token": held.claims[t.message_id][1]}
+    if _holds_history(held, t):
         update["$set"]["history"] = [*held.histories[t.message_id], *entries]
     elif entries:
         update["$addToSet"] = {"history": {"$each": entries}}
-    # A flat `status` when there is one source: beside `_id`, the embedded store pays
-    # more for `$in` (and scans for an `$or`).
-    return ({"_id": t.message_id, "status": sources[0] if len(sources) == 1 else {"$in": list(sources)},
-             **t.guard, **claim}, update)
+    return _filter(t, source, held), update
 
 
 def _update(t: Transition, at: str, *, source: str | None = None,
             held: Held | None = None) -> UpdateOne | ReplaceOne:
-    guard, update = _guarded(t, at, source, held)
-    if held is not None and t.message_id in held.docs and "history" in update["$set"]:
-        return ReplaceOne(guard, _moved(held.docs[t.message_id], t, at))
-    return UpdateOne(guard, update)
+    if _holds_history(held, t) and t.message_id in held.docs:
+        return ReplaceOne(_filter(t, source, held), _moved(held.docs[t.message_id], t, at))
+    return UpdateOne(*_guarded(t, at, source, held))
 
 
 def _moved(doc: dict, t: Transition, at: str) -> dict:
