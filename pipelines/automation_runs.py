@@ -31,6 +31,7 @@ import hashlib
 
 from .campaign_fanout import campaign_message
 from .clock import iso, utcnow
+from .personalise import stored_template_data
 
 STATUSES = ("active", "completed", "failed", "paused", "cancelled")
 OPEN_STATUSES = ("active", "paused")
@@ -165,5 +166,5 @@ def email_message(*, run: dict, step: dict, automation: dict, contact: dict, tem
     return {**campaign_message(source, contact, now),
             "_id": email_message_id(run["_id"], step["id"], run["seq"]), "kind": "automation",
             "campaign_id": None, "automation_id": automation["_id"], "run_id": run["_id"],
-            "template_data": (run.get("trigger") or {}).get("data") or {},
+            **stored_template_data((run.get("trigger") or {}).get("data")),
             "preview_text": config["previewText"] or None}

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import math
 
+from .personalise import stored_template_data
+
 BATCH_SIZE = 500
 # Recipients a campaign part carries (mongo/campaign_parts.py): one render job, one
 # claim, one insert of their messages; a batch is cut into several so workers share it.
@@ -57,7 +59,7 @@ def campaign_message(campaign: dict, contact: dict, now: str) -> dict:
         "text": None,
         "template_id": campaign["template_id"],
         "template_version": campaign["template_version"],
-        "template_data": {},
+        **stored_template_data(None),
         "from_address": sender["from_address"],
         "from_name": sender["from_name"],
         "reply_to": sender["reply_to"],

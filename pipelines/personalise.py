@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import json
 from collections.abc import Callable
+from typing import Any
 
 from . import links
 from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
@@ -151,6 +153,26 @@ def system_fields(*, workspace: dict, contact_id: str | None, email: str | None,
 
 def recipient_data(*, contact: dict | None, email: str, template_data: dict | None, system: dict) -> dict:
     return {**contact_fields(contact, email), **(template_data or {}), **system}
+
+
+# A message stores its template data as JSON text, under this field. Nothing queries inside
+# it and only the render reads it, whole; as one string it is one value for the store to
+# copy, encode and parse instead of a tree of them (the embedded store walks every value of
+# a document several times per write: a 5-item order's data cost it ~0.1 ms of CPU at each
+# insert and ~0.03 ms at each read and outcome write).
+TEMPLATE_DATA_FIELD = "template_data_json"
+
+
+def stored_template_data(template_data: dict | None) -> dict[str, str]:
+    """The message field holding `template_data` (compact JSON, as its size was checked)."""
+    return {TEMPLATE_DATA_FIELD: json.dumps(template_data or {}, separators=(",", ":"), ensure_ascii=False)}
+
+
+def template_data_of(message: dict) -> Any:
+    """The template data a stored message carries (a message stored before the JSON text
+    carries it as a document, under `template_data`)."""
+    text = message.get(TEMPLATE_DATA_FIELD)
+    return json.loads(text) if text is not None else message.get("template_data")
 
 
 def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> tuple[str, list[str]]:

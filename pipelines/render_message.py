@@ -17,7 +17,7 @@ from .mail_streams import MARKETING, shared_headers, stream_of
 from .merge_compile import compile_template
 from .mime import compose, verp_return_path
 from .personalise import (ADDITIONS_MARGIN_BYTES, CompiledContent, compile_content, recipient_data, render_content,
-                          system_fields)
+                          system_fields, template_data_of)
 from .recipients import owed_recipients
 from .settings import Settings
 from . import tracking_rewrite, unsubscribe_headers
@@ -83,7 +83,7 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
                            contact_id=None if shared or contact is None else contact["_id"],
                            email=None if shared else email,
                            message_id=message["_id"], base_url=s.base_url, secret_key=s.secret_key, now=utcnow())
-    return recipient_data(contact=contact, email=email, template_data=message.get("template_data"), system=system)
+    return recipient_data(contact=contact, email=email, template_data=template_data_of(message), system=system)
 
 
 def tracked_html(html: str, message: dict, s: Settings) -> str:

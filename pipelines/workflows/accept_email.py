@@ -42,7 +42,7 @@ from pipelines.errors import (
     ValidationFailed,
 )
 from pipelines.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
-from pipelines.personalise import check_merge_tags
+from pipelines.personalise import check_merge_tags, stored_template_data
 from pipelines.settings import Settings
 from pipelines.text import clean_subject
 
@@ -226,7 +226,7 @@ async def build_message(run: Accepting, who: Identity, fields: dict, *, path_pre
         "text": fields.get("text"),
         "template_id": fields.get("template_id"),
         "template_version": template["version"] if template else None,  # rendered exactly as sent
-        "template_data": fields.get("template_data") or {},
+        **stored_template_data(fields.get("template_data")),
         "from_address": sender.from_address,
         "from_name": sender.from_name,
         "reply_to": sender.reply_to,

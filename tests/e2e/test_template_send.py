@@ -2,6 +2,7 @@
 contact, with the request's template_data, the workspace's company fields and a working
 unsubscribe link; broken or missing templates are refused at the API."""
 
+import json
 
 from mongo import contacts
 from pipelines import links
@@ -106,6 +107,20 @@ def test_a_batch_of_template_sends_is_personalised_per_message(service, tenant):
         [received] = service.smtp.wait_for(f"batch{i}@example.net", timeout=30)
         assert received.message["Subject"] == f"For Reader {i}"
         assert f"<p>Dear Reader {i}</p>" in received.body("html")
+
+
+def test_template_data_is_stored_as_its_json_text_and_arrives_as_sent(service, tenant):
+    # stored as text (pipelines.personalise.TEMPLATE_DATA_FIELD): nothing queries inside it
+    data = {"ref": 2**60, "city": "Zürich", "lines": [{"sku": "A-1", "qty": 2}, {"sku": "B-2", "qty": 1}]}
+    response = tenant.post("/email/send", json={
+        "to": "bigref@example.net", "subject": "Ref {{ref}}", "template_data": data,
+        "html": "<p>{{city}}{{#each lines}} {{this.sku}}x{{this.qty}}{{/each}}</p>"})
+    assert response.status_code == 202, response.text
+    [received] = service.smtp.wait_for("bigref@example.net", timeout=30)
+    assert received.message["Subject"] == f"Ref {2**60}"
+    assert "<p>Zürich A-1x2 B-2x1</p>" in received.body("html")
+    stored = service.store.run(lambda db: db.messages.find_one({"_id": response.json()["data"]["message_id"]}))
+    assert json.loads(stored["template_data_json"]) == data and "template_data" not in stored
 
 
 MAX_HTML = 262_144  # 256 KB, rule 8

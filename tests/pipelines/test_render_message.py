@@ -225,3 +225,17 @@ def test_the_text_part_is_what_the_html_part_reads_as():
         html = html_part.get_payload(decode=True).decode().replace("\r\n", "\n")   # as rendered
         plain = msg.get_body(("plain",)).get_payload(decode=True).replace(b"\r\n", b"\n")
         assert plain.decode() == html_to_text(html)
+
+
+def test_template_data_stored_as_json_text_and_as_a_document_render_alike():
+    from pipelines.personalise import stored_template_data
+    data = {"first_name": "Zoë", "big": 2**60, "items": [{"n": "Hat"}, {"n": "Scarf"}]}
+    html = "<p>{{first_name}} {{big}}{{#each items}} {{this.n}}{{/each}}</p>"
+    ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}})
+    as_text = {**message(["bob@x.test"]), "html": html, **stored_template_data(data)}
+    as_document = {**message(["bob@x.test"]), "html": html, "template_data": data}   # stored before the text
+
+    assert as_text["template_data_json"] == '{"first_name":"Zoë","big":1152921504606846976,' \
+                                            '"items":[{"n":"Hat"},{"n":"Scarf"}]}'
+    for msg in (as_text, as_document):
+        assert "<p>Zoë 1152921504606846976 Hat Scarf</p>" in html_body(render_one(msg, ctx))
