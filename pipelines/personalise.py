@@ -164,8 +164,11 @@ TEMPLATE_DATA_FIELD = "template_data_json"
 
 
 def stored_template_data(template_data: dict | None) -> dict[str, str]:
-    """The message field holding `template_data` (compact JSON, as its size was checked)."""
-    return {TEMPLATE_DATA_FIELD: json.dumps(template_data or {}, separators=(",", ":"), ensure_ascii=False)}
+    """The message field holding `template_data` (compact JSON, as its size was checked).
+    What JSON cannot carry (a date in an automation's trigger data read from the store) is
+    kept as its text, which is what a merge tag would have printed of it."""
+    return {TEMPLATE_DATA_FIELD: json.dumps(template_data or {}, separators=(",", ":"), ensure_ascii=False,
+                                            default=str)}
 
 
 def template_data_of(message: dict) -> Any:

@@ -239,3 +239,12 @@ def test_template_data_stored_as_json_text_and_as_a_document_render_alike():
                                             '"items":[{"n":"Hat"},{"n":"Scarf"}]}'
     for msg in (as_text, as_document):
         assert "<p>Zoë 1152921504606846976 Hat Scarf</p>" in html_body(render_one(msg, ctx))
+
+
+def test_template_data_that_json_cannot_carry_is_stored_as_its_text_not_refused():
+    import datetime as dt
+    from pipelines.personalise import stored_template_data, template_data_of
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)   # e.g. trigger data read from the store
+    stored = stored_template_data({"when": when, "n": 3})
+    assert template_data_of(stored) == {"when": "2026-01-02 03:04:05+00:00", "n": 3}
+    assert template_data_of({}) is None and template_data_of(stored_template_data(None)) == {}
