@@ -7,13 +7,14 @@ import uuid
 from mongo import messages
 from pipelines.clock import in_seconds
 from pipelines.ids import new_message_id
+from pipelines.personalise import TEMPLATE_DATA_FIELD
 from tests.support.barriers import mail_barrier, scheduler_passes
 from tests.support.polling import wait_status
 
 LONG_AGO_SECONDS = 3600  # older than the default POSTROOM_MESSAGE_STALL_SECONDS (600)
 SENDER_FIELDS = ("workspace_id", "key_id", "sandbox", "kind", "from_address", "from_name", "reply_to",
                  "signing_domain", "custom_domain", "track_opens", "track_clicks", "template_id",
-                 "template_version", "template_data", "batch_id", "campaign_id")
+                 "template_version", TEMPLATE_DATA_FIELD, "batch_id", "campaign_id")
 
 
 def sent_through_the_api(service, tenant) -> dict:
