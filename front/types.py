@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from pipelines import json_text
 from pipelines.addresses import normalize
 
 # An RFC 2047 encoded word (`=?utf-8?q?…?=`): address parsers decode it, so in an address it
@@ -62,7 +62,7 @@ Uuid = Annotated[str, StringConstraints(max_length=36), AfterValidator(_uuid),
 
 def json_bytes(value: Any) -> int:
     """How large a JSON value is once stored: its compact UTF-8 encoding, bytes."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    return len(json_text.compact(value).encode())
 
 
 def _at_most(max_bytes: int):

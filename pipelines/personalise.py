@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import links
+from . import json_text, links
 from .compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
                                add_text_address, add_text_footer)
 from .errors import ValidationFailed
@@ -166,9 +166,8 @@ TEMPLATE_DATA_FIELD = "template_data_json"
 def stored_template_data(template_data: dict | None) -> dict[str, str]:
     """The message field holding `template_data` (compact JSON, as its size was checked).
     What JSON cannot carry (a date in an automation's trigger data read from the store) is
-    kept as its text, which is what a merge tag would have printed of it."""
-    return {TEMPLATE_DATA_FIELD: json.dumps(template_data or {}, separators=(",", ":"), ensure_ascii=False,
-                                            default=str)}
+    kept as its text rather than failing the store."""
+    return {TEMPLATE_DATA_FIELD: json_text.compact(template_data or {})}
 
 
 def template_data_of(message: dict) -> Any:

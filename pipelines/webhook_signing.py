@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
+
+from . import json_text
 
 SECRET_PREFIX = "whsec_"
 # A receiver should refuse signatures older (or newer) than this; README's helper does.
@@ -26,8 +27,7 @@ def new_secret() -> str:
 
 def encode_payload(event: str, timestamp: str, data: dict) -> str:
     """The delivery body: `{event, timestamp, data}` as compact JSON (UTF-8 kept as is)."""
-    return json.dumps({"event": event, "timestamp": timestamp, "data": data},
-                      separators=(",", ":"), ensure_ascii=False, default=str)
+    return json_text.compact({"event": event, "timestamp": timestamp, "data": data})
 
 
 def sign(secret: str, body: str | bytes, timestamp: int) -> str:
