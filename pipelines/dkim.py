@@ -17,6 +17,7 @@ import time
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from .byte_search import contains
 from .secret_box import open_sealed, seal
 
 KEY_BITS = 2048
@@ -78,8 +79,8 @@ def relaxed_body(body: bytes, *, crlf_only: bool = False) -> bytes:
     pipelines/mime composes), which spares the three scans that check it (~0.08 ms for a
     35 KB message)."""
     if crlf_only or body.count(b"\n") == body.count(b"\r\n") == body.count(b"\r"):
-        folded = _WSP_TO_FOLD.sub(b" ", body) if b"\t" in body or b"  " in body else body
-        if b" \r\n" not in folded and not folded.endswith(b" "):
+        folded = _WSP_TO_FOLD.sub(b" ", body) if b"\t" in body or contains(body, b"  ") else body
+        if not contains(folded, b" \r\n") and not folded.endswith(b" "):
             folded = folded.rstrip(b"\r\n")
             return folded + b"\r\n" if folded else b""
     body = _WSP_TO_FOLD.sub(b" ", body.replace(b"\r\n", b"\n"))

@@ -39,6 +39,7 @@ from aiosmtplib.protocol import COMMAND_INJECTION_REGEX, MAX_RESPONSE_LENGTH, SM
     normalize_message_line_endings
 
 from .addresses import wire_form
+from .byte_search import contains
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,8 +234,8 @@ class _Client(aiosmtplib.SMTP):
                 refused = await self._envelope_one_by_one(sender, recipients, encoding, options)
             # written and awaited with no pause between: the reply cannot arrive unawaited
             self.protocol.write(payload.data)
-            try:
-                response = await self.protocol.read_response(timeout=self.timeout)
+            try:  # no timeout of its own: SmtpTransport bounds the whole transaction
+                response = await self.protocol.read_response(timeout=None)
             except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
                 self.close()
                 raise
@@ -271,7 +272,8 @@ class _Client(aiosmtplib.SMTP):
         dot, as RFC 2920 section 3.1 asks, before the refusal is raised."""
         commands = [b"MAIL FROM:" + b" ".join([_envelope(sender, encoding), *options]),
                     *(b"RCPT TO:" + _envelope(r, encoding) for r in recipients), b"DATA"]
-        answers = await self.protocol.group(commands, timeout=self.timeout)
+        # no timeout of its own (a wait_for a message): SmtpTransport bounds the transaction
+        answers = await self.protocol.group(commands, timeout=None)
         mail, rcpt_answers, data = answers[0], answers[1:-1], answers[-1]
         refused = _refused(recipients, rcpt_answers)
         nothing_to_send = mail.code != aiosmtplib.SMTPStatus.completed or len(refused) == len(recipients)
@@ -310,7 +312,7 @@ def _dot_stuffed(message: bytes, crlf_only: bool = False) -> _Payload:
         normal = message
     else:
         normal = normalize_message_line_endings(message)
-    stuffed = normal.replace(b"\r\n.", b"\r\n..")
+    stuffed = normal.replace(b"\r\n.", b"\r\n..") if contains(normal, b"\r\n.") else normal
     if stuffed.startswith(b"."):
         stuffed = b"." + stuffed
     return _Payload(stuffed + b".\r\n", len(normal))
@@ -412,7 +414,9 @@ class SmtpTransport:
                 return {**outcomes, **{r: Outcome(0, str(error), local=True) for r in wire.values()}}
             except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError) as error:
                 _drop(client)
-                return {**outcomes, **{r: Outcome(0, f"connection failed: {error}") for r in wire.values()}}
+                why = (f"no answer within {self.timeout:g} s" if isinstance(error, TimeoutError) and not str(error)
+                       else error)
+                return {**outcomes, **{r: Outcome(0, f"connection failed: {why}") for r in wire.values()}}
             except (ValueError, UnicodeError) as error:  # an address the client will not write
                 _drop(client)
                 return {**outcomes, **{r: Outcome(553, f"5.1.3 not sent: {error}", local=True)

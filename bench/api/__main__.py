@@ -6,11 +6,14 @@ served the same way. The same load generator (bench/api/load.py: raw asyncio HTT
 ~0.1 ms of CPU a request, so it leaves the cores to the apps) drives both.
 
     .venv/bin/python -m bench.api [--requests 5000] [--connections 32] [--processes 2] [--threads 8]
+                                  [--without-workers-only]
 
 Two rounds: without workers (the jobs just queue; purged after) and with the render + send
 workers delivering into bench/send's SMTP sink. Each runs the baseline, ours, and the
 baseline again (the box's speed drifts), and prints requests/s, p50 and p99 of each, the
-ratio ours / the mean of the two baseline runs, and each process group's CPU during each."""
+ratio ours / the mean of the two baseline runs, and each process group's CPU during each.
+`--without-workers-only` runs the first round alone (the one the bar is on), for a quick
+comparison of a change to the front."""
 
 from __future__ import annotations
 
@@ -124,6 +127,8 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--processes", type=int, default=2, help="worker processes in the second round")
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--without-workers-only", action="store_true",
+                        help="only the first round (the bar's): a quicker A/B of a front change")
     args = parser.parse_args()
     per_round = 3 * (args.requests + WARM_UP)
 
@@ -135,6 +140,8 @@ def main() -> int:
             print(f"  queued: render {queue_depth(stack.vhost, 'render'):,}, "
                   f"baseline {queue_depth(stack.vhost, BASELINE_QUEUE):,}", flush=True)
             purge(stack.vhost, "render", BASELINE_QUEUE)
+            if args.without_workers_only:
+                return 0
             worker = stack.start("worker", ["worker", "--queues", "render,send", "-p", str(args.processes),
                                             "-t", str(args.threads)])
             time.sleep(3)  # workers connect and start consuming

@@ -3,13 +3,14 @@ commands each render job makes. bench.send's figures move ±10% from run to run 
 box; this runs the render jobs in this process alone (the front, store and sink in their
 own), so a change to the worker's path can be compared in a minute.
 
-    .venv/bin/python -m bench.send.worker_cost [--messages 3000] [--profile FILE]
+    .venv/bin/python -m bench.send.worker_cost [--messages 3000] [--job 100] [--profile FILE]
 
 The front accepts bench/send's messages (born claimed); then this process runs their
-render jobs (`render_chunk`, rendering in a thread as `postroom worker -p 2` does on two
-cores, delivering into the sink over 4 connections), 8 at a time, and prints its CPU per
-message and the store commands per job by command and collection. `--profile` writes a
-cProfile of the event loop's thread (its own CPU time, not wall time) to FILE."""
+render jobs of --job messages (`render_chunk`, rendering in a thread, delivering into the
+sink over 4 connections), 8 at a time, on the workers' event loop (uvloop) with their
+garbage-collector settings, and prints its CPU per message and the store commands per job
+by command and collection. `--profile` writes a cProfile of the event loop's thread (its
+own CPU time, not wall time) to FILE."""
 
 from __future__ import annotations
 
@@ -60,19 +61,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.send.worker_cost")
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--job", type=int, default=JOB, help="messages a render job holds")
     args = parser.parse_args()
     commands = _Commands()
     monitoring.register(commands)
     with Stack("postroom-worker-cost-", 4, api_timeout_seconds=120) as stack:
         ids = accept(stack, args.messages)
         os.environ.update({**stack.env, "POSTROOM_RENDER_PROCESSES": "0"})
-        from actors import runtime
+        from actors import event_loop, gc_tuning, runtime
         from actors.render_pool import render_off_loop
         from pipelines.settings import Settings
         from pipelines.transport import transport_for
         from pipelines.workflows.render_chunk import render_chunk
         settings = Settings.from_env()
         runtime.configure(settings)
+        gc_tuning.settle()  # as every worker process does
 
         async def run() -> None:
             db, transport, slots = runtime.store(), transport_for(settings), asyncio.Semaphore(AT_ONCE)
@@ -82,8 +85,8 @@ def main() -> int:
             async def job(chunk: list[str]) -> None:
                 async with slots:
                     await render_chunk(db, settings, None, render_off_loop, chunk, transport=transport,
-                                       born=[born[chunk[0]]])
-            jobs = [ids[i:i + JOB] for i in range(0, len(ids), JOB)]
+                                       born=sorted({born[i] for i in chunk}))
+            jobs = [ids[i:i + args.job] for i in range(0, len(ids), args.job)]
             await job(jobs[0])  # warm: compiled template, pooled connections, signer loaded
             profile = cProfile.Profile(time.thread_time) if args.profile else None
             commands.counting = True
@@ -96,13 +99,13 @@ def main() -> int:
                 profile.disable()
                 profile.dump_stats(args.profile)
             commands.counting = False
-            measured = len(ids) - JOB
+            measured = len(ids) - len(jobs[0])
             print(f"{measured:,} messages in {wall:.1f}s ({measured / wall:,.0f} msg/s, one process); "
                   f"CPU a message {cpu / measured * 1000:.3f} ms" + (" (profiled)" if profile else ""))
-            print("store commands per job of 100:")
+            print(f"store commands per job of {args.job}:")
             for (name, target), count in commands.counts.most_common():
                 print(f"  {count / (len(jobs) - 1):5.2f}  {name} {target}")
-        asyncio.run(run())
+        event_loop.run(run())  # the workers' loop (uvloop)
         wait_count(stack.counter, len(ids), 60)
     return 0
 

@@ -29,11 +29,13 @@ def mime(to: str) -> bytes:
 class GroupServer:
     """`rcpt`: address → answer (default 250); `mail` / `data`: the MAIL and DATA answers;
     `split`: the group's answers written a few bytes at a time; `hang_up`: the connection
-    closed once DATA is read, nothing answered."""
+    closed once DATA is read, nothing answered; `mute`: the message read whole, and its
+    answer never written (the connection held open until the client lets go)."""
 
     def __init__(self, *, rcpt: dict[str, bytes] | None = None, mail: bytes = b"250 2.1.0 ok",
-                 data: bytes = b"354 go on", split: bool = False, hang_up: bool = False):
+                 data: bytes = b"354 go on", split: bool = False, hang_up: bool = False, mute: bool = False):
         self.rcpt, self.mail, self.data, self.split, self.hang_up = rcpt or {}, mail, data, split, hang_up
+        self.mute = mute
         self.commands: list[bytes] = []   # every command line read, in order
         self.messages: list[bytes] = []   # what followed each 354, up to the lone dot
         self.server: asyncio.AbstractServer | None = None
@@ -83,6 +85,9 @@ class GroupServer:
                     if self.data.startswith(b"354"):
                         body = await asyncio.wait_for(self._read_message(reader), READ_TIMEOUT_SECONDS)
                         self.messages.append(body)
+                        if self.mute:  # until the client closes (read returns b"")
+                            await asyncio.wait_for(reader.read(), READ_TIMEOUT_SECONDS)
+                            return
                         await self._answer(writer, [b"250 2.0.0 queued" if body else b"554 5.5.1 no valid recipients"])
                 elif verb == b"QUIT":
                     writer.write(b"221 bye\r\n")
@@ -164,6 +169,19 @@ async def test_a_server_that_hangs_up_instead_of_answering_is_a_transient_failur
         outcomes = await send(server.url, ["a@example.org"])
     assert outcomes["a@example.org"].transient and outcomes["a@example.org"].code == 0
     assert "connection failed" in outcomes["a@example.org"].text
+
+
+async def test_a_server_that_never_answers_the_message_is_given_up_on_at_the_transport_timeout():
+    """The transaction's one bound (SmtpTransport's timeout) covers the wait for the
+    message's answer: the recipient is owed a retry, and the reason says what happened."""
+    async with GroupServer(mute=True) as server:
+        started = asyncio.get_running_loop().time()
+        outcomes = await send(server.url, ["a@example.org"])
+        waited = asyncio.get_running_loop().time() - started
+    assert server.messages, "the message was written whole before the wait"
+    assert outcomes["a@example.org"].transient and outcomes["a@example.org"].code == 0
+    assert outcomes["a@example.org"].text == f"connection failed: no answer within {CLIENT_TIMEOUT_SECONDS:g} s"
+    assert CLIENT_TIMEOUT_SECONDS - 0.5 <= waited < READ_TIMEOUT_SECONDS
 
 
 async def test_a_connection_reused_after_a_refused_group_sends_the_next_message():
