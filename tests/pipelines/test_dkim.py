@@ -129,11 +129,11 @@ def test_what_compose_writes_ends_every_line_crlf_so_the_checks_may_be_skipped(t
     """render_one signs (and the transport dot-stuffs) composed mail with `crlf_only`:
     whatever line breaks the caller's text holds, compose writes none bare, and the
     shortcut signs and stuffs exactly as the full check does."""
-    from pipelines.transport import _dot_stuffed
+    from pipelines.transport import _crlf_lines
     data = message(text=text or None, html=html or None)
     assert data.endswith(b"\r\n")
     assert data.count(b"\n") == data.count(b"\r\n") == data.count(b"\r")
     signed = SIGNER.sign(data, timestamp=7, crlf_only=True)
     assert signed == SIGNER.sign(data, timestamp=7)
     assert dkimpy.verify(signed, dnsfunc=dns_for())
-    assert _dot_stuffed(signed, crlf_only=True) == _dot_stuffed(signed)
+    assert _crlf_lines(signed, crlf_only=True) == _crlf_lines(signed)

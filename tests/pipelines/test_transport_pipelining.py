@@ -3,7 +3,8 @@ RCPT, DATA) goes out as one group and the answers are read together. The raw ser
 holds every answer until it has read DATA, so a client that waited for each answer before
 the next command would time out: what arrives proves the commands went as a group. It
 can answer the group in one write or in small pieces (answers cut across packets), refuse
-the sender or recipients, or hang up instead of answering."""
+the sender or recipients, or hang up instead of answering. Offering CHUNKING (RFC 3030)
+as well, it takes the message as `BDAT <size> LAST` in the same group."""
 
 from __future__ import annotations
 
@@ -30,12 +31,15 @@ class GroupServer:
     """`rcpt`: address → answer (default 250); `mail` / `data`: the MAIL and DATA answers;
     `split`: the group's answers written a few bytes at a time; `hang_up`: the connection
     closed once DATA is read, nothing answered; `mute`: the message read whole, and its
-    answer never written (the connection held open until the client lets go)."""
+    answer never written (the connection held open until the client lets go);
+    `chunking`: CHUNKING offered too, `bdat` the answer to an accepted message's chunk."""
 
     def __init__(self, *, rcpt: dict[str, bytes] | None = None, mail: bytes = b"250 2.1.0 ok",
-                 data: bytes = b"354 go on", split: bool = False, hang_up: bool = False, mute: bool = False):
+                 data: bytes = b"354 go on", split: bool = False, hang_up: bool = False, mute: bool = False,
+                 chunking: bool = False, bdat: bytes = b"250 2.0.0 queued"):
         self.rcpt, self.mail, self.data, self.split, self.hang_up = rcpt or {}, mail, data, split, hang_up
-        self.mute = mute
+        self.mute, self.chunking, self.bdat = mute, chunking, bdat
+        self.sessions = 0
         self.commands: list[bytes] = []   # every command line read, in order
         self.messages: list[bytes] = []   # what followed each 354, up to the lone dot
         self.server: asyncio.AbstractServer | None = None
@@ -64,10 +68,12 @@ class GroupServer:
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         async def line() -> bytes:
             return await asyncio.wait_for(reader.readline(), READ_TIMEOUT_SECONDS)
+        self.sessions += 1
         try:
             writer.write(b"220 group.test ESMTP\r\n")
             await line()  # EHLO
-            writer.write(b"250-group.test\r\n250-PIPELINING\r\n250 SIZE 10000000\r\n")
+            writer.write(b"250-group.test\r\n250-PIPELINING\r\n" + (b"250-CHUNKING\r\n" if self.chunking else b"")
+                         + b"250 SIZE 10000000\r\n")
             held: list[bytes] = []
             while command := await line():
                 self.commands.append(command.rstrip(b"\r\n"))
@@ -89,6 +95,17 @@ class GroupServer:
                             await asyncio.wait_for(reader.read(), READ_TIMEOUT_SECONDS)
                             return
                         await self._answer(writer, [b"250 2.0.0 queued" if body else b"554 5.5.1 no valid recipients"])
+                elif verb == b"BDAT" and self.chunking:  # "BDAT <size> LAST": the chunk read whole, always
+                    chunk = await asyncio.wait_for(reader.readexactly(int(command.split()[1])), READ_TIMEOUT_SECONDS)
+                    self.messages.append(chunk)
+                    if self.mute:  # until the client closes (read returns b"")
+                        await asyncio.wait_for(reader.read(), READ_TIMEOUT_SECONDS)
+                        return
+                    sender_ok, anyone = held[0].startswith(b"250"), any(a.startswith(b"250") for a in held[1:])
+                    await self._answer(writer, [*held, self.bdat if sender_ok and anyone else
+                                                b"554 5.5.1 no valid recipients" if sender_ok else
+                                                b"503 5.5.1 no valid sender"])
+                    held = []
                 elif verb == b"QUIT":
                     writer.write(b"221 bye\r\n")
                     return
@@ -208,3 +225,65 @@ def test_a_real_receiver_offering_pipelining_gets_each_message_to_the_recipients
         assert received[0].message["Subject"] == "Hi"
     finally:
         sink.stop()
+
+
+# --- CHUNKING (RFC 3030): the message goes as BDAT in the envelope's group ---------------
+
+async def test_with_chunking_the_whole_transaction_is_one_group_and_the_message_arrives_as_written():
+    async with GroupServer(chunking=True, split=True, rcpt={"gone@example.org": b"550 5.1.1 no such user"}) \
+            as server:
+        outcomes = await send(server.url, ["a@example.org", "gone@example.org"])
+    message = mime("a@example.org")
+    assert server.commands[:4] == [b"MAIL FROM:<" + MAIL_FROM.encode() + b"> SIZE=%d" % len(message),
+                                   b"RCPT TO:<a@example.org>", b"RCPT TO:<gone@example.org>",
+                                   b"BDAT %d LAST" % len(message)]
+    assert b"DATA" not in server.commands
+    assert server.messages == [message]  # byte for byte: no dot doubled, no end marker
+    assert outcomes["a@example.org"].accepted
+    assert (outcomes["gone@example.org"].code, outcomes["gone@example.org"].permanent) == (550, True)
+
+
+async def test_with_chunking_a_connection_whose_chunk_was_accepted_carries_the_next_message():
+    async with GroupServer(chunking=True) as server:
+        transport = SmtpTransport(server.url, size=1, timeout=CLIENT_TIMEOUT_SECONDS)
+        try:
+            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+                for n in range(3):
+                    outcomes = await transport.send(MAIL_FROM, [f"r{n}@example.org"], mime(f"r{n}@example.org"), "m")
+                    assert outcomes[f"r{n}@example.org"].accepted
+        finally:
+            await transport.close()
+    assert server.sessions == 1
+    assert server.messages == [mime(f"r{n}@example.org") for n in range(3)]
+
+
+@pytest.mark.parametrize("refusal", ["every recipient", "the sender", "the message"])
+async def test_with_chunking_a_refused_chunk_fails_its_recipients_and_the_next_message_gets_a_new_connection(
+        refusal):
+    options = {"every recipient": {"rcpt": {"x@example.org": b"550 5.1.1 unknown"}},
+               "the sender": {"mail": b"550 5.7.1 sender rejected"},
+               "the message": {"bdat": b"552 5.3.4 message too big"}}[refusal]
+    async with GroupServer(chunking=True, **options) as server:
+        transport = SmtpTransport(server.url, size=1, timeout=CLIENT_TIMEOUT_SECONDS)
+        try:
+            async with asyncio.timeout(READ_TIMEOUT_SECONDS):
+                first = await transport.send(MAIL_FROM, ["x@example.org"], mime("x@example.org"), "m1")
+                if refusal != "every recipient":  # the sender or the message: refused again
+                    server.mail, server.bdat = b"250 2.1.0 ok", b"250 2.0.0 queued"
+                second = await transport.send(MAIL_FROM, ["a@example.org"], mime("a@example.org"), "m2")
+        finally:
+            await transport.close()
+    expected = {"every recipient": 550, "the sender": 550, "the message": 552}[refusal]
+    assert first["x@example.org"].code == expected and first["x@example.org"].permanent
+    assert second["a@example.org"].accepted
+    assert server.sessions == 2  # the refused transaction's connection was not reused
+    assert server.messages[-1] == mime("a@example.org")
+
+
+async def test_with_chunking_a_server_that_never_answers_the_chunk_is_given_up_on_at_the_timeout():
+    async with GroupServer(chunking=True, mute=True) as server:
+        outcomes = await send(server.url, ["a@example.org"])
+    assert server.messages == [mime("a@example.org")]
+    assert outcomes["a@example.org"].transient
+    assert outcomes["a@example.org"].text == f"connection failed: no answer within {CLIENT_TIMEOUT_SECONDS:g} s"
+
