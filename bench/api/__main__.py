@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from bench.stack import Stack, cpu_of, print_cpu, tree, wait_count
+from bench.stack import Stack, broker_pids, cpu_of, print_cpu, tree, wait_count
 from ops import embedded_store
 from tests.support import services
 
@@ -103,7 +103,7 @@ def measure(label: str, url: str, key: str, first: int, count: int, connections:
 
 def round_(title: str, stack: Stack, baseline: Baseline, args, first: int, workers=None) -> None:
     print(f"\n{title}", flush=True)
-    own = {"load generator": [os.getpid()]}
+    own = {"load generator": [os.getpid()], "rabbitmq": broker_pids()}  # the broker's share of the cores
     extra = {"workers": tree(workers.proc.pid)} if workers else {}
     base_groups = {"baseline": [baseline.proc.pid], **own, **extra}
     base = measure("baseline (Quart + pydantic + Dramatiq publish)", baseline.url, stack.key, first,
