@@ -13,6 +13,7 @@ The caller (front/routes/email.py, form_signup.py) passes who it is as an
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import logging
@@ -91,10 +92,22 @@ async def send(db: AsyncDatabase, settings: Settings, publisher: Publisher, who:
     `scheduled`, or `suppressed` (every recipient suppressed: stored, never enqueued)."""
     run = Accepting(db, settings, publisher)
     schedule = schedule_fields(send_at) if send_at is not None else None
-    doc = await build_message(run, who, fields)
-    if schedule is not None and doc["status"] != "suppressed":
-        doc.update(schedule)
-    await _accept_counted(run, who, [doc], None, window)
+    # The email is charged to the plan while the message is built (its suppression
+    # lookup), not after: one store round trip fewer on the request's path.
+    ahead = None if who.sandbox else ChargeAhead(run, who)
+    try:
+        doc = await build_message(run, who, fields)
+        if schedule is not None and doc["status"] != "suppressed":
+            doc.update(schedule)
+        await _accept_counted(run, who, [doc], None, window, ahead=ahead)
+    except Exception:
+        if ahead is not None:  # given back before the answer (nothing once charge_plan settled it)
+            await ahead.give_back()
+        raise
+    except BaseException:  # cancelled: given back once it lands
+        if ahead is not None:
+            ahead.abandon()
+        raise
     return doc
 
 
@@ -121,15 +134,16 @@ async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher
 
 
 async def _accept_counted(run: Accepting, who: Identity, docs: list[dict], batch: dict | None,
-                          window: EmailWindow | None) -> None:
+                          window: EmailWindow | None, *, ahead: ChargeAhead | None = None) -> None:
     """Count the emails in the key's email window (all or none), then charge, store and
-    enqueue them; units of a request that ends up sending nothing are given back."""
+    enqueue them; units of a request that ends up sending nothing are given back.
+    `ahead`: the one email's plan charge, made while the message was built (`send`)."""
     if window is None:
-        await _accept(run, who, docs, batch)
+        await _accept(run, who, docs, batch, ahead)
         return
     await window.take(len(docs))
     try:
-        await _accept(run, who, docs, batch)
+        await _accept(run, who, docs, batch, ahead)
     except Exception as error:
         await window.give_back(getattr(error, "unsent", len(docs)))
         raise
@@ -274,16 +288,95 @@ def schedule_fields(send_at: dt.datetime) -> dict:
             "history": [{"status": "scheduled", "at": at}]}
 
 
-async def charge_plan(run: Accepting, who: Identity, count: int) -> None:
+async def charge_plan(run: Accepting, who: Identity, count: int, ahead: ChargeAhead | None = None) -> None:
     """The plan's monthly sending limit (403 limit_reached). Emails are counted when the
-    API accepts them, all or none per request; sandbox keys send nothing and count nothing."""
+    API accepts them, all or none per request; sandbox keys send nothing and count nothing.
+    `ahead`: one email already charged while the message was built, settled against `count`."""
     if who.sandbox:
         return
-    limit = throttle.monthly_limit(who.workspace, run.settings.plan_monthly_email_limit)
-    # Counted even when unlimited, so a limit set mid-month sees the month's real usage.
-    if not await send_limits.charge_plan(run.db, who.workspace_id, throttle.month_of(utcnow()), count, limit):
-        raise Forbidden(f"The plan's limit of {limit} emails this month has been reached.",
-                        code="limit_reached")
+    limit = _plan_limit(run, who)
+    if ahead is not None:
+        fitted = await ahead.settle(count)
+    else:  # counted even when unlimited, so a limit set mid-month sees the month's real usage
+        fitted = await send_limits.charge_plan(run.db, who.workspace_id, throttle.month_of(utcnow()), count, limit)
+    if not fitted:
+        raise Forbidden(f"The plan's limit of {limit} emails this month has been reached.", code="limit_reached")
+
+
+def _plan_limit(run: Accepting, who: Identity) -> int:
+    return throttle.monthly_limit(who.workspace, run.settings.plan_monthly_email_limit)
+
+
+# gives back charges made ahead for requests that failed first, each running on its own
+_refunds: set[asyncio.Task] = set()
+
+
+class ChargeAhead:
+    """One email charged to the plan in a task of its own, started before the message is
+    built (a single send): its store round trip runs beside the message's suppression
+    lookup instead of after it. Settled by `charge_plan` against what the message turned
+    out to send (`settle`), or, when the request fails first, given back before its
+    answer (`give_back`; `abandon` when it was cancelled: once the charge lands). Until
+    then a request that sends nothing (invalid, suppressed) holds one unit of the month,
+    which a concurrent send at the very limit may see as used."""
+
+    def __init__(self, run: Accepting, who: Identity):
+        self.db, self.workspace_id, self.settled = run.db, who.workspace_id, False
+        self.month = throttle.month_of(utcnow())  # given back to the month it was counted in
+        self.task = asyncio.ensure_future(send_limits.charge_plan(
+            run.db, who.workspace_id, self.month, 1, _plan_limit(run, who)))
+
+    async def settle(self, count: int) -> bool:
+        """Whether `count` emails (0 or 1) are charged now: the one charged ahead kept,
+        given back for a message that sends nothing, or refused by the limit (then
+        nothing was counted). From here on, what is kept is the caller's to give back."""
+        if count > 1:
+            raise ValueError("a charge made ahead covers one email")
+        try:
+            fitted = await self.task
+        except BaseException:
+            self.abandon()
+            raise
+        self.settled = True
+        if fitted and count == 0:
+            await self._refund()
+        return fitted or count == 0
+
+    async def give_back(self) -> None:
+        """The request failed before `settle`: the email given back if it was counted."""
+        if self.settled:
+            return
+        self.settled = True
+        try:
+            fitted = await self.task
+        except PyMongoError:  # not counted: nothing to give back
+            return
+        if fitted:
+            await self._refund()
+
+    def abandon(self) -> None:
+        """The request failed before `settle`: the email is given back once its charge
+        lands, if it was counted."""
+        if self.settled:
+            return
+        self.settled = True
+
+        def give_back(done: asyncio.Future) -> None:
+            if done.cancelled() or done.exception() is not None or not done.result():
+                return
+            task = asyncio.ensure_future(self._refund())
+            _refunds.add(task)
+            task.add_done_callback(_refunds.discard)
+        self.task.add_done_callback(give_back)
+
+    async def _refund(self) -> None:
+        """Best effort: a unit the store did not take back stays counted; the client's
+        own answer is not made to fail for it."""
+        try:
+            await send_limits.refund_plan(self.db, self.workspace_id, self.month, 1)
+        except PyMongoError:
+            log.warning("plan refund of 1 email for workspace %s failed", self.workspace_id,
+                        extra={"workspace_id": self.workspace_id})
 
 
 async def refund_plan(db: AsyncDatabase, workspace_id: str, count: int, accepted_at: str | None = None) -> None:
@@ -293,12 +386,13 @@ async def refund_plan(db: AsyncDatabase, workspace_id: str, count: int, accepted
     await send_limits.refund_plan(db, workspace_id, month, count)
 
 
-async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict | None) -> None:
-    """Charge the plan for the messages that will be sent, then store the batch (if any) and
-    the messages and enqueue them. Whatever then fails to be stored or queued is given back,
-    so the client's retry is not counted twice."""
+async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict | None,
+                  ahead: ChargeAhead | None = None) -> None:
+    """Charge the plan for the messages that will be sent (`ahead`: see charge_plan), then
+    store the batch (if any) and the messages and enqueue them. Whatever then fails to be
+    stored or queued is given back, so the client's retry is not counted twice."""
     count = sum(1 for d in docs if d["status"] != "suppressed")
-    await charge_plan(run, who, count)
+    await charge_plan(run, who, count, ahead)
     try:
         if batch is not None:
             try:

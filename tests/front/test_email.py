@@ -229,6 +229,34 @@ def test_a_workspace_at_its_monthly_limit_gets_limit_reached(service):
     assert sandbox.post("/email/send", json={**body, "to": address()}).status_code == 202
 
 
+def month_used(service, tenant) -> int:
+    from mongo.send_limits import plan_used
+    from pipelines.throttle import month_of
+    return service.store.run(lambda db: plan_used(db, tenant.workspace_id, month_of(utcnow())))
+
+
+def test_a_single_send_that_sends_nothing_leaves_the_month_as_it_was(service):
+    """A single send's email is charged while its message is built; a send that then
+    fails (unknown template) or sends nothing (every recipient suppressed) has it given
+    back before its answer, and one at the limit that sends nothing is not refused."""
+    tenant = service.tenant()
+    set_monthly_limit(service, tenant, 1)
+    body = {"subject": "Hi", "text": "x"}
+    missing = tenant.post("/email/send", json={"to": address(), "subject": "Hi", "template_id": str(uuid.uuid4())})
+    assert missing.status_code == 404
+    assert month_used(service, tenant) == 0
+    tenant.post("/suppressions", json={"email": (blocked := address())}).raise_for_status()
+    suppressed = tenant.post("/email/send", json={**body, "to": blocked})
+    assert suppressed.status_code == 200 and suppressed.json()["data"]["status"] == "suppressed"
+    assert month_used(service, tenant) == 0
+    assert tenant.post("/email/send", json={**body, "to": address()}).status_code == 202
+    assert month_used(service, tenant) == 1
+    at_the_limit = tenant.post("/email/send", json={**body, "to": blocked})
+    assert at_the_limit.status_code == 200 and at_the_limit.json()["data"]["status"] == "suppressed"
+    assert_error(tenant.post("/email/send", json={**body, "to": address()}), 403, "limit_reached")
+    assert month_used(service, tenant) == 1
+
+
 def set_monthly_limit(service, tenant, limit):
     async def update(db):
         await db.workspaces.update_one({"_id": tenant.workspace_id}, {"$set": {"monthly_email_limit": limit}})

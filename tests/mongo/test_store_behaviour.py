@@ -282,6 +282,19 @@ def test_dotted_inc_on_upsert_nests_but_nx_writes_a_literal_dotted_key(store, nx
         assert doc == {"_id": "k", "stats": {"sent": 1}}
 
 
+def test_set_on_insert_fills_an_upserted_counter_but_nx_leaves_it_out_of_find_one_and_update(store, nx, coll):
+    """Our counters (mongo/counters.py) upsert with `$setOnInsert`; nothing reads those
+    fields back (a plan counter is found by its `_id`, workspace and month)."""
+    async def go():
+        return await coll.find_one_and_update({"_id": "k"}, {"$inc": {"n": 1}, "$setOnInsert": {"owner": "w"}},
+                                              upsert=True, return_document=ReturnDocument.AFTER)
+    doc = run(store, go())
+    if nx:
+        assert doc == {"_id": "k", "n": 1}
+    else:
+        assert doc == {"_id": "k", "n": 1, "owner": "w"}
+
+
 # --- comparison, regex, aggregation -------------------------------------------------------
 
 def test_comparisons_bracket_by_type_but_nx_compares_strings_with_numbers(store, nx, coll):
