@@ -349,7 +349,7 @@ class ChargeAhead:
         self.settled = True
         try:
             fitted = await self.task
-        except PyMongoError:  # not counted: nothing to give back
+        except Exception:  # not counted (the store's error; the request's own is what it answers)
             return
         if fitted:
             await self._refund()
