@@ -180,3 +180,30 @@ def test_a_single_send_that_never_comes_to_sending_gives_its_email_back(service)
     assert service.store.run(rate_windows.peek, "email", reader.key_id, limit=1).used == 0
     assert [tenant.post("/email/send", json=SEND).headers["X-EmailRateLimit-Remaining"] for _ in range(2)] == ["1", "0"]
     assert_error(tenant.post("/email/send", json=SEND), 429, "rate_limit_exceeded")
+
+
+def test_a_single_send_over_its_windows_is_refused_first_whatever_else_is_wrong(service):
+    """The windows are counted before anything else is looked at: 429 over an invalid
+    body, a missing template or a missing permission, and a valid send that does not fit
+    stores nothing and charges the plan nothing."""
+    tenant = service.tenant(email_rate_limit=1)
+    assert tenant.post("/email/send", json=SEND).status_code == 202
+    stored = workspace_messages(service, tenant)
+    for body in ({**SEND, "to": "not-an-address"}, {**SEND, "template_id": str(uuid.uuid4())}, SEND):
+        refused = tenant.post("/email/send", json=body)
+        assert_error(refused, 429, "rate_limit_exceeded")
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+        assert refused.headers["X-EmailRateLimit-Remaining"] == "0"
+    assert workspace_messages(service, tenant) == stored
+    assert plan_used(service, tenant) == 1
+
+    reader = service.extra_key(tenant, permissions=["contacts:read"], rate_limit=1)
+    assert reader.get("/contacts").status_code == 200
+    assert_error(reader.post("/email/send", json=SEND), 429, "rate_limited")
+
+
+def plan_used(service, tenant) -> int:
+    from mongo.send_limits import plan_used as used
+    from pipelines.clock import utcnow
+    from pipelines.throttle import month_of
+    return service.store.run(lambda db: used(db, tenant.workspace_id, month_of(utcnow())))
