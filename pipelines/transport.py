@@ -149,10 +149,10 @@ class _GroupReading(SMTPProtocol):
         self._answers: list[aiosmtplib.SMTPResponse] = []
         self._group_done: asyncio.Future | None = None
 
-    async def group(self, commands: list[bytes], *, timeout: float | None,
-                    payload: bytes = b"") -> list[aiosmtplib.SMTPResponse]:
+    async def group(self, commands: list[bytes], *, payload: bytes = b"") -> list[aiosmtplib.SMTPResponse]:
         """Write `commands` at once (and `payload` after them: a BDAT chunk) and return
-        their answers, in order."""
+        their answers, in order. No timeout of its own: the caller bounds the transaction
+        (SmtpTransport)."""
         for command in commands:
             if COMMAND_INJECTION_REGEX.search(command):
                 raise ValueError("Command arg contains a prohibited control character")
@@ -163,9 +163,7 @@ class _GroupReading(SMTPProtocol):
             self._group_done = done = self._loop.create_future()
             try:
                 self.write(b"".join([*(c + b"\r\n" for c in commands), payload]))
-                return await asyncio.wait_for(done, timeout)
-            except asyncio.TimeoutError as error:
-                raise aiosmtplib.SMTPReadTimeoutError("Timed out waiting for server response") from error
+                return await done
             finally:
                 self._group_done = None
 
@@ -272,7 +270,7 @@ class _Client(aiosmtplib.SMTP):
         reused: a server that did not read the chunk would take its lines for commands."""
         commands = [b"MAIL FROM:" + b" ".join([_envelope(sender, encoding), *options]),
                     *(b"RCPT TO:" + _envelope(r, encoding) for r in recipients), b"BDAT %d LAST" % len(normal)]
-        answers = await self.protocol.group(commands, timeout=None, payload=normal)
+        answers = await self.protocol.group(commands, payload=normal)
         mail, rcpt_answers, chunk = answers[0], answers[1:-1], answers[-1]
         refused = _refused(recipients, rcpt_answers)
         if chunk.code != aiosmtplib.SMTPStatus.completed:  # refused, whatever became of the chunk
@@ -308,8 +306,7 @@ class _Client(aiosmtplib.SMTP):
         dot, as RFC 2920 section 3.1 asks, before the refusal is raised."""
         commands = [b"MAIL FROM:" + b" ".join([_envelope(sender, encoding), *options]),
                     *(b"RCPT TO:" + _envelope(r, encoding) for r in recipients), b"DATA"]
-        # no timeout of its own (a wait_for a message): SmtpTransport bounds the transaction
-        answers = await self.protocol.group(commands, timeout=None)
+        answers = await self.protocol.group(commands)
         mail, rcpt_answers, data = answers[0], answers[1:-1], answers[-1]
         refused = _refused(recipients, rcpt_answers)
         nothing_to_send = mail.code != aiosmtplib.SMTPStatus.completed or len(refused) == len(recipients)

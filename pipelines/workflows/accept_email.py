@@ -307,7 +307,7 @@ def _plan_limit(run: Accepting, who: Identity) -> int:
     return throttle.monthly_limit(who.workspace, run.settings.plan_monthly_email_limit)
 
 
-# gives back charges made ahead for requests that failed first, each running on its own
+# charges made ahead being given back for cancelled requests, each in a task of its own
 _refunds: set[asyncio.Task] = set()
 
 
@@ -355,19 +355,12 @@ class ChargeAhead:
             await self._refund()
 
     def abandon(self) -> None:
-        """The request failed before `settle`: the email is given back once its charge
-        lands, if it was counted."""
+        """`give_back` in a task of its own, for a request that cannot wait (cancelled)."""
         if self.settled:
             return
-        self.settled = True
-
-        def give_back(done: asyncio.Future) -> None:
-            if done.cancelled() or done.exception() is not None or not done.result():
-                return
-            task = asyncio.ensure_future(self._refund())
-            _refunds.add(task)
-            task.add_done_callback(_refunds.discard)
-        self.task.add_done_callback(give_back)
+        task = asyncio.ensure_future(self.give_back())
+        _refunds.add(task)
+        task.add_done_callback(_refunds.discard)
 
     async def _refund(self) -> None:
         """Best effort: a unit the store did not take back stays counted; the client's

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from pipelines.clock import iso, utcnow
-from tests.support.api import assert_error
+from tests.support.api import assert_error, month_used
 
 HTML = "<p>Hello</p>"
 
@@ -227,12 +227,6 @@ def test_a_workspace_at_its_monthly_limit_gets_limit_reached(service):
     assert_error(refused, 403, "limit_reached")
     sandbox = service.extra_key(tenant, sandbox=True)
     assert sandbox.post("/email/send", json={**body, "to": address()}).status_code == 202
-
-
-def month_used(service, tenant) -> int:
-    from mongo.send_limits import plan_used
-    from pipelines.throttle import month_of
-    return service.store.run(lambda db: plan_used(db, tenant.workspace_id, month_of(utcnow())))
 
 
 def test_a_single_send_that_sends_nothing_leaves_the_month_as_it_was(service):

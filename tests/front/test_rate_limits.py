@@ -6,7 +6,7 @@ import uuid
 
 from mongo import rate_windows
 from tests.support import services
-from tests.support.api import assert_error
+from tests.support.api import assert_error, month_used
 
 SEND = {"to": "limited@example.org", "subject": "Hi", "text": "hello"}
 
@@ -195,15 +195,9 @@ def test_a_single_send_over_its_windows_is_refused_first_whatever_else_is_wrong(
         assert 1 <= int(refused.headers["Retry-After"]) <= 60
         assert refused.headers["X-EmailRateLimit-Remaining"] == "0"
     assert workspace_messages(service, tenant) == stored
-    assert plan_used(service, tenant) == 1
+    assert month_used(service, tenant) == 1
 
     reader = service.extra_key(tenant, permissions=["contacts:read"], rate_limit=1)
     assert reader.get("/contacts").status_code == 200
     assert_error(reader.post("/email/send", json=SEND), 429, "rate_limited")
 
-
-def plan_used(service, tenant) -> int:
-    from mongo.send_limits import plan_used as used
-    from pipelines.clock import utcnow
-    from pipelines.throttle import month_of
-    return service.store.run(lambda db: used(db, tenant.workspace_id, month_of(utcnow())))
