@@ -5,13 +5,17 @@ pydantic validating the same body + one Dramatiq publish with confirms, bench/ap
 served the same way. The same load generator (bench/api/load.py: raw asyncio HTTP/1.1,
 ~0.1 ms of CPU a request, so it leaves the cores to the apps) drives both.
 
-    .venv/bin/python -m bench.api [--requests 5000] [--connections 32] [--processes 2] [--threads 8]
-                                  [--without-workers-only]
+    .venv/bin/python -m bench.api [--requests 9000] [--slices 6] [--connections 32] [--processes 2]
+                                  [--threads 8] [--without-workers-only]
 
 Two rounds: without workers (the jobs just queue; purged after) and with the render + send
-workers delivering into bench/send's SMTP sink. Each runs the baseline, ours, and the
-baseline again (the box's speed drifts), and prints requests/s, p50 and p99 of each, the
-ratio ours / the mean of the two baseline runs, and each process group's CPU during each.
+workers delivering into bench/send's SMTP sink. In each, after a warm-up of each app, the
+baseline and ours take turns in slices (`--requests` per app split into `--slices`, in
+pairs of alternating order: B O, O B, B O, …), because the box's speed drifts by ±15%
+within a minute: run one after the other, the two apps met different machines, and the
+ratio moved by ±0.1 between runs of the same code. Printed per app: requests/s over its
+slices (and each slice's), p50 and p99 of all its requests, each process group's CPU per
+request; then the ratio ours / baseline and the range of the slice pairs' ratios.
 `--without-workers-only` runs the first round alone (the one the bar is on), for a quick
 comparison of a change to the front."""
 
@@ -84,53 +88,80 @@ def purge(vhost: str, *queues: str) -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def measure(label: str, url: str, key: str, first: int, count: int, connections: int,
-            groups: dict[str, list[int]]) -> dict:
-    headers = {"Authorization": f"Bearer {key}"}
-    asyncio.run(drive(url, PATH, headers, body, range(first, first + WARM_UP), connections, 202))
-    before = cpu_of(groups)
-    wall, latencies = asyncio.run(drive(url, PATH, headers, body, range(first + WARM_UP, first + WARM_UP + count),
-                                        connections, 202))
-    used = {name: sec - before[name] for name, sec in cpu_of(groups).items()}
-    result = {"rate": count / wall, "p50": percentile(latencies, 50) * 1000, "p99": percentile(latencies, 99) * 1000}
-    print(f"  {label}: {result['rate']:,.0f} requests/s, p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms "
-          f"({count:,} in {wall:.1f}s)", flush=True)
-    print_cpu(label, used, wall)
-    print("    CPU per request: " + ", ".join(f"{name} {sec / count * 1000:.2f} ms" for name, sec in used.items()
-                                             if sec > 0), flush=True)
-    return result
+class Tally:
+    """One app's slices of a round, summed: requests, wall, latencies, CPU by process group."""
+
+    def __init__(self, label: str, url: str, groups: dict[str, list[int]]):
+        self.label, self.url, self.groups = label, url, groups
+        self.count, self.wall, self.latencies, self.cpu = 0, 0.0, [], dict.fromkeys(groups, 0.0)
+        self.rates: list[float] = []
+
+    def run(self, key: str, numbers: range, connections: int) -> None:
+        headers = {"Authorization": f"Bearer {key}"}
+        before = cpu_of(self.groups)
+        wall, latencies = asyncio.run(drive(self.url, PATH, headers, body, numbers, connections, 202))
+        for name, sec in cpu_of(self.groups).items():
+            self.cpu[name] += sec - before[name]
+        self.count, self.wall = self.count + len(numbers), self.wall + wall
+        self.latencies += latencies
+        self.rates.append(len(numbers) / wall)
+
+    def warm(self, key: str, numbers: range, connections: int) -> None:
+        asyncio.run(drive(self.url, PATH, {"Authorization": f"Bearer {key}"}, body, numbers, connections, 202))
+
+    def report(self) -> dict:
+        result = {"rate": self.count / self.wall, "p50": percentile(self.latencies, 50) * 1000,
+                  "p99": percentile(self.latencies, 99) * 1000}
+        print(f"  {self.label}: {result['rate']:,.0f} requests/s, p50 {result['p50']:.1f} ms, "
+              f"p99 {result['p99']:.1f} ms ({self.count:,} in {self.wall:.1f}s; slices "
+              + ", ".join(f"{r:,.0f}" for r in self.rates) + ")", flush=True)
+        print_cpu(self.label, self.cpu, self.wall)
+        print("    CPU per request: " + ", ".join(f"{name} {sec / self.count * 1000:.2f} ms"
+                                                 for name, sec in self.cpu.items() if sec > 0), flush=True)
+        return result
+
+
+def slice_order(slices: int) -> list[int]:
+    """Which app runs each slice (0 the baseline, 1 ours), in pairs of alternating order
+    (0 1, 1 0, 0 1, …): a drift of the box's speed during the round falls on both alike."""
+    return [app for n in range(slices) for app in ((0, 1) if n % 2 == 0 else (1, 0))]
 
 
 def round_(title: str, stack: Stack, baseline: Baseline, args, first: int, workers=None) -> None:
     print(f"\n{title}", flush=True)
     own = {"load generator": [os.getpid()], "rabbitmq": broker_pids()}  # the broker's share of the cores
     extra = {"workers": tree(workers.proc.pid)} if workers else {}
-    base_groups = {"baseline": [baseline.proc.pid], **own, **extra}
-    base = measure("baseline (Quart + pydantic + Dramatiq publish)", baseline.url, stack.key, first,
-                   args.requests, args.connections, base_groups)
-    groups = {"front": tree(stack.front.proc.pid), "store": [stack.store.pid], **own, **extra,
-              **({"sink": [stack.sink.pid]} if workers else {})}
-    ours = measure("postroom front", stack.base_url, stack.key, first + args.requests + WARM_UP,
-                   args.requests, args.connections, groups)
-    # The machine's speed drifts (other tenants): the baseline runs again after ours, and
-    # the ratio is against the mean of its two runs.
-    again = measure("baseline again", baseline.url, stack.key, first + 2 * (args.requests + WARM_UP),
-                    args.requests, args.connections, base_groups)
-    print(f"  ratio ours / baseline: {2 * ours['rate'] / (base['rate'] + again['rate']):.2f} (bar ≥ 0.8); "
-          f"p99 {ours['p99']:.0f} ms (bar < 100 ms; the baseline's {base['p99']:.0f} and {again['p99']:.0f} ms)",
-          flush=True)
+    apps = (Tally("baseline (Quart + pydantic + Dramatiq publish)", baseline.url,
+                  {"baseline": [baseline.proc.pid], **own, **extra}),
+            Tally("postroom front", stack.base_url,
+                  {"front": tree(stack.front.proc.pid), "store": [stack.store.pid], **own, **extra,
+                   **({"sink": [stack.sink.pid]} if workers else {})}))
+    next_number = first
+    for app in apps:
+        app.warm(stack.key, range(next_number, next_number + WARM_UP), args.connections)
+        next_number += WARM_UP
+    size = args.requests // args.slices
+    for app in slice_order(args.slices):
+        apps[app].run(stack.key, range(next_number, next_number + size), args.connections)
+        next_number += size
+    base, ours = (app.report() for app in apps)
+    pairs = sorted(o / b for b, o in zip(apps[0].rates, apps[1].rates))
+    print(f"  ratio ours / baseline: {ours['rate'] / base['rate']:.2f} (bar ≥ 0.8; slice pairs "
+          f"{pairs[0]:.2f}–{pairs[-1]:.2f}, median {pairs[len(pairs) // 2]:.2f}); p99 {ours['p99']:.0f} ms "
+          f"(bar < 100 ms; the baseline's {base['p99']:.0f} ms)", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.api")
-    parser.add_argument("--requests", type=int, default=5000)
+    parser.add_argument("--requests", type=int, default=9000, help="per app and round")
+    parser.add_argument("--slices", type=int, default=6, help="slices per app, interleaved with the other's")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--processes", type=int, default=2, help="worker processes in the second round")
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--without-workers-only", action="store_true",
                         help="only the first round (the bar's): a quicker A/B of a front change")
     args = parser.parse_args()
-    per_round = 3 * (args.requests + WARM_UP)
+    per_round = 2 * (args.requests + WARM_UP)
 
     with Stack("postroom-bench-api-", smtp_connections=4, api_timeout_seconds=60) as stack:
         stack.base_url = str(stack.api.base_url).removesuffix("/api/v1/").removesuffix("/api/v1")
@@ -148,8 +179,8 @@ def main() -> int:
             round_(f"With {args.processes} render + send worker processes delivering into the SMTP sink",
                    stack, baseline, args, per_round, workers=worker)
             start = time.monotonic()
-            wait_count(stack.counter, args.requests + WARM_UP, 600)
-            print(f"  all {args.requests + WARM_UP:,} of ours delivered to the sink "
+            wait_count(stack.counter, args.requests // args.slices * args.slices + WARM_UP, 600)
+            print(f"  all {args.requests // args.slices * args.slices + WARM_UP:,} of ours delivered to the sink "
                   f"{time.monotonic() - start:.1f}s after the last answer", flush=True)
             purge(stack.vhost, BASELINE_QUEUE)
         finally:
