@@ -28,8 +28,8 @@ import subprocess
 import sys
 import time
 
-from bench.stack import Stack, broker_pids, cpu_of, print_cpu, tree, wait_count
 from actors import event_loop
+from bench.stack import Stack, broker_pids, cpu_of, print_cpu, tree, wait_count
 from ops import embedded_store
 from tests.support import services
 
@@ -97,18 +97,20 @@ class Tally:
         self.count, self.wall, self.latencies, self.cpu = 0, 0.0, [], dict.fromkeys(groups, 0.0)
         self.rates: list[float] = []
 
+    def drive(self, key: str, numbers: range, connections: int) -> tuple[float, list[float]]:
+        """Single sends numbered `numbers`, unrecorded: (wall seconds, latencies)."""
+        return event_loop.run(drive(self.url, PATH, {"Authorization": f"Bearer {key}"}, body, numbers,
+                                    connections, 202))
+
     def run(self, key: str, numbers: range, connections: int) -> None:
-        headers = {"Authorization": f"Bearer {key}"}
+        """One recorded slice."""
         before = cpu_of(self.groups)
-        wall, latencies = event_loop.run(drive(self.url, PATH, headers, body, numbers, connections, 202))
+        wall, latencies = self.drive(key, numbers, connections)
         for name, sec in cpu_of(self.groups).items():
             self.cpu[name] += sec - before[name]
         self.count, self.wall = self.count + len(numbers), self.wall + wall
         self.latencies += latencies
         self.rates.append(len(numbers) / wall)
-
-    def warm(self, key: str, numbers: range, connections: int) -> None:
-        event_loop.run(drive(self.url, PATH, {"Authorization": f"Bearer {key}"}, body, numbers, connections, 202))
 
     def report(self) -> dict:
         result = {"rate": self.count / self.wall, "p50": percentile(self.latencies, 50) * 1000,
@@ -139,7 +141,7 @@ def round_(title: str, stack: Stack, baseline: Baseline, args, first: int, worke
                    **({"sink": [stack.sink.pid]} if workers else {})}))
     next_number = first
     for app in apps:
-        app.warm(stack.key, range(next_number, next_number + WARM_UP), args.connections)
+        app.drive(stack.key, range(next_number, next_number + WARM_UP), args.connections)
         next_number += WARM_UP
     size = args.requests // args.slices
     for app in slice_order(args.slices):
