@@ -200,4 +200,3 @@ def test_a_single_send_over_its_windows_is_refused_first_whatever_else_is_wrong(
     reader = service.extra_key(tenant, permissions=["contacts:read"], rate_limit=1)
     assert reader.get("/contacts").status_code == 200
     assert_error(reader.post("/email/send", json=SEND), 429, "rate_limited")
-
