@@ -21,11 +21,18 @@ from .byte_search import contains
 from .secret_box import open_sealed, seal
 
 KEY_BITS = 2048
-# Signed when present, in this order, and every one of them named once more in h= than it
-# appears ("oversigned", RFC 6376 §8.15): a verifier reads the extra name as an absent
-# field, so a From, Subject, List-Id … added to the message later breaks the signature.
-SIGNED_HEADERS = ("From", "To", "Subject", "Date", "Message-ID", "Reply-To", "MIME-Version",
-                  "Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "Feedback-ID")
+# Every header a receiver (or its reader) relies on: signed when present, in this order,
+# and every one of them named once more in h= than it appears ("oversigned", RFC 6376
+# §8.15): a verifier reads the extra name as an absent field, so a From, Subject, List-Id
+# … added later breaks the signature, and so does one we never write: a Cc or Sender
+# shown to the reader, In-Reply-To/References that thread the mail into a conversation,
+# Content-Transfer-Encoding or Content-Disposition that change how the body decodes or
+# shows, Auto-Submitted/Precedence that mute auto-replies and change filtering.
+SIGNED_HEADERS = ("From", "Sender", "To", "Cc", "Subject", "Date", "Message-ID", "Reply-To",
+                  "In-Reply-To", "References", "MIME-Version", "Content-Type", "Content-Transfer-Encoding",
+                  "Content-Disposition", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "Feedback-ID",
+                  "Auto-Submitted", "Precedence")
+_SIGNED_NAMES = tuple(name.lower() for name in SIGNED_HEADERS)
 _WSP_RUN = re.compile(rb"[ \t]+")
 _WSP_TO_FOLD = re.compile(rb"\t[ \t]*| [ \t]+")  # what differs from one space: not each lone space
 _SPACE_AT_LINE_END = re.compile(rb" (?=\n|\Z)")
@@ -116,17 +123,11 @@ class Signer:
         """`data` with a DKIM-Signature header prepended (`crlf_only`: see relaxed_body)."""
         headers, body = split_message(data)
         body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body, crlf_only=crlf_only)).digest()).decode()
-        chosen: list[tuple[bytes, bytes]] = []
-        names: list[str] = []
-        remaining = list(headers)
-        for wanted in SIGNED_HEADERS:
-            # the bottom-most instance is signed first (§5.4.2); we compose each once
-            for index in range(len(remaining) - 1, -1, -1):
-                if remaining[index][0].strip().lower() == wanted.lower().encode():
-                    chosen.append(remaining.pop(index))
-                    names.append(wanted.lower())
-                    break
-        names += [wanted.lower() for wanted in SIGNED_HEADERS]  # the absent instances
+        # the bottom-most instance of a name is the one signed first (§5.4.2); we compose each once
+        last = {name.strip().lower().decode("ascii", "replace"): (name, value) for name, value in headers}
+        names = [wanted for wanted in _SIGNED_NAMES if wanted in last]
+        chosen = [last[name] for name in names]
+        names += _SIGNED_NAMES  # the absent instances
         tags = ["v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
                 f"s={self.selector}", f"t={timestamp if timestamp is not None else int(time.time())}",
                 "h=" + _fold_names(names), f"bh={body_hash}", "b="]
