@@ -24,6 +24,7 @@ from typing import Any
 
 from .addresses import normalize
 from .errors import ValidationFailed
+from .outbound_http import InvalidTarget, parse_target
 
 FIELD_TYPES = ("text", "number", "boolean", "date")
 STANDARD_FIELDS = {"first_name": "First name", "last_name": "Last name"}
@@ -53,6 +54,49 @@ DEFAULT_TEXTS = {
     "confirmation_email_subject": "Please confirm your subscription",
     "confirmation_email_text": "Please confirm that you want to receive our emails.",
 }
+
+
+# Characters a redirect URL may not hold even where a URL could. The URL ends up in
+# response headers (Location, and its origin in the hosted page's Content-Security-Policy),
+# where `;` starts a CSP directive, `,` another policy, and quotes or angle brackets end a
+# value; a URL that needs them percent-encodes them (%3B, %2C, %22, …).
+_NOT_IN_REDIRECT = frozenset("\"'`;,<>")
+
+
+def redirect_problem(url: str) -> str | None:
+    """Why `url` cannot be a form's redirect URL (completes "the URL …"), or None. Read as
+    webhook targets are (pipelines.outbound_http: the sending parser, http(s), no white
+    space, control characters, backslashes or credentials, a plain host), plus the header
+    separators above. Private hosts are fine: the browser follows it, not we."""
+    try:
+        parse_target(url)
+    except InvalidTarget as error:
+        return str(error)
+    unsafe = sorted(set(url) & _NOT_IN_REDIRECT)
+    if unsafe:
+        return f"must not contain {' '.join(unsafe)} (percent-encode it)"
+    return None
+
+
+def redirect_of(form: dict, name: str) -> str | None:
+    """The form's `redirect_url` or `confirmed_redirect_url` if it may be sent in a
+    Location header; None (show our own page) when unset or when it does not pass
+    `redirect_problem` (a value stored before that check existed)."""
+    url = form.get(name)
+    return url if url and redirect_problem(url) is None else None
+
+
+def redirect_origin(form: dict) -> str | None:
+    """`scheme://host[:port]` of the form's redirect URL for its page's CSP `form-action`,
+    rebuilt from the parsed URL (an ASCII host, a number), never copied from the text, so
+    no tenant value can add a directive or a source."""
+    url = redirect_of(form, "redirect_url")
+    if url is None:
+        return None
+    target = parse_target(url)
+    host = target.raw_host.decode("ascii").lower()
+    host = f"[{host}]" if ":" in host else host
+    return f"{target.scheme}://{host}" + (f":{target.port}" if target.port is not None else "")
 
 
 def label_of(field: dict) -> str:

@@ -10,7 +10,6 @@ the form's `allowed_origins` may read those answers (CORS); HTML form posts need
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
 
 from quart import Blueprint, g, redirect, render_template, request
 
@@ -35,11 +34,10 @@ def _headers(form: dict | None = None) -> dict:
     """The recipient pages' headers; a form that redirects elsewhere after posting must
     name that origin in form-action, or the browser blocks the redirect."""
     headers = dict(PAGE_HEADERS)
-    target = (form or {}).get("redirect_url")
-    if target:
-        parts = urlsplit(target)
+    origin = forms.redirect_origin(form) if form else None
+    if origin:
         headers["Content-Security-Policy"] = headers["Content-Security-Policy"].replace(
-            "form-action 'self'", f"form-action 'self' {parts.scheme}://{parts.netloc}")
+            "form-action 'self'", f"form-action 'self' {origin}")
     return headers
 
 
@@ -158,8 +156,9 @@ async def submit_form(form_id: str):
     text = shown["confirmation_text"] if result.status == form_store.PENDING else shown["thank_you_text"]
     if as_json:
         return {"data": {"status": result.status, "message": text}}, 200
-    if form.get("redirect_url"):
-        return redirect(form["redirect_url"], 303)
+    target = forms.redirect_of(form, "redirect_url")
+    if target:
+        return redirect(target, 303)
     heading = "Check your inbox" if result.status == form_store.PENDING else "You are subscribed"
     return await _done(form, heading, text)
 
@@ -169,8 +168,9 @@ async def confirm_signup(token: str):
     """The link of the confirmation email: the address is subscribed (again: harmless)."""
     done = await form_signup.confirm(db(), settings(), token)
     if done.outcome == "confirmed":
-        if done.form.get("confirmed_redirect_url"):
-            return redirect(done.form["confirmed_redirect_url"], 303)
+        target = forms.redirect_of(done.form, "confirmed_redirect_url")
+        if target:
+            return redirect(target, 303)
         return await _done(done.form, "Subscription confirmed", forms.effective(done.form)["thank_you_text"])
     if done.outcome == "expired":
         return await _done(done.form, "Link expired", "This confirmation link has expired. Sign up again to "

@@ -43,11 +43,9 @@ def _field_name(value: str) -> str:
 
 
 def _redirect_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValueError("must be an absolute http:// or https:// URL")
-    if parts.username or parts.password:
-        raise ValueError("must not carry a user name or password")
+    problem = forms.redirect_problem(value)
+    if problem:
+        raise ValueError(f"the URL {problem}")
     return value
 
 
@@ -61,7 +59,9 @@ def _origin(value: str) -> str:
 
 FieldName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_field_name)]
 RedirectUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_redirect_url),
-                        Field(description="An absolute http(s) URL without credentials.")]
+                        Field(description=(
+                           "An absolute http(s) URL without credentials, white space, control characters, "
+                           "backslashes, quotes, <, >, ; or , (percent-encode those)."))]
 Origin = Annotated[str, StringConstraints(max_length=300), AfterValidator(_origin)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 Text = Annotated[str, StringConstraints(max_length=2000)]

@@ -77,6 +77,16 @@ def test_a_form_is_created_read_listed_changed_and_deleted(service, tenant):
     ({"name": "x", "redirect_url": "javascript:alert(1)"}, "redirect_url"),
     ({"name": "x", "redirect_url": "https://user:pw@shop.example/"}, "redirect_url"),
     ({"name": "x", "confirmed_redirect_url": "/relative"}, "confirmed_redirect_url"),
+    # what went into headers: a CSP directive, a second header, a NUL, quotes, a policy list
+    ({"name": "x", "redirect_url": "https://a;script-src *.example/"}, "redirect_url"),
+    ({"name": "x", "redirect_url": "https://a.example;script-src/"}, "redirect_url"),
+    ({"name": "x", "redirect_url": "https://shop.example/x;script-src"}, "redirect_url"),
+    ({"name": "x", "redirect_url": "https://shop.example/x\r\nSet-Cookie: a=b"}, "redirect_url"),
+    ({"name": "x", "confirmed_redirect_url": "https://shop.example/\x00"}, "confirmed_redirect_url"),
+    ({"name": "x", "confirmed_redirect_url": "https://shop.example/\tx"}, "confirmed_redirect_url"),
+    ({"name": "x", "redirect_url": "https://shop.example/'unsafe-inline'"}, "redirect_url"),
+    ({"name": "x", "redirect_url": 'https://shop.example/"x"'}, "redirect_url"),
+    ({"name": "x", "redirect_url": "https://shop.example/a,script-src"}, "redirect_url"),
     ({"name": "x", "allowed_origins": ["https://shop.example/path"]}, "allowed_origins[0]"),
     ({"name": "x", "confirmation_email_subject": "Hi {{#if x}}"}, "confirmation_email_subject"),
     ({"name": "x", "list_ids": None}, "list_ids"),
@@ -286,6 +296,54 @@ def test_redirect_urls_replace_our_pages(service, tenant):
     assert confirmed.status_code == 303 and confirmed.headers["Location"] == "https://shop.example/welcome"
     hosted = httpx.get(form["hosted_url"])
     assert "form-action 'self' https://shop.example" in hosted.headers["Content-Security-Policy"]
+
+
+def set_stored(service, form_id: str, **fields) -> None:
+    """Write fields straight into the stored form: what a form saved before a check holds."""
+    async def write(db):
+        await db.forms.update_one({"_id": form_id}, {"$set": fields})
+    service.store.run(write)
+
+
+def contacts_named(service, tenant, email: str) -> list[dict]:
+    async def read(db):
+        return await db.contacts.find({"workspace_id": tenant.workspace_id, "email": email}).to_list()
+    return service.store.run(read)
+
+
+def test_a_hostile_redirect_url_is_refused_and_one_stored_before_is_never_sent(service, tenant):
+    form = make_form(tenant, double_opt_in=False, redirect_url="https://shop.example/thanks")
+    hostile = "https://a;script-src *.example/"
+    assert_error(tenant.patch(f"/forms/{form['id']}", json={"redirect_url": hostile}), 400, "validation_error",
+                 "redirect_url")
+    # saved before the check existed: the page's CSP gains nothing, the post never answers 500
+    set_stored(service, form["id"], redirect_url=hostile, confirmed_redirect_url="https://shop.example/x\r\nA: b")
+    page = httpx.get(form["hosted_url"])
+    assert page.status_code == 200
+    policy = page.headers["Content-Security-Policy"]
+    assert "script-src" not in policy and "*.example" not in policy
+    assert policy == ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                      "frame-ancestors 'none'")
+    email = unique_email()
+    answer = post_form(form, {"email": email}, follow_redirects=False)
+    assert answer.status_code == 200 and "You are subscribed" in answer.text  # our own page instead
+    assert len(contacts_named(service, tenant, email)) == 1
+    set_stored(service, form["id"], redirect_url="https://shop.example/x\r\nSet-Cookie: a=b")
+    again = unique_email()
+    assert post_form(form, {"email": again}, follow_redirects=False).status_code == 200
+    # a submission that fails answers 400 with the form again, and creates nothing
+    refused = post_form(form, {"email": "not an address"}, follow_redirects=False)
+    assert refused.status_code == 400
+    assert contacts_named(service, tenant, "not an address") == []
+    assert [c["email"] for c in (contacts_named(service, tenant, email) + contacts_named(service, tenant, again))] \
+        == [email, again]
+
+
+def test_the_csp_names_only_the_redirect_origin(tenant):
+    form = make_form(tenant, redirect_url="https://Shop.Example:8443/thanks?from=form#top")
+    policy = httpx.get(form["hosted_url"]).headers["Content-Security-Policy"]
+    assert "form-action 'self' https://shop.example:8443;" in policy
+    assert policy.count(";") == 3
 
 
 def test_scripts_of_allowed_origins_may_read_the_answer(tenant):
