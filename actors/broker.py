@@ -41,7 +41,7 @@ def setup(settings: Settings) -> dramatiq.Broker:
         broker.emit_after("process_boot")
     broker.add_middleware(AsyncIO())
     broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
-    broker.add_middleware(CloseResources(), before=AsyncIO)  # before AsyncIO stops the loop
+    broker.add_middleware(CloseResources())  # after AsyncIO: its after_worker_shutdown runs first, on a live loop
     broker.add_middleware(StartRenderPool())
     for actor in ACTORS:  # declared on the placeholder at import (actors/__init__.py)
         actor.broker = broker

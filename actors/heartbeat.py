@@ -4,9 +4,14 @@
   (mongo.processes) every HEARTBEAT_SECONDS from the AsyncIO event loop (the loop that
   owns the worker's store client), so `postroom status` lists the worker processes alive
   and the queues they consume;
-- `CloseResources` (before AsyncIO, whose shutdown stops the loop): at worker shutdown,
-  stops the heartbeat and closes the loop's store client and mail transport on that loop
-  (actors.runtime.close), so nothing is left to be closed after the loop is gone."""
+- `CloseResources`: a stop is routine, so it closes nothing while jobs are in hand.
+  When the stop begins (`before_worker_shutdown`, emitted *before* Dramatiq joins its
+  worker threads) it only drains the mail transport (actors.runtime.drain): transactions
+  in flight finish, later ones are not started and go back to the queue, so the jobs in
+  hand end quickly and record everything they sent. Once every worker thread has been
+  joined (`after_worker_shutdown`, which runs before AsyncIO's because `emit_after` walks
+  the middleware in reverse and this one is added after AsyncIO) it stops the heartbeat
+  and closes the store client and the transport on their loop (actors.runtime.close)."""
 
 from __future__ import annotations
 
@@ -41,6 +46,13 @@ class Heartbeat(dramatiq.Middleware):
 
 class CloseResources(dramatiq.Middleware):
     def before_worker_shutdown(self, broker, worker) -> None:
-        loop_thread = get_event_loop_thread()
-        if loop_thread is not None and loop_thread.loop.is_running():
-            loop_thread.run_coroutine(runtime.close())
+        _on_loop(runtime.drain)
+
+    def after_worker_shutdown(self, broker, worker) -> None:
+        _on_loop(runtime.close)
+
+
+def _on_loop(step) -> None:
+    loop_thread = get_event_loop_thread()
+    if loop_thread is not None and loop_thread.loop.is_running():
+        loop_thread.run_coroutine(step())

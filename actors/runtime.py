@@ -69,7 +69,18 @@ def transport():
     resources = _resources()
     if "transport" not in resources:
         resources["transport"] = transport_for(settings())
+        if resources.get("draining"):
+            resources["transport"].drain()
     return resources["transport"]
+
+
+async def drain() -> None:
+    """The worker is stopping: the jobs in hand finish, but start no new SMTP transaction
+    (pipelines/transport.py `_Starts`); what they had not started goes back to the queue."""
+    resources = _resources()
+    resources["draining"] = True
+    if "transport" in resources:
+        resources["transport"].drain()
 
 
 def on_close(closer) -> None:

@@ -75,7 +75,23 @@ def unexpected(recipients: list[str], error: BaseException) -> dict[str, Outcome
     return {r: Outcome(0, why, local=True) for r in recipients}
 
 
-class CaptureTransport:
+class _Starts:
+    """When a transport may start a transaction: before the caller's `start_by`, and not
+    once it drains. A stopping worker drains its transport (actors/heartbeat.py): the
+    transactions in flight finish, and every later one is reported not started (None),
+    so the job records what went out and hands the rest back for another worker, instead
+    of sending while its process goes away (what it sent then could not be recorded)."""
+
+    _draining = False
+
+    def drain(self) -> None:
+        self._draining = True
+
+    def _may_start(self, start_by: float | None) -> bool:
+        return not self._draining and (start_by is None or time.monotonic() <= start_by)
+
+
+class CaptureTransport(_Starts):
     """Writes each message as an .eml file under `folder` (the local capture outbox)."""
 
     def __init__(self, folder: Path):
@@ -83,7 +99,7 @@ class CaptureTransport:
 
     async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str,
                    start_by: float | None = None, crlf_only: bool = False) -> dict[str, Outcome] | None:
-        if start_by is not None and time.monotonic() > start_by:
+        if not self._may_start(start_by):
             return None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -357,7 +373,7 @@ def _envelope(address: str, encoding: str) -> bytes:
     return quote_address(address).encode(encoding)
 
 
-class SmtpTransport:
+class SmtpTransport(_Starts):
     """A small pool of reused aiosmtplib connections to one SMTP server."""
 
     def __init__(self, url: str, *, size: int = 4, timeout: float = 30.0, helo: str | None = None,
@@ -400,7 +416,8 @@ class SmtpTransport:
     async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str = "",
                    start_by: float | None = None, crlf_only: bool = False) -> dict[str, Outcome] | None:
         """Each recipient's outcome; None when a connection slot came free only after
-        `start_by` (time.monotonic()): the transaction was not started. The whole transaction,
+        `start_by` (time.monotonic()), or once the transport drains: the transaction was
+        not started. The whole transaction,
         connecting included, takes at most the timeout. `crlf_only`: `data` is known to end
         every line CRLF (composed by pipelines/mime), so it is not checked."""
         try:
@@ -421,7 +438,7 @@ class SmtpTransport:
             return outcomes
         smtputf8 = not (data.isascii() and mail_from.isascii() and all(a.isascii() for a in wire))
         async with self._slots:
-            if start_by is not None and time.monotonic() > start_by:
+            if not self._may_start(start_by):
                 return None
             client = self._pooled()
             try:

@@ -249,11 +249,19 @@ async def _deliver(transport, message: dict, rendered: dict | None, start_by: fl
 
 
 async def _apply(job: _Job, plan: OutcomePlan) -> None:
-    """Outcomes in bulk: status changes first (what decides whether a message could be
-    sent again), then events, synchronous bounces, batch and analytics counts; then the
-    transient failures go back for a later attempt — on the broker with their MIME, or
-    waiting in the store. The history each message had when claimed is written back whole
-    with the new entries (messages.apply: a plain `$set` under our claim)."""
+    """Outcomes in bulk: events first, then status changes, synchronous bounces, batch and
+    analytics counts; then the transient failures go back for a later attempt — on the
+    broker with their MIME, or waiting in the store. The history each message had when
+    claimed is written back whole with the new entries (messages.apply: a plain `$set`
+    under our claim).
+
+    Why events go first: a message recorded `sent` is never sent again, so its events
+    must already be stored when that status lands — written after it, a failure in
+    between (a stop, a crash, the store going away) loses them for good, since the
+    redelivered job skips the message. Written before it, the same failure leaves the
+    message `sending`: it is sent again under a new claim (only what was in flight can
+    arrive twice, as before) and its events, whose ids are derived from the message
+    (`<message id>:<event>`), are not stored twice."""
     db, claim = job.db, job.claim
     lease_end = claim.lease_end
     retries = plan.retry_transitions(claim.held().claims, utcnow()) if plan.retry_ids else []
@@ -261,8 +269,8 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
         transitions, retries = plan.transitions + retries, []
     else:
         transitions = plan.transitions
-    await _persist(lease_end, claim.record, db, transitions)
     await _persist(lease_end, outbox.record_many, db, plan.events, only_subscribed=True)
+    await _persist(lease_end, claim.record, db, transitions)
     await _persist(lease_end, batches.record_finished, db, plan.finished)
     await _persist(lease_end, analytics.bump_many, db, plan.analytics)
     await _persist(lease_end, record_rejections, db, plan.bounces)
