@@ -16,6 +16,7 @@ import dramatiq
 
 from actors import gc_tuning
 from pipelines.settings import Settings
+from pipelines.transport import announce_ehlo
 
 from . import logs
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.start()
     gc_tuning.settle()
     log.info("worker process %d consuming %s with %d threads", os.getpid(), args.queues, args.threads)
+    announce_ehlo(worker_boot.settings)  # a warning now, not at the first send, when no public name is set
     # A pool killed with SIGKILL cannot stop its children: each notices and stops itself.
     while not stop.wait(PARENT_CHECK_SECONDS):
         if os.getppid() != pool_pid:

@@ -41,6 +41,16 @@ def valid_hostname(name: str) -> bool:
     return bool(_HOSTNAME.match(name))
 
 
+def is_public_host_name(name: str) -> bool:
+    """A name a receiver can take for a host on the Internet: a DNS name with a dot, not an
+    address (literal or bare), not localhost or a `.localdomain` name. Receivers score a
+    greeting as `localhost` or `[127.0.0.1]` as spam (SpamAssassin's HELO_LOCALHOST,
+    HELO_NO_DOMAIN; Spamhaus and Gmail refuse some)."""
+    name = name.lower().rstrip(".")
+    local = name == "localhost" or name.startswith("localhost.") or name.endswith((".localdomain", ".localhost"))
+    return valid_hostname(name) and not local  # valid_hostname already refuses addresses: the TLD is letters
+
+
 def dkim_target(key_id: str, shared_domain: str) -> str:
     return f"{SELECTOR}.{key_id.replace('-', '')[:16]}.dkim.{shared_domain}"
 

@@ -8,9 +8,9 @@
 
 Hard and soft bounces, complaints and manual suppressions hold back both streams.
 
-Every message carries Gmail's `Feedback-ID: <campaign id | api>:<workspace id>:<stream>:postroom`
+Every message carries Gmail's `Feedback-ID: <campaign id | automation id | api>:<workspace id>:<stream>:postroom`
 (the last field is the sender id, constant for the service; the others let complaint
-rates be told apart per campaign, customer and stream)."""
+rates be told apart per campaign or automation, customer and stream)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def blocked_addresses(stream: str, reasons: dict[str, str]) -> set[str]:
 
 
 def feedback_id(message: dict) -> str:
-    return f"{message.get('campaign_id') or 'api'}:{message['workspace_id']}:{stream_of(message)}:{SENDER_ID}"
+    source = message.get("campaign_id") or message.get("automation_id") or "api"
+    return f"{source}:{message['workspace_id']}:{stream_of(message)}:{SENDER_ID}"
 
 
 def list_id(message: dict, signing_domain: str) -> str:

@@ -37,13 +37,16 @@ class Settings:
     form_submissions_per_minute: int = 10
     max_html_bytes: int = 256 * 1024
     max_request_bytes: int = 32 * 1024 * 1024
+    # How long a client may take to send a request body, seconds (then 408 and the connection
+    # is closed): a body trickled in slowly must not hold a connection for ever.
+    request_body_timeout_seconds: float = 60.0
     # How long an API request waits for an unreachable store before answering 503.
     front_store_wait_seconds: float = 0.5
     # Delivery.
     smtp_connections: int = 4
     smtp_timeout_seconds: float = 30.0
-    # The name we give in EHLO; None: the BASE_URL's host when it is a DNS name, else
-    # the machine's FQDN (pipelines/transport.py helo_name).
+    # The name we give in EHLO; None: the BASE_URL's host when it is a DNS name, else the
+    # machine's FQDN when it is a public name, else the bounce domain (transport.ehlo_choice).
     smtp_helo_name: str | None = None
     # STARTTLS is used whenever the next hop offers it (implicit TLS for smtps://); its
     # certificate is verified against the system CAs plus this file, unless verify is off.
@@ -117,6 +120,12 @@ class Settings:
             raise ValueError(f"POSTROOM_SEND_LEASE_SECONDS ({self.send_lease_seconds}) must exceed "
                              f"POSTROOM_SMTP_TIMEOUT_SECONDS ({self.smtp_timeout_seconds:g}) by more than "
                              f"{SEND_LEASE_MARGIN_SECONDS:g} s.")
+        if self.smtp_helo_name is not None:
+            # local import: dns_records loads cryptography, which most settings users never need
+            from .dns_records import is_public_host_name
+            if not is_public_host_name(self.smtp_helo_name):
+                raise ValueError(f"POSTROOM_SMTP_HELO_NAME ({self.smtp_helo_name}) must be this host's public DNS "
+                                 "name: receivers mark mail greeting as localhost or an address as spam.")
 
     def replace(self, **changes) -> "Settings":
         return dataclasses.replace(self, **changes)

@@ -4,7 +4,8 @@ ever raises: whatever goes wrong becomes an `Outcome` for each recipient it touc
 one message's trouble never reaches the job's other messages.
 
 SMTP, as decided (README "Email API and throttled sending"):
-- EHLO names `helo_name` (configurable; never `localhost` unless that is all we know).
+- EHLO names `ehlo_choice`'s name: configurable, else a public DNS name; never `localhost`
+  or an address literal.
 - `smtps://` is implicit TLS; on `smtp://` STARTTLS is used whenever the server offers
   it. A certificate that does not verify (system CAs plus the configured CA file) fails
   the transaction transiently rather than falling back to plain text — unless
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import ipaddress
+import logging
 import os
 import re
 import socket
@@ -44,6 +47,9 @@ from aiosmtplib.protocol import COMMAND_INJECTION_REGEX, MAX_RESPONSE_LENGTH, SM
 
 from .addresses import wire_form
 from .byte_search import contains
+from .dns_records import is_public_host_name
+
+log = logging.getLogger("postroom.transport")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,18 +130,46 @@ class CleartextLoginRefused(Exception):
     """Credentials are configured but the connection is not encrypted."""
 
 
-def helo_name(configured: str | None, base_url: str) -> str:
-    """The EHLO name: the configured one; else the host of BASE_URL when it is a DNS name
-    (the public name of this service); else the machine's fully qualified name."""
+def ehlo_choice(configured: str | None, base_url: str, bounce_domain: str,
+                fqdn: str | None = None) -> tuple[str, str]:
+    """The EHLO name and where it came from (`setting`, `base_url`, `fqdn`, `bounce_domain`):
+    the configured name; else the host of BASE_URL when it is a DNS name (the public name
+    of this service); else the machine's fully qualified name when it is a public one; else
+    the bounce domain — the operator publishes the sending IPs' SPF record there, so a
+    receiver checking SPF on the EHLO name (RFC 7208 §2.3) finds them allowed."""
     if configured:
-        return configured
+        return configured, "setting"
     host = urlsplit(base_url).hostname or ""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        if "." in host and host != "localhost":
-            return host
-    return socket.getfqdn()
+    if is_public_host_name(host):
+        return host, "base_url"
+    fqdn = socket.getfqdn() if fqdn is None else fqdn
+    if is_public_host_name(fqdn):
+        return fqdn, "fqdn"
+    return bounce_domain, "bounce_domain"
+
+
+def helo_name(configured: str | None, base_url: str, bounce_domain: str, fqdn: str | None = None) -> str:
+    return ehlo_choice(configured, base_url, bounce_domain, fqdn)[0]
+
+
+def announce_ehlo(settings) -> str | None:
+    """The EHLO name `settings` give (None: no SMTP server, nothing to greet), with a
+    warning (once a process: worker processes call it as they start) when no public name
+    was given: the operator should set one whose address has a matching PTR record."""
+    if not settings.smtp_url:
+        return None
+    return _announced_ehlo(settings.smtp_helo_name, settings.base_url, settings.bounce_domain)
+
+
+@functools.cache
+def _announced_ehlo(configured: str | None, base_url: str, bounce_domain: str) -> str:
+    name, source = ehlo_choice(configured, base_url, bounce_domain)
+    if source in ("fqdn", "bounce_domain"):
+        log.warning("EHLO name %s (from the %s): neither POSTROOM_SMTP_HELO_NAME nor a DNS name in "
+                    "POSTROOM_BASE_URL (%s) is set; set POSTROOM_SMTP_HELO_NAME to this host's public "
+                    "name (its A record and the sending IP's PTR record agreeing)",
+                    name, "machine's FQDN" if source == "fqdn" else "bounce domain", base_url)
+    return name
 
 
 def tls_context(verify: bool = True, ca_file: str | None = None) -> ssl.SSLContext:
@@ -511,6 +545,6 @@ def transport_for(settings):
     if settings.smtp_url:
         return SmtpTransport(settings.smtp_url, size=settings.smtp_connections,
                              timeout=settings.smtp_timeout_seconds,
-                             helo=helo_name(settings.smtp_helo_name, settings.base_url),
+                             helo=announce_ehlo(settings),
                              tls=tls_context(settings.smtp_tls_verify, settings.smtp_tls_ca_file))
     return CaptureTransport(settings.data_dir / "outbox")

@@ -4,7 +4,6 @@ whatever happens comes back as per-recipient outcomes, never as an exception."""
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -53,11 +52,14 @@ async def test_ehlo_gives_the_configured_name(sinks):
     assert sink.messages_to("reader@example.org")[0].helo == "mail.acme.example"
 
 
-def test_the_default_ehlo_name_is_the_public_host_of_the_service_else_the_machine():
-    assert helo_name(None, "https://mail.acme.example/") == "mail.acme.example"
-    assert helo_name(None, "http://127.0.0.1:8080") == socket.getfqdn()
-    assert helo_name(None, "http://localhost:8080") == socket.getfqdn()
-    assert helo_name("relay-out.acme.example", "https://mail.acme.example") == "relay-out.acme.example"
+def test_the_default_ehlo_name_is_the_public_host_of_the_service_else_the_machine_else_the_bounce_domain():
+    bounces = "bounces.acme.example"
+    assert helo_name(None, "https://mail.acme.example/", bounces) == "mail.acme.example"
+    assert helo_name(None, "http://127.0.0.1:8080", bounces, fqdn="mx1.acme.example") == "mx1.acme.example"
+    for machine in ("localhost", "vm", "localhost.localdomain", "vm.localdomain", "127.0.0.1", "[10.0.0.1]"):
+        for base_url in ("http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "http://vm:8080"):
+            assert helo_name(None, base_url, bounces, fqdn=machine) == bounces
+    assert helo_name("relay-out.acme.example", "https://mail.acme.example", bounces) == "relay-out.acme.example"
 
 
 async def test_starttls_is_used_when_offered_and_the_certificate_is_verified(sinks, certificate):
