@@ -16,13 +16,13 @@ from .automations import ADVANCE_CHUNK, advance_runs
 from .bounces import process_report
 from .campaigns import cancel_campaign_messages, fan_out_campaign
 from .imports import import_contacts
-from .publish import publish, publish_chunks, publish_coalesced, publish_each, publish_jobs
+from .publish import publish, publish_chunks, publish_coalesced, publish_jobs
 from .render import render_campaign_part, render_messages
 from .send import send_messages
-from .webhooks import deliver_webhook
+from .webhooks import take_webhook_turn
 
 ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, render_campaign_part, send_messages, process_report,
-          deliver_webhook, advance_runs, import_contacts)
+          take_webhook_turn, advance_runs, import_contacts)
 
 
 class BrokerPublisher:
@@ -54,8 +54,9 @@ class BrokerPublisher:
     async def cancel_campaign(self, campaign_id: str) -> None:
         await publish(cancel_campaign_messages, campaign_id)
 
-    async def deliver_webhooks(self, delivery_ids: Sequence[str], *, delay_ms: int = 0) -> None:
-        await publish_each(deliver_webhook, delivery_ids, delay_ms=delay_ms)
+    async def webhook_turns(self, turns: Sequence[tuple[str, str]]) -> None:
+        """One job per `(subscription id, lane token)`: a turn of that lane."""
+        await publish_jobs(take_webhook_turn, list(turns))
 
     async def process_report(self, report_id: str) -> None:
         await publish(process_report, report_id)

@@ -2,7 +2,7 @@
 `messages failed`): the oldest waiting items, messages by status, what is stuck, and the
 work that failed for good. Every query here goes through an index (messages: their
 integer scheduler times `due_ms` / `stall_ms`, pipelines/delivery_status.watch;
-webhook_deliveries: status_due), and counts are lengths of bounded `find`s, not
+webhook_deliveries: their integer `due_ms`), and counts are lengths of bounded `find`s, not
 `count_documents` (which scans on the embedded store)."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso, now_ms, parse_iso, utcnow
+from pipelines.clock import now_ms, parse_iso, utcnow
 from pipelines.delivery_status import NEVER_MS
-from pipelines.webhook_events import NEVER
+
+from . import webhooks
 
 # Counts of stuck things stop at this many (the screen says "≥ N").
 COUNT_CAP = 10_000
@@ -29,6 +30,10 @@ async def _first(collection, where: dict, field: str, projection: tuple[str, ...
     """The first match by `sort_by` (default `field`), with `field` and its age."""
     doc = await collection.find_one(where, {"_id": 1, field: 1, **{p: 1 for p in projection}},
                                     sort=[(sort_by or field, ASCENDING)])
+    return _shown(doc, field, projection)
+
+
+def _shown(doc: dict | None, field: str, projection: tuple[str, ...]) -> dict | None:
     if doc is None:
         return None
     return {"id": doc["_id"], field: doc[field], "age_seconds": age_seconds(doc[field]),
@@ -39,15 +44,12 @@ async def oldest_waiting(db: AsyncDatabase) -> dict:
     """The oldest message waiting in `queued` (since its last change; not one waiting for
     its next SMTP attempt), and the oldest item that is due but not yet promoted: a
     scheduled message, a webhook delivery."""
-    now = now_iso()
     return {
         "queued_message": await _first(db.messages, {"stall_ms": {"$lt": NEVER_MS}, "status": "queued"},
                                        "updated_at", ("workspace_id",), sort_by="stall_ms"),
         "due_scheduled_message": await _first(db.messages, {"due_ms": {"$lte": now_ms()}, "status": "scheduled"},
                                               "due_at", ("workspace_id",), sort_by="due_ms"),
-        "due_webhook_delivery": await _first(db.webhook_deliveries,
-                                             {"status": "pending", "next_attempt_at": {"$lte": now}},
-                                             "next_attempt_at", ("workspace_id", "event")),
+        "due_webhook_delivery": _shown(await webhooks.oldest_due(db), "next_attempt_at", ("workspace_id", "event")),
     }
 
 
@@ -93,20 +95,9 @@ async def failed_delivery_ids(db: AsyncDatabase, workspace_id: str | None) -> li
 
 async def replay_delivery(db: AsyncDatabase, delivery_id: str) -> dict | None:
     """failed → pending, due now, attempts from 0 again (guarded on `failed`, so two
-    replays make one); the scheduler hands it to a worker on its next pass. None when the
+    replays make one); its lane gets a turn on the scheduler's next pass. None when the
     delivery is not failed (or does not exist)."""
-    now = now_iso()
-    doc = await db.webhook_deliveries.find_one({"_id": delivery_id}, {"status": 1, "replays": 1})
-    if doc is None or doc["status"] != "failed":
-        return None
-    result = await db.webhook_deliveries.update_one(
-        {"_id": delivery_id, "status": "failed"},
-        {"$set": {"status": "pending", "attempt_count": 0, "next_attempt_at": now, "handoff_until": now,
-                  "locked_by": "", "locked_until": NEVER, "replayed_at": now, "updated_at": now,
-                  "replays": int(doc.get("replays") or 0) + 1}})
-    if result.modified_count != 1:
-        return None
-    return await db.webhook_deliveries.find_one({"_id": delivery_id}, {"body": 0})
+    return await webhooks.reopen_failed(db, delivery_id)
 
 
 async def failed_messages(db: AsyncDatabase, workspace_id: str | None, since_iso: str | None,

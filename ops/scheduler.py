@@ -110,7 +110,7 @@ async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
 ALL_JOBS = [
     promote_due_messages, promote_due_retries, requeue_stalled_messages, purge_expired,
     store_jobs.relay_stranded, store_jobs.purge_lapsed_slots,
-    webhook_jobs.dispatch_outbox, webhook_jobs.enqueue_due_deliveries,
+    webhook_jobs.dispatch_outbox, webhook_jobs.wake_due_lanes,
     campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.refresh_finished_stats,
     campaign_jobs.refund_cancelled_campaigns, campaign_jobs.revive_lapsed_parts,
     inbound.requeue_stale_reports,

@@ -1,53 +1,60 @@
-"""Scheduler jobs for webhooks: fan new outbox events out into deliveries, and enqueue
-deliveries whose wait in the store is over (or whose broker message was lost).
+"""Scheduler jobs for webhooks: fan new outbox events out into deliveries on their
+subscriptions' lanes, and give a turn to every lane whose work is due and that has no job
+in flight (a retry's wait is over, or a lane's job was lost).
 
 Crash-safe in this order: deliveries are inserted (deterministic ids, so a repeat
-inserts nothing), then enqueued, then the event is marked dispatched. A crash in between
-repeats the dispatch next tick; a lost enqueue is caught by `enqueue_due_deliveries`
-once the delivery's hand-off grace is over. Duplicate messages are harmless: an attempt
-needs the delivery's lease."""
+inserts nothing) and their lanes told, lanes are given turns (enqueued), then the events
+are marked dispatched. A crash in between repeats the dispatch next tick; a lane whose
+job was lost is found by `wake_due_lanes` once its lease on the lane is over. Duplicate
+jobs are harmless: a turn needs the lane's token, and an attempt its delivery's lease.
+
+A tick's share of dispatch is bounded in time (`DISPATCH_TICK_SECONDS`), each batch one
+bulk insert and one bulk mark, so a large import's events never keep the scheduler from
+its other jobs or its heartbeat."""
 
 from __future__ import annotations
 
+import time
 
 from actors.runtime import publisher
+from actors.webhooks import LANE_LEASE_SECONDS
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import outbox
 from mongo import webhooks as webhook_store
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import now_iso
 from pipelines.settings import Settings
-from pipelines.webhook_events import HANDOFF_GRACE_SECONDS, plan_deliveries
-
-from .job_passes import drain
+from pipelines.webhook_events import plan_deliveries
 
 DISPATCH_BATCH = 500
-# Passes per tick while the outbox is full, so a burst does not wait a tick per batch.
-DISPATCH_PASSES_PER_TICK = 10
+# Dispatch stops taking new batches after this long in one tick (the rest waits a tick).
+DISPATCH_TICK_SECONDS = 2.0
 
 
-async def _enqueue(delivery_ids: list[str]) -> None:
-    if not delivery_ids:
-        return
-    await publisher().deliver_webhooks(delivery_ids)
+async def _give_turns(db: AsyncDatabase, webhook_ids: list[str]) -> int:
+    turns = await webhook_store.take_turns(db, webhook_ids, LANE_LEASE_SECONDS)
+    if turns:
+        await publisher().webhook_turns(turns)
+    return len(turns)
 
 
 async def dispatch_outbox(db: AsyncDatabase, settings: Settings) -> int:
-    async def dispatch(events: list[dict]) -> None:
+    done, deadline = 0, time.monotonic() + DISPATCH_TICK_SECONDS
+    while time.monotonic() < deadline:
+        events = await outbox.pending(db, DISPATCH_BATCH)
+        if not events:
+            break
         subscriptions = await webhook_store.active_for_workspaces(db, [e["workspace_id"] for e in events])
-        now, handoff_until = now_iso(), in_seconds(HANDOFF_GRACE_SECONDS)
-        deliveries = [d for e in events for d in plan_deliveries(e, subscriptions, now, handoff_until)]
+        now = now_iso()
+        deliveries = [d for e in events for d in plan_deliveries(e, subscriptions, now)]
         await webhook_store.insert_deliveries(db, deliveries)
-        await _enqueue([d["_id"] for d in deliveries])
+        await _give_turns(db, [d["webhook_id"] for d in deliveries])
         await outbox.mark_dispatched(db, [e["_id"] for e in events])
-    return await drain(lambda limit: outbox.pending(db, limit), dispatch,
-                       batch=DISPATCH_BATCH, passes=DISPATCH_PASSES_PER_TICK)
+        done += len(events)
+        if len(events) < DISPATCH_BATCH:
+            break
+    return done
 
 
-async def enqueue_due_deliveries(db: AsyncDatabase, settings: Settings) -> int:
-    until = in_seconds(HANDOFF_GRACE_SECONDS)
-    taken = [d["_id"] for d in await webhook_store.due(db)
-             if await webhook_store.hand_off(db, d, until)]
-    await _enqueue(taken)
-    return len(taken)
-
+async def wake_due_lanes(db: AsyncDatabase, settings: Settings) -> int:
+    return await _give_turns(db, await webhook_store.idle_lanes_due(db))

@@ -71,6 +71,8 @@ class Settings:
     render_processes: int = 2
     # Multiplies every webhook retry wait (pipelines/retry_schedule.py); tests speed it up.
     webhook_retry_scale: float = 1.0
+    # Attempts in flight at once to one webhook subscription's endpoint (its lane's turn).
+    webhook_endpoint_concurrency: int = 8
     # How long a send claim holds a message before another worker may take it over (a
     # worker killed mid-send), and how long a message may sit `queued` untouched before
     # the scheduler's watchdog enqueues its render again (its job was lost).

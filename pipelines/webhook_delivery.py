@@ -1,41 +1,76 @@
 """One delivery attempt: sign the stored body, POST it through the outbound guard, and
-decide what follows (delivered, try again later — on the broker or from the store — or
-give up: after the last attempt of the schedule, or at once on a permanent failure). Used by the `webhooks` actor and, for the test operation, by the front."""
+decide what follows (delivered, try again later, or give up: after the last attempt of
+the schedule, or at once on a permanent failure). `send_batch` makes the attempts of one
+turn of a subscription's lane, concurrently up to the endpoint's limit. Used by the
+`webhooks` actor and, for the test operation, by the front."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 
 from . import outbound_http, retry_schedule, webhook_signing
-from .clock import in_seconds, now_iso
+from .clock import in_seconds, now_iso, utcnow
 from .secret_box import open_sealed
-from .webhook_events import HANDOFF_GRACE_SECONDS, NEVER
+from .webhook_events import NEVER_MS, OFF_LANE, lane_due
 
-# A worker holds a delivery this long at most (an attempt lasts ≤ the HTTP timeout).
-LEASE_SECONDS = 60
+# Deliveries one turn of a lane attempts at most, per unit of the endpoint's concurrency:
+# enough to amortise the turn's store round trips, small enough that a slow endpoint's
+# turn ends (and other lanes get theirs) within a few HTTP timeouts.
+TURN_ROUNDS = 4
 
 
-async def send_signed(*, url: str, sealed_secret: str, secret_key: str, body: str, event: str,
-                      delivery_id: str, webhook_id: str, allow_private: bool) -> outbound_http.HttpResult:
-    """One signed POST; never raises, so every attempt ends with a result to record."""
-    try:
-        secret = open_sealed(sealed_secret, secret_key)
-    except ValueError:  # POSTROOM_SECRET_KEY changed since the secret was sealed: not sent unsigned
-        return outbound_http.HttpResult(0, 0, "not sent: the signing secret does not open with "
-                                              "POSTROOM_SECRET_KEY (was it changed?)")
+def lease_seconds(rounds: int = TURN_ROUNDS) -> int:
+    """How long a turn holds its deliveries: every round may last one HTTP timeout, and
+    the outcome writes must land before another turn may take them again."""
+    return int(rounds * outbound_http.TIMEOUT_SECONDS) + 60
+
+
+def _unsendable(reason: str) -> outbound_http.HttpResult:
+    return outbound_http.HttpResult(0, 0, reason)
+
+
+async def send_signed(*, url: str, sealed_secret: str | None = None, secret: str | None = None,
+                      secret_key: str = "", body: str, event: str, delivery_id: str, webhook_id: str,
+                      allow_private: bool, session: outbound_http.Session | None = None) -> outbound_http.HttpResult:
+    """One signed POST; never raises, so every attempt ends with a result to record.
+    `secret`: the opened signing secret (a batch opens it once), else `sealed_secret`."""
+    if secret is None:
+        try:
+            secret = open_sealed(sealed_secret or "", secret_key)
+        except ValueError:  # POSTROOM_SECRET_KEY changed since the secret was sealed: not sent unsigned
+            return _unsendable("not sent: the signing secret does not open with POSTROOM_SECRET_KEY (was it changed?)")
     raw = body.encode()
     headers = webhook_signing.delivery_headers(secret=secret, body=raw, timestamp=int(time.time()),
                                                event=event, delivery_id=delivery_id,
                                                webhook_id=webhook_id)
-    return await outbound_http.post(url, raw, headers, allow_private=allow_private)
+    return await outbound_http.post(url, raw, headers, allow_private=allow_private, session=session)
+
+
+async def send_batch(deliveries: list[dict], subscription: dict, *, secret_key: str, allow_private: bool,
+                     concurrency: int, session: outbound_http.Session) -> list[outbound_http.HttpResult]:
+    """Each delivery's attempt to `subscription`, at most `concurrency` in flight at once
+    (the endpoint's limit), results in the deliveries' order. Never raises."""
+    try:
+        secret = open_sealed(subscription["secret_sealed"], secret_key)
+    except ValueError:
+        unsigned = _unsendable("not sent: the signing secret does not open with POSTROOM_SECRET_KEY (was it changed?)")
+        return [unsigned for _ in deliveries]
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def attempt(delivery: dict) -> outbound_http.HttpResult:
+        async with gate:
+            return await send_signed(url=subscription["target_url"], secret=secret, body=delivery["body"],
+                                     event=delivery["event"], delivery_id=delivery["_id"],
+                                     webhook_id=subscription["_id"], allow_private=allow_private, session=session)
+    return list(await asyncio.gather(*(attempt(d) for d in deliveries)))
 
 
 @dataclasses.dataclass(frozen=True)
 class AttemptOutcome:
     attempt: dict  # the attempt's own record
     changes: dict  # fields to set on the delivery (lease released)
-    broker_delay_ms: int | None  # send the next attempt through the broker after this wait
 
 
 def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -> AttemptOutcome:
@@ -49,20 +84,19 @@ def outcome_of(delivery: dict, result: outbound_http.HttpResult, scale: float) -
                "duration_ms": result.duration_ms, "error": result.error,
                "response_excerpt": result.response_excerpt[:200]}
     changes = {"attempt_count": number, "last_status_code": result.status_code,
-               "last_error": result.error, "locked_by": "", "locked_until": NEVER, "updated_at": now}
+               "last_error": result.error, "locked_by": "", "updated_at": now}
     if result.ok:
-        changes.update(status="delivered", delivered_at=now)
-        return AttemptOutcome(attempt, changes, None)
+        changes.update(status="delivered", delivered_at=now, due_ms=NEVER_MS, lane_due=OFF_LANE)
+        return AttemptOutcome(attempt, changes)
     # a permanent failure (a URL the sender cannot read, a refused target) is not retried
     following = None if result.permanent else retry_schedule.after_failure(number, scale)
     if following is None:
-        changes.update(status="failed", failed_at=now)
-        return AttemptOutcome(attempt, changes, None)
-    due = in_seconds(following.delay_seconds)
-    changes["next_attempt_at"] = due
-    if following.via_broker:
-        # The broker carries it; the scheduler steps in only if that message is lost.
-        changes["handoff_until"] = in_seconds(following.delay_seconds + HANDOFF_GRACE_SECONDS)
-        return AttemptOutcome(attempt, changes, int(following.delay_seconds * 1000))
-    changes["handoff_until"] = due  # the scheduler enqueues it when due
-    return AttemptOutcome(attempt, changes, None)
+        changes.update(status="failed", failed_at=now, due_ms=NEVER_MS, lane_due=OFF_LANE)
+        return AttemptOutcome(attempt, changes)
+    # Every wait, short or long, is kept in the store: the lane's next turn is due then
+    # (the scheduler wakes it), so no broker message waits for one delivery.
+    at = utcnow()
+    due_ms = int(at.timestamp() * 1000 + following.delay_seconds * 1000)
+    changes.update(next_attempt_at=in_seconds(following.delay_seconds, at), due_ms=due_ms,
+                   lane_due=lane_due(delivery["webhook_id"], due_ms))
+    return AttemptOutcome(attempt, changes)

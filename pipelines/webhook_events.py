@@ -3,6 +3,7 @@ records. One subscription made with `POST /webhooks/triggers` concerns one of th
 
 from __future__ import annotations
 
+from .clock import ms_of
 from .webhook_signing import encode_payload
 
 EVENT_TYPES: tuple[str, ...] = (
@@ -21,13 +22,15 @@ EVENT_TYPES: tuple[str, ...] = (
 TEST_EVENT = "webhook.test"
 
 
-
-
-# A free lease, and "not handed to the broker": a time before every real one.
-NEVER = "1970-01-01T00:00:00.000000Z"
-# How long a delivery put on the broker is left to it before the scheduler assumes the
-# message was lost and enqueues it again (duplicates are harmless: attempts take a lease).
-HANDOFF_GRACE_SECONDS = 300
+# Delivery times the store filters and sorts on are integers (epoch ms), never ISO strings:
+# the embedded store answers a filter holding a date-like string by reading the whole
+# collection under its one lock.
+NEVER_MS = 2**62
+# `lane_due` of a delivery that is not waiting for an attempt (delivered, failed, cancelled):
+# sorts before every lane's range, so no lane query ever sees it.
+OFF_LANE = ""
+# The latest time a lane key can carry (16 digits: the year 2286).
+LANE_END_MS = 10**16 - 1
 
 
 def delivery_id(event_id: str, webhook_id: str) -> str:
@@ -35,12 +38,30 @@ def delivery_id(event_id: str, webhook_id: str) -> str:
     return f"{event_id}:{webhook_id}"
 
 
-def plan_deliveries(event: dict, subscriptions: list[dict], now: str, handoff_until: str) -> list[dict]:
+def lane_due(webhook_id: str, due_ms: int) -> str:
+    """One indexed string that orders a subscription's deliveries by when they are due:
+    `<subscription id>~<due ms, 16 digits>`. A lane's due work is one range of one
+    single-field index (the embedded store sorts a compound index's range by reading
+    every match), and a delivery's lease is the same field moved to the lease's end."""
+    return f"{webhook_id}~{due_ms:016d}"
+
+
+def lane_range(webhook_id: str, upto_ms: int = LANE_END_MS) -> dict:
+    """The filter on `lane_due` for the lane's deliveries due at `upto_ms` at the latest."""
+    return {"$gte": lane_due(webhook_id, 0), "$lte": lane_due(webhook_id, upto_ms)}
+
+
+def due_ms_of(key: str) -> int:
+    return int(key.rsplit("~", 1)[1])
+
+
+def plan_deliveries(event: dict, subscriptions: list[dict], now: str) -> list[dict]:
     """One pending delivery per active subscription of the event's workspace that names
-    its type and existed when it happened.
+    its type and existed when it happened, due at once.
 
     The body is serialised here, once: every attempt sends (and signs) these bytes."""
     body = encode_payload(event["event"], event["timestamp"], event.get("data") or {})
+    due = ms_of(now)
     return [{
         "_id": delivery_id(event["_id"], sub["_id"]),
         "workspace_id": event["workspace_id"],
@@ -50,10 +71,10 @@ def plan_deliveries(event: dict, subscriptions: list[dict], now: str, handoff_un
         "body": body,
         "status": "pending",
         "attempt_count": 0,
-        "next_attempt_at": now,
-        "handoff_until": handoff_until,
+        "next_attempt_at": now,  # for people (the delivery log); the store reads the integers
+        "due_ms": due,
+        "lane_due": lane_due(sub["_id"], due),
         "locked_by": "",
-        "locked_until": NEVER,
         "last_status_code": 0,
         "last_error": None,
         "created_at": now,

@@ -66,8 +66,8 @@ class Publisher(Protocol):
     async def cancel_campaign(self, campaign_id: str) -> None:
         """Cancel every message of a cancelled campaign not yet handed to SMTP."""
 
-    async def deliver_webhooks(self, delivery_ids: Sequence[str], *, delay_ms: int = 0) -> None:
-        """Attempt each webhook delivery, after `delay_ms`."""
+    async def webhook_turns(self, turns: Sequence[tuple[str, str]]) -> None:
+        """A turn of each webhook lane `(subscription id, lane token)` (actors/webhooks.py)."""
 
     async def process_report(self, report_id: str) -> None:
         """Parse and apply a stored inbound report (bounce or complaint)."""

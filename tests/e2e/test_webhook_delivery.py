@@ -10,7 +10,7 @@ import pytest
 from mongo import outbox
 from mongo import webhooks as webhook_store
 from pipelines.clock import in_seconds, now_iso
-from pipelines.webhook_events import NEVER
+from pipelines.webhook_events import NEVER_MS, OFF_LANE, plan_deliveries
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
 
@@ -133,23 +133,25 @@ def test_deleting_a_subscription_cancels_its_waiting_deliveries(service, tenant,
     assert delivery["status"] == "cancelled"
 
 
-def test_a_delivery_lease_lets_only_one_worker_attempt_it(service, tenant):
-    delivery_id = f"lease-{time.time_ns()}:nobody"
-    now = now_iso()
-    service.store.run(webhook_store.insert_deliveries, [{
-        "_id": delivery_id, "workspace_id": tenant.workspace_id, "webhook_id": "nobody",
-        "event_id": "e", "event": "contact.created", "body": "{}", "status": "pending",
-        "attempt_count": 0, "next_attempt_at": now, "handoff_until": in_seconds(3600),
-        "locked_by": "", "locked_until": NEVER, "last_status_code": 0, "last_error": None,
-        "created_at": now, "updated_at": now}])
-    first = service.store.run(webhook_store.claim, delivery_id, "worker-a", 60)
-    second = service.store.run(webhook_store.claim, delivery_id, "worker-b", 60)
-    assert first is not None and first["locked_by"] == "worker-a"
-    assert second is None
-    assert not service.store.run(webhook_store.finish_attempt, delivery_id, "worker-b", {"status": "delivered"})
-    assert service.store.run(webhook_store.finish_attempt, delivery_id, "worker-a",
-                             {"status": "delivered", "locked_by": "", "locked_until": NEVER})
-    assert service.store.run(webhook_store.claim, delivery_id, "worker-b", 60) is None
+def test_a_delivery_lease_lets_only_one_turn_attempt_it(service, tenant):
+    webhook_id = f"nobody-{time.time_ns()}"
+    event = {"_id": f"lease-{time.time_ns()}", "workspace_id": tenant.workspace_id, "event": "contact.created",
+             "data": {}, "timestamp": now_iso()}
+    subscription = {"_id": webhook_id, "workspace_id": tenant.workspace_id, "events": ["contact.created"],
+                    "active": True, "created_at": in_seconds(-60)}
+    [delivery] = plan_deliveries(event, [subscription], now_iso())
+    service.store.run(webhook_store.insert_deliveries, [delivery])
+    due = service.store.run(webhook_store.due_in_lane, webhook_id, 10)
+    assert due == [delivery["_id"]]
+    [first] = service.store.run(webhook_store.claim, webhook_id, due, "turn-a", 60)
+    assert first["locked_by"] == "turn-a"
+    assert service.store.run(webhook_store.claim, webhook_id, due, "turn-b", 60) == []
+    assert service.store.run(webhook_store.due_in_lane, webhook_id, 10) == []  # held: not due until the lease ends
+    assert service.store.run(webhook_store.finish, "turn-b", [(delivery["_id"], {"status": "delivered"})]) == 0
+    assert service.store.run(webhook_store.finish, "turn-a", [(delivery["_id"], {
+        "status": "delivered", "locked_by": "", "due_ms": NEVER_MS, "lane_due": OFF_LANE})]) == 1
+    assert service.store.run(webhook_store.claim, webhook_id, due, "turn-b", 60) == []
+    assert service.store.run(webhook_store.next_due_in_lane, webhook_id) == NEVER_MS
 
 
 async def _outbox_doc(db, event_id):

@@ -77,7 +77,7 @@ def test_a_webhook_delivery_failed_for_good_is_listed_and_replayed_to_the_receiv
 
     async def seed(db):
         subscription = await webhook_store.get(db, tenant.workspace_id, hook["id"])
-        [delivery] = plan_deliveries(event, [subscription], now_iso(), now_iso())
+        [delivery] = plan_deliveries(event, [subscription], now_iso())
         delivery["attempt_count"] = MAX_ATTEMPTS - 1
         await webhook_store.insert_deliveries(db, [delivery])
         return delivery["_id"]

@@ -2,10 +2,10 @@
 
 import json
 
-from pipelines.clock import now_iso, parse_iso
+from pipelines.clock import ms_of, now_iso, now_ms
 from pipelines.outbound_http import HttpResult
 from pipelines.webhook_delivery import outcome_of
-from pipelines.webhook_events import NEVER, plan_deliveries
+from pipelines.webhook_events import NEVER_MS, OFF_LANE, lane_due, plan_deliveries
 
 EVENT = {"_id": "ev1", "workspace_id": "ws1", "event": "contact.created", "data": {"id": "c1"},
          "timestamp": "2026-05-01T10:00:00.000000Z", "dispatched": False}
@@ -25,44 +25,53 @@ def test_an_event_becomes_one_delivery_per_matching_subscription_with_a_determin
             subscription("other-event", events=["contact.updated"]),
             subscription("other-ws", workspace_id="ws2"), subscription("inactive", active=False),
             subscription("too-new", created_at="2026-05-01T10:00:00.000001Z")]
-    planned = plan_deliveries(EVENT, subs, now_iso(), now_iso())
+    planned = plan_deliveries(EVENT, subs, now_iso())
     assert [d["_id"] for d in planned] == ["ev1:wh1", "ev1:wh2"]
-    assert planned == plan_deliveries(EVENT, subs, planned[0]["created_at"], planned[0]["handoff_until"])
+    assert planned == plan_deliveries(EVENT, subs, planned[0]["created_at"])
     body = planned[0]["body"]
     assert json.loads(body) == {"event": "contact.created", "timestamp": EVENT["timestamp"], "data": {"id": "c1"}}
-    assert all(d["status"] == "pending" and d["locked_until"] == NEVER and d["body"] == body for d in planned)
+    assert all(d["status"] == "pending" and d["locked_by"] == "" and d["body"] == body for d in planned)
+    # due at once, in its subscription's lane
+    assert [d["lane_due"] for d in planned] == [lane_due(d["webhook_id"], ms_of(d["created_at"])) for d in planned]
+    assert all(d["due_ms"] == ms_of(d["created_at"]) for d in planned)
+
+
+def test_a_lane_key_orders_a_subscriptions_deliveries_by_when_they_are_due():
+    keys = [lane_due("wh1", ms) for ms in (5, 1_700_000_000_000, 99, 12_000)]
+    assert sorted(keys) == [lane_due("wh1", ms) for ms in (5, 99, 12_000, 1_700_000_000_000)]
+    assert lane_due("wh1", 10**15) < lane_due("wh2", 0)  # lanes never overlap
+    assert OFF_LANE < lane_due("", 0)
 
 
 def test_a_2xx_answer_delivers_and_releases_the_lease():
     outcome = outcome_of(delivery(2), HttpResult(204, 12), scale=1.0)
     assert outcome.changes["status"] == "delivered" and outcome.changes["attempt_count"] == 3
-    assert outcome.changes["locked_by"] == "" and outcome.broker_delay_ms is None
+    assert outcome.changes["locked_by"] == ""
+    assert (outcome.changes["due_ms"], outcome.changes["lane_due"]) == (NEVER_MS, OFF_LANE)  # off its lane
     assert outcome.attempt["_id"] == "ev1:wh1#3" and outcome.attempt["status_code"] == 204
 
 
-def test_an_early_failure_is_retried_through_the_broker():
+def test_a_failure_waits_in_the_store_in_its_lane_for_the_scheduled_delay():
+    before = now_ms()
     outcome = outcome_of(delivery(0), HttpResult(500, 5, "HTTP 500"), scale=1.0)
-    assert outcome.broker_delay_ms == 10_000 and "status" not in outcome.changes
-    wait = parse_iso(outcome.changes["next_attempt_at"])
-    assert parse_iso(outcome.changes["handoff_until"]) > wait  # the scheduler leaves it to the broker
-
-
-def test_a_later_failure_waits_in_the_store_for_the_scheduler():
-    outcome = outcome_of(delivery(2), HttpResult(0, 10_000, "timed out after 10 s"), scale=1.0)
-    assert outcome.broker_delay_ms is None
-    assert outcome.changes["handoff_until"] == outcome.changes["next_attempt_at"]
-    assert outcome.attempt["error"] == "timed out after 10 s"
+    assert "status" not in outcome.changes
+    due = outcome.changes["due_ms"]
+    assert before + 10_000 <= due <= now_ms() + 10_000  # the table's first wait, 10 s
+    assert outcome.changes["lane_due"] == lane_due("wh1", due)
+    assert abs(ms_of(outcome.changes["next_attempt_at"]) - due) <= 1
+    later = outcome_of(delivery(2), HttpResult(0, 10_000, "timed out after 10 s"), scale=1.0)
+    assert later.changes["due_ms"] >= before + 120_000 and later.attempt["error"] == "timed out after 10 s"
 
 
 def test_the_last_failure_gives_up():
     outcome = outcome_of(delivery(11), HttpResult(502, 5, "HTTP 502"), scale=1.0)
-    assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+    assert outcome.changes["status"] == "failed" and outcome.changes["lane_due"] == OFF_LANE
 
 
 def test_a_permanent_failure_gives_up_at_once_and_is_recorded():
     refused = HttpResult(0, 1, "refused: the URL is not a valid URL", permanent=True)
     outcome = outcome_of(delivery(0), refused, scale=1.0)
-    assert outcome.changes["status"] == "failed" and outcome.broker_delay_ms is None
+    assert outcome.changes["status"] == "failed" and outcome.changes["due_ms"] == NEVER_MS
     assert outcome.changes["attempt_count"] == 1 and outcome.attempt["error"] == refused.error
 
 
@@ -81,4 +90,4 @@ async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_ex
         receiver.stop()
     assert result.status_code == 0 and not result.permanent and "POSTROOM_SECRET_KEY" in result.error
     assert receiver.received() == []
-    assert outcome_of(delivery(0), result, scale=1.0).broker_delay_ms == 10_000  # retried on schedule
+    assert outcome_of(delivery(0), result, scale=1.0).changes["due_ms"] >= now_ms() + 9_000  # retried on schedule
