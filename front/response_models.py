@@ -389,7 +389,7 @@ class DnsRecord(Answer):
     type: str
     name: str
     value: str
-    purpose: str = Field(description="verification or dkim.")
+    purpose: str = Field(description="verification, dkim or return_path (optional).")
     verified: bool
     status: str = Field(description="verified, missing, mismatch, key_not_published or lookup_failed "
                                     "(pending before the first check).")
@@ -403,6 +403,19 @@ class DkimKey(Answer):
     key_bits: int
 
 
+class DmarcRecord(Answer):
+    type: str = Field(description="TXT.")
+    name: str = Field(description="`_dmarc.<domain>`.")
+    value: str = Field(description="The record we recommend publishing (`v=DMARC1; p=none`): Gmail and Yahoo "
+                                   "require a DMARC record of bulk senders.")
+    status: str = Field(description="pending (not checked yet), verified (a `v=DMARC1` record found here or at a "
+                                    "parent domain's `_dmarc`), missing or lookup_failed. Only a warning: the domain "
+                                    "verifies and sends without it.")
+    found: str | None = Field(description="The DMARC record found at the last check.")
+    found_at: str | None = Field(description="Where it was found (a parent's policy covers its subdomains).")
+    checked_at: Timestamp | None
+
+
 class Domain(Answer):
     id: str
     domain: str
@@ -410,12 +423,21 @@ class Domain(Answer):
     verified_at: Timestamp | None
     dkim: DkimKey
     dns_records: list[DnsRecord]
+    dmarc: DmarcRecord
     created_at: Timestamp
     last_checked_at: Timestamp | None
 
 
+class DomainWarning(Answer):
+    purpose: str = Field(description="dmarc.")
+    status: str
+    message: str
+
+
 class DomainCheck(Domain):
     failed_records: list[str] = Field(description="Purposes of the records that failed.")
+    warnings: list[DomainWarning] = Field(description="What does not stop the domain from sending but costs "
+                                                      "deliverability (a missing DMARC record).")
 
 
 class Suppression(Answer):

@@ -4,7 +4,9 @@ A domain document: `_id` (uuid), workspace_id, domain, verified (bool), verified
 records (the DNS records to publish, with their last check), dkim_selector,
 dkim_private_key (sealed), dkim_public_key, verification_token, return_path_host
 (`pr-bounces.<domain>`), return_path_verified (the last check's answer: bounces must reach
-us through it now, so unlike `verified` it does not stick), created_at, last_checked_at.
+us through it now, so unlike `verified` it does not stick), dmarc (the recommended record
+with the last check's answer, pipelines/dns_records.py; absent on domains added before
+it), created_at, last_checked_at.
 The unique (workspace_id, domain) index makes a second add a duplicate."""
 
 from __future__ import annotations
@@ -61,13 +63,14 @@ async def delete(db: AsyncDatabase, workspace_id: str, domain_id: str) -> bool:
 
 
 async def save_check(db: AsyncDatabase, workspace_id: str, domain_id: str, *, records: list[dict],
-                     verified: bool, return_path_host: str, return_path_verified: bool) -> dict | None:
+                     verified: bool, return_path_host: str, return_path_verified: bool,
+                     dmarc: dict) -> dict | None:
     """Store a verification run. Once verified a domain stays verified: a later failed check
     updates the records' status (so the customer sees what broke) but does not stop mail.
-    The return path follows the last check."""
+    The return path and the DMARC record follow the last check."""
     at = now_iso()
     changes: dict = {"records": records, "last_checked_at": at, "return_path_host": return_path_host,
-                     "return_path_verified": return_path_verified}
+                     "return_path_verified": return_path_verified, "dmarc": dmarc}
     if verified:
         changes.update(verified=True)
     current = await db.domains.find_one({"_id": domain_id, "workspace_id": workspace_id},

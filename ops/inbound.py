@@ -17,9 +17,11 @@ runs). The operator commands `postroom inbound reports|show|rerun` are in ops/in
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import signal
+import sys
 
 from aiosmtpd.smtp import SMTP
 
@@ -28,9 +30,10 @@ from mongo import domains, inbound_reports, processes
 from mongo.client import connect
 from pipelines.clock import now_iso
 from pipelines.dkim import txt_value
-from pipelines.dns_records import key_publication, zone_line
+from pipelines.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
 from pipelines.ids import new_uuid
 from pipelines.mime import message_id_from_verp
+from pipelines.transport import ehlo_choice
 from pipelines.unsubscribe_headers import message_id_from_mailto
 from pipelines.workflows.bounce_reports import handle_report
 from pipelines.workflows.dkim_keys import shared_key
@@ -148,9 +151,19 @@ def cmd_inbound(args) -> int:
 
 
 def cmd_dkim(args) -> int:
-    """Print the DKIM records the service publishes: the shared domain's key (created on
+    """Print the records the service publishes: the shared domain's DKIM key (created on
     first use) and, at each custom domain's CNAME target, that domain's key — the zone
-    fragment the operator loads into the shared domain's DNS."""
+    fragment the operator loads into the shared domain's DNS — then the bounce domain's
+    MX and SPF records (the bounce domain may live in another zone)."""
+    for ip in args.sending_ip or []:
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            print(f"--sending-ip {ip}: not an IP address", file=sys.stderr)
+            return 2
+    if args.mx is not None and not valid_hostname(args.mx.lower().rstrip(".")):
+        print(f"--mx {args.mx}: not a host name", file=sys.stderr)
+        return 2
     settings = config.load()
 
     async def work():
@@ -163,10 +176,17 @@ def cmd_dkim(args) -> int:
     records = [{"type": "TXT", "name": f"{key['selector']}._domainkey.{settings.shared_domain}",
                 "value": txt_value(key["public_key"])}]
     records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
+    sending_host = ehlo_choice(settings.smtp_helo_name, settings.base_url, settings.bounce_domain)[0]
+    bounce = bounce_domain_records(settings.bounce_domain, inbound_host=(args.mx or sending_host).lower().rstrip("."),
+                                   sending_host=sending_host, sending_ips=args.sending_ip or [])
     if args.json:
-        print(json.dumps(records))
+        print(json.dumps(records + bounce))
     else:
         for record in records:
+            print(zone_line(record))
+        print(f"; {settings.bounce_domain}: MX to the host running `postroom inbound` (--mx), SPF of the "
+              f"sending IPs (--sending-ip; else the addresses of the EHLO name {sending_host})")
+        for record in bounce:
             print(zone_line(record))
     return 0
 
@@ -177,8 +197,12 @@ def add_commands(sub) -> None:
     inbound.set_defaults(func=cmd_inbound)
     add_report_commands(inbound.add_subparsers(dest="inbound_command", metavar="{reports,show,rerun}"))
     dkim = sub.add_parser("dkim", help="print the DKIM TXT records to publish in the shared domain's zone "
-                                       "(its own key and every custom domain's key)")
-    dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value}")
+                                       "(its own key and every custom domain's key), and the bounce domain's "
+                                       "MX and SPF records")
+    dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value, priority?}")
+    dkim.add_argument("--mx", metavar="HOST", help="the host running `postroom inbound` (default: the EHLO name)")
+    dkim.add_argument("--sending-ip", metavar="IP", action="append",
+                      help="an address mail leaves from, for SPF (repeat for several; default: the EHLO name's)")
     dkim.set_defaults(func=cmd_dkim)
 
 

@@ -18,6 +18,14 @@ Records (each entry: {type, name, value, purpose, verified, status, txt_value?})
   reach `postroom inbound` (the CNAME leads to the bounce domain's MX). Without it mail
   uses the shared bounce domain, as before; the domain is verified without it.
 
+Recommended, not required (the domain verifies without it, the check only warns): DMARC,
+`TXT _dmarc.<domain>` = `v=DMARC1; p=none` (`dmarc_record`, a field of its own beside
+the records above). Gmail and Yahoo require a DMARC record of bulk senders; `p=none`
+meets that without changing what happens to unaligned mail, and DKIM (`d=` the domain)
+aligns. Any `v=DMARC1` record counts, at `_dmarc.<domain>` or, as receivers look it up
+(the DMARCbis tree walk), at a parent domain's `_dmarc` (an organisation's policy covers
+its subdomains).
+
 Verification reads DNS through the small `Resolver` protocol (dnspython behind it in
 production, a real loopback DNS server in tests) and reports every record's status."""
 
@@ -83,6 +91,51 @@ def with_return_path(records: list[dict], domain: str, bounce_domain: str) -> li
     return [*records, return_path_record(domain, bounce_domain)]
 
 
+DMARC_LABEL = "_dmarc"
+DMARC_RECOMMENDED = "v=DMARC1; p=none"
+_DMARC_VERSION = re.compile(r"^v\s*=\s*DMARC1\s*(;|$)")
+
+
+def dmarc_record(domain: str) -> dict:
+    """The DMARC record we recommend, before any check ({type, name, value, status,
+    found, found_at, checked_at})."""
+    return {"type": "TXT", "name": f"{DMARC_LABEL}.{domain}", "value": DMARC_RECOMMENDED, "status": "pending",
+            "found": None, "found_at": None, "checked_at": None}
+
+
+def _dmarc_names(domain: str) -> list[str]:
+    """Where a receiver looks for the domain's policy: its own `_dmarc`, then each parent's
+    up to (not including) the top-level domain."""
+    labels = domain.split(".")
+    return [f"{DMARC_LABEL}.{'.'.join(labels[i:])}" for i in range(len(labels) - 1)]
+
+
+async def check_dmarc(domain: str, resolver: "Resolver", *, checked_at: str) -> dict:
+    """The DMARC record with `status` verified (a `v=DMARC1` record found: `found`,
+    `found_at`), missing or lookup_failed."""
+    out = {**dmarc_record(domain), "checked_at": checked_at}
+    try:
+        for name in _dmarc_names(domain):
+            policies = [t.strip() for t in await resolver.txt(name) if _DMARC_VERSION.match(t.strip())]
+            if policies:
+                return {**out, "status": "verified", "found": policies[0], "found_at": name}
+    except LookupFailed:
+        return {**out, "status": "lookup_failed"}
+    return {**out, "status": "missing"}
+
+
+def dmarc_warnings(dmarc: dict) -> list[dict]:
+    """What a verify answer warns about: DMARC is not needed to send, but receivers want it."""
+    if dmarc["status"] == "verified":
+        return []
+    if dmarc["status"] == "lookup_failed":
+        message = f"DNS did not answer for {dmarc['name']}: DMARC could not be checked."
+    else:
+        message = (f"No DMARC record at {dmarc['name']} (nor at a parent domain): Gmail and Yahoo require "
+                   f"one for bulk senders. Publish TXT {dmarc['name']} \"{dmarc['value']}\".")
+    return [{"purpose": "dmarc", "status": dmarc["status"], "message": message}]
+
+
 class Resolver(Protocol):
     async def txt(self, name: str) -> list[str]:
         """TXT strings at `name` (each record's strings joined); [] when there are none."""
@@ -146,11 +199,37 @@ TXT_STRING_MAX_CHARS = 255  # one character-string of a TXT record (RFC 1035 §3
 
 
 def zone_line(record: dict) -> str:
-    """A TXT record as a zone-file line; a value longer than one character-string (a
+    """A record as a zone-file line. A TXT value longer than one character-string (a
     2048-bit key is ~400 characters) is split into several, which resolvers join."""
     value = record["value"]
+    if record["type"] == "MX":
+        return f"{record['name']}. IN MX {record['priority']} {value}."
     strings = " ".join(f'"{value[i:i + TXT_STRING_MAX_CHARS]}"' for i in range(0, len(value), TXT_STRING_MAX_CHARS))
     return f"{record['name']}. IN TXT {strings}"
+
+
+MX_PRIORITY = 10
+
+
+def spf_value(sending_ips: list[str], sending_host: str) -> str:
+    """SPF for the bounce domain (the MAIL FROM domain, and the one every return-path
+    CNAME leads to): the sending IPs when given, else the addresses of the name the
+    workers greet with (`a:` — that name should resolve to the sending IP anyway, for
+    the receiver's reverse-DNS check). Nothing else may send for it (`-all`)."""
+    if sending_ips:
+        mechanisms = [f"ip6:{ip}" if ":" in ip else f"ip4:{ip}" for ip in sending_ips]
+    else:
+        mechanisms = [f"a:{sending_host}"]
+    return "v=spf1 " + " ".join(mechanisms) + " -all"
+
+
+def bounce_domain_records(bounce_domain: str, *, inbound_host: str, sending_host: str,
+                          sending_ips: list[str]) -> list[dict]:
+    """What the operator publishes at the bounce domain: an MX to the host running
+    `postroom inbound` (bounces and complaints come back there) and the SPF record of the
+    sending IPs ({type, name, value, priority?})."""
+    return [{"type": "MX", "name": bounce_domain, "value": inbound_host, "priority": MX_PRIORITY},
+            {"type": "TXT", "name": bounce_domain, "value": spf_value(sending_ips, sending_host)}]
 
 
 def key_publication(domain_records: list[dict]) -> dict | None:

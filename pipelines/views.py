@@ -4,7 +4,7 @@ Pure: a stored document (and the counts or rendered parts the caller looked up) 
 
 from __future__ import annotations
 
-from . import campaign_stats, dkim, forms
+from . import campaign_stats, dkim, dns_records, forms
 from .automation_runs import ms_iso
 from .delivery_status import BATCH_OUTCOMES
 
@@ -122,6 +122,7 @@ def domain(doc: dict) -> dict:
         "verified_at": doc.get("verified_at"),
         "dkim": {"selector": doc["dkim_selector"], "algorithm": "rsa-sha256", "key_bits": dkim.KEY_BITS},
         "dns_records": doc["records"],
+        "dmarc": doc.get("dmarc") or dns_records.dmarc_record(doc["domain"]),  # absent: added before DMARC was
         "created_at": doc["created_at"],
         "last_checked_at": doc.get("last_checked_at"),
     }

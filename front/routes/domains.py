@@ -1,5 +1,5 @@
-"""Sending domains: add (a DKIM key pair and the DNS records to publish), list, read,
-verify against DNS, remove. Record shape and verification rules: pipelines/dns_records.py."""
+"""Sending domains: add (a DKIM key pair and the DNS records to publish, and the DMARC
+record we recommend), list, read, verify against DNS (DMARC only warns), remove. Record shape and verification rules: pipelines/dns_records.py."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ async def add_domain(data: AddDomain):
                                                   public_b64=public_b64, shared_domain=settings().shared_domain,
                                                   bounce_domain=settings().bounce_domain),
         "return_path_host": dns_records.return_path_host(data.domain), "return_path_verified": False,
-        "created_at": now_iso(), "last_checked_at": None,
+        "dmarc": dns_records.dmarc_record(data.domain), "created_at": now_iso(), "last_checked_at": None,
     }
     if not await domain_store.insert(db(), doc):
         raise Conflict(f"{data.domain} is already added to this workspace.", code="duplicate", path="domain")
@@ -79,14 +79,17 @@ async def verify_domain(domain_id: str):
     doc = await owned(domain_store, domain_id, "domain")
     resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
     records = dns_records.with_return_path(doc["records"], doc["domain"], settings().bounce_domain)
-    check = await dns_records.verify(records, resolver, checked_at=now_iso())
+    checked_at = now_iso()
+    check = await dns_records.verify(records, resolver, checked_at=checked_at)
+    dmarc = await dns_records.check_dmarc(doc["domain"], resolver, checked_at=checked_at)
     # None when the domain was removed while we were looking it up
     saved = await found(domain_store.save_check(db(), caller().workspace_id, domain_id, records=check.records,
                                                 verified=check.verified,
                                                 return_path_host=dns_records.return_path_host(doc["domain"]),
-                                                return_path_verified=check.return_path_verified),
+                                                return_path_verified=check.return_path_verified, dmarc=dmarc),
                         no_such("domain"))
-    return one({**views.domain(saved), "failed_records": check.failed})
+    return one({**views.domain(saved), "failed_records": check.failed,
+                "warnings": dns_records.dmarc_warnings(dmarc)})
 
 
 delete_route(bp, "/domains/<uuid:domain_id>", "delete_domain", domain_store.delete, "domain")

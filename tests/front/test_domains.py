@@ -1,11 +1,15 @@
 """Sending domains over real HTTP, verified against a real DNS server on loopback, and
 mail from them arriving DKIM-signed so that dkimpy verifies it against the published key."""
 
+import json
 import re
+import socket
 import uuid
 
 import dkim as dkimpy
+import httpx
 
+from pipelines.dns_records import is_public_host_name
 from tests.support import inbound, reports
 from tests.support.api import assert_error
 from tests.support.dkim_dns import dnsfunc_for, publish_service_zone
@@ -213,3 +217,68 @@ def test_without_its_return_path_record_a_domain_bounces_to_the_shared_bounce_do
                                                   "from_email": f"news@{domain}"}).json()["data"]["message_id"]
     [received] = service.smtp.wait_for(rcpt)
     assert received.mail_from == f"bounce+{message_id}@bounces.postroom.test"
+
+
+def test_adding_a_domain_recommends_a_dmarc_record(tenant):
+    domain = new_domain()
+    view = add(tenant, domain)
+    assert view["dmarc"] == {"type": "TXT", "name": f"_dmarc.{domain}", "value": "v=DMARC1; p=none",
+                             "status": "pending", "found": None, "found_at": None, "checked_at": None}
+    assert tenant.get(f"/domains/{view['id']}").json()["data"]["dmarc"] == view["dmarc"]
+
+
+def test_verify_warns_without_dmarc_yet_verifies_and_finds_it_once_published(tenant, dns_server):
+    domain = new_domain()
+    view = add(tenant, domain)
+    recs = records(view)
+    dns_server.publish(recs["verification"])
+    dns_server.set(recs["dkim"]["name"], "TXT", recs["dkim"]["txt_value"])
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["verified"] is True and body["failed_records"] == ["return_path"]
+    assert body["dmarc"]["status"] == "missing" and body["dmarc"]["checked_at"]
+    [warning] = body["warnings"]
+    assert warning["purpose"] == "dmarc" and warning["status"] == "missing"
+    assert f'_dmarc.{domain} "v=DMARC1; p=none"' in warning["message"]
+
+    dns_server.publish(view["dmarc"])  # what the tenant publishes: the record we recommended
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["warnings"] == [] and body["verified"] is True
+    assert body["dmarc"]["status"] == "verified" and body["dmarc"]["found"] == "v=DMARC1; p=none"
+    assert body["dmarc"]["found_at"] == f"_dmarc.{domain}"
+    assert tenant.get(f"/domains/{view['id']}").json()["data"]["dmarc"] == body["dmarc"]
+
+
+def test_an_organisations_dmarc_policy_covers_its_sending_subdomain(tenant, dns_server):
+    """Receivers look for the policy at the parent's _dmarc when the subdomain has none,
+    and ignore TXT records there that are not DMARC."""
+    organisation = f"org-{uuid.uuid4().hex[:8]}.example.com"
+    view = add(tenant, f"news.{organisation}")
+    dns_server.set(f"_dmarc.news.{organisation}", "TXT", "google-site-verification=abc")
+    dns_server.set(f"_dmarc.{organisation}", "TXT", "v=DMARC1; p=reject; rua=mailto:dmarc@" + organisation)
+    body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
+    assert body["warnings"] == [] and body["dmarc"]["status"] == "verified"
+    assert body["dmarc"]["found_at"] == f"_dmarc.{organisation}" and body["dmarc"]["found"].startswith("v=DMARC1; p=reject")
+
+
+def test_the_openapi_document_types_the_dmarc_record_and_the_warnings(service):
+    schemas = httpx.get(service.base_url + "/openapi.json", timeout=30).json()["components"]["schemas"]
+    assert schemas["Domain"]["properties"]["dmarc"] == {"$ref": "#/components/schemas/DmarcRecord"}
+    assert set(schemas["DmarcRecord"]["required"]) >= {"type", "name", "value", "status", "found", "found_at"}
+    assert schemas["DomainCheck"]["properties"]["warnings"]["items"] == {"$ref": "#/components/schemas/DomainWarning"}
+
+
+def test_the_operator_export_also_gives_the_bounce_domains_mx_and_spf(service):
+    """The README asks operators to publish an MX and SPF at the bounce domain: the command
+    that prints the DKIM zone prints them too, as zone lines and in --json."""
+    published = json.loads(run_postroom(service.env, "dkim", "--json").stdout.strip().splitlines()[-1])
+    bounce = [r for r in published if r["name"] == "bounces.postroom.test"]
+    sending_host = "bounces.postroom.test"  # the suite's EHLO name: BASE_URL is an IP, the machine has no FQDN
+    if is_public_host_name(socket.getfqdn()):
+        sending_host = socket.getfqdn()
+    assert bounce == [{"type": "MX", "name": "bounces.postroom.test", "value": sending_host, "priority": 10},
+                      {"type": "TXT", "name": "bounces.postroom.test", "value": f"v=spf1 a:{sending_host} -all"}]
+    zone = run_postroom(service.env, "dkim", "--mx", "in.acme.example", "--sending-ip", "192.0.2.7",
+                        "--sending-ip", "2001:db8::7").stdout.splitlines()
+    assert "bounces.postroom.test. IN MX 10 in.acme.example." in zone
+    assert 'bounces.postroom.test. IN TXT "v=spf1 ip4:192.0.2.7 ip6:2001:db8::7 -all"' in zone
+    assert "not an IP address" in run_postroom(service.env, "dkim", "--sending-ip", "not-an-ip", expect=2).stderr
