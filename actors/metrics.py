@@ -21,6 +21,9 @@ SMTP_SECONDS = Histogram("postroom_smtp_transaction_seconds", "One SMTP transact
 THROTTLE_HOLDS = Counter("postroom_throttle_holds_total", "Messages held back by a throttle (key, plan or domain)")
 WEBHOOK_ATTEMPTS = Counter("postroom_webhook_attempts_total",
                            "Webhook delivery attempts by result (delivered, retry, failed for good)", ["result"])
+FEEDBACK_REPORTS = Counter("postroom_feedback_reports_total",
+                           "ARF reports that are no complaint, by Feedback-Type (auth-failure, virus, not-spam, other)",
+                           ["feedback_type"])
 SCHEDULER_LAG = Gauge("postroom_scheduler_lag_seconds",
                       "Age of the oldest item due and not yet promoted (scheduled email, webhook delivery)",
                       multiprocess_mode="max")
@@ -43,3 +46,9 @@ def count_send_outcomes(finished: list[tuple[dict, str]], deferred: list[dict], 
 def count_webhook_attempt(status: str) -> None:
     """`status` the delivery's after the attempt: delivered, pending (a retry follows) or failed."""
     WEBHOOK_ATTEMPTS.labels({"pending": "retry"}.get(status, status)).inc()
+
+
+def count_feedback_report(feedback_type: str) -> None:
+    # the type comes from outside: a label only for RFC 5965/6591's own names
+    known = ("abuse", "fraud", "virus", "not-spam", "auth-failure", "other")
+    FEEDBACK_REPORTS.labels(feedback_type if feedback_type in known else "other").inc()

@@ -6,12 +6,18 @@
 | transient, Action: failed      | bounced        | no              | soft_bounce at the 3rd counted transient bounce of the address within 7 days | email.bounced |
 | transient, Action: delayed     | unchanged (the remote server is still trying) | no | as above          | email.bounced    |
 | undetermined                   | bounced        | no              | none                       | email.bounced    |
-| complaint (ARF)                | unchanged      | no              | complaint                  | email.complained |
+| complaint (ARF `abuse`, `fraud`) | unchanged    | no              | complaint                  | email.complained |
+| other ARF (`not-spam`, `auth-failure`, `virus`, `other`) | unchanged | no | none          | none: a log line and `postroom_feedback_reports_total{feedback_type}` |
 | synchronous 5xx at send time   | set by the send step's own outcome plan | if permanent | as a report of that type | email.bounced |
 
 Which failures are permanent, and which transient ones count towards the soft-bounce rule
 (`classify.SOFT_COUNTED`: not policy blocks nor refused messages, which say nothing
 against the address), is bounce_parsing/classify.py's table.
+
+A feedback report is a complaint only when the recipient reported our mail as abuse or
+fraud (phishing): `not-spam` says the opposite, `auth-failure` (RFC 6591) and `virus`
+speak about our own sending (a DMARC/SPF failure, an infected message), which the
+operator must see and the address has no part in; `other` says nothing.
 
 Every id is derived from where the report came from, so applying the same report twice
 writes the same documents and the same events (idempotent on redelivery)."""
@@ -27,6 +33,8 @@ from .bounce_parsing.isp import with_isp
 from .bounce_parsing.model import PERMANENT, TRANSIENT
 
 SUPPRESSION_REASONS = ("manual", "unsubscribe", "hard_bounce", "soft_bounce", "complaint")
+COMPLAINT_FEEDBACK = ("abuse", "fraud")          # the recipient does not want our mail
+OPERATOR_FEEDBACK = ("auth-failure", "virus")    # about our sending: the operator's to act on
 TRANSIENT_SUPPRESS_COUNT = 3
 TRANSIENT_WINDOW_SECONDS = 7 * 24 * 3600
 _NAMESPACE = uuid.UUID("6f1c9a52-6a0e-4d8e-9d59-2d7f4c1b7e10")
@@ -42,7 +50,7 @@ def from_smtp_rejection(email: str, code: int, text: str) -> Bounce:
     diagnostic = f"{code} {text}".strip()
     status = status_from("", diagnostic)
     verdict = classify(status, diagnostic, "failed")
-    return with_isp(Bounce(email=email, type=verdict.type, category=verdict.category, source="smtp",
+    return with_isp(Bounce(email=email, type=verdict.type, category=verdict.category, reason=verdict.reason, source="smtp",
                            action="failed", smtp_status=status, diagnostic_code=diagnostic))
 
 
@@ -57,6 +65,7 @@ def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_i
         "kind": bounce.kind,
         "type": bounce.type,
         "category": bounce.category,
+        "reason": bounce.reason,
         "smtp_status": bounce.smtp_status,
         "diagnostic_code": bounce.diagnostic_code,
         "isp_name": bounce.isp_name,
@@ -76,6 +85,16 @@ class Effects:
     suppress_reason: str | None
     event: str
     counters: dict
+
+
+def is_complaint(bounce: Bounce) -> bool:
+    """A report that suppresses its recipient as a complaint (not a bounce, not a mere notice)."""
+    return bounce.kind == "complaint" and bounce.feedback_type in COMPLAINT_FEEDBACK
+
+
+def is_feedback_notice(bounce: Bounce) -> bool:
+    """An ARF report that records nothing against the recipient (not-spam, auth-failure, …)."""
+    return bounce.kind == "complaint" and not is_complaint(bounce)
 
 
 def counts_towards_soft_bounce(doc: dict) -> bool:

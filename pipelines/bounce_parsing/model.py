@@ -14,12 +14,13 @@ class Bounce:
     source: str                  # dsn | arf | smtp
     kind: str = "bounce"         # bounce | complaint
     category: str = ""           # why (classify.CATEGORIES); "" for complaints
+    reason: str = ""             # why, finer (reasons.py: userunknown, blocked, …); "" for complaints
     smtp_status: str = ""        # enhanced status code (5.1.1), else the basic reply code (553)
     diagnostic_code: str = ""    # the remote server's words
     action: str = ""             # DSN Action: failed | delayed; "" for complaints
     reporting_mta: str = ""
     isp_name: str = ""
-    feedback_type: str = ""      # ARF: abuse, fraud, ...
+    feedback_type: str = ""      # ARF: abuse, fraud, virus, not-spam, auth-failure, other
     original_recipient: str = ""  # DSN Original-Recipient, when it names another address
 
     def replace(self, **changes) -> "Bounce":

@@ -10,11 +10,12 @@ from __future__ import annotations
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 
-from .classify import classify, clean_diagnostic, status_from
+from .classify import classify, clean_diagnostic, is_success, status_from
 from .model import Bounce
 
-# Actions that say the mail went through: not bounces (RFC 3464 §2.3.3).
-_NOT_FAILURES = {"delivered", "relayed", "expanded"}
+# Actions that say the mail went through, or would (`deliverable`: an address check,
+# RFC 3464 §2.3.3 and its updates): not bounces; nor is any block with a 2.x.x status.
+_NOT_FAILURES = {"delivered", "relayed", "expanded", "deliverable"}
 
 
 def delivery_status_blocks(msg: EmailMessage) -> list[Message] | None:
@@ -65,7 +66,7 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     for block in recipients:
         final, original = address_of(block.get("Final-Recipient")), address_of(block.get("Original-Recipient"))
         action = (str(block.get("Action") or "").split() or ["failed"])[0].lower()
-        if not (final or original) or action in _NOT_FAILURES:
+        if not (final or original) or action in _NOT_FAILURES or is_success(str(block.get("Status") or "")):
             continue
         diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or ""))
         status_field = str(block.get("Status") or "")
@@ -77,7 +78,7 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
         remote = remote.split()[0].rstrip(".") if remote else ""
         bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",
-                              type=verdict.type, category=verdict.category, source="dsn",
+                              type=verdict.type, category=verdict.category, reason=verdict.reason, source="dsn",
                               smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
                               action=action, reporting_mta=remote or reporting))
     return ("rfc3464", bounces) if bounces else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -29,12 +30,14 @@ log = logging.getLogger("postroom.bounces")
 MAX_REPORT_ATTEMPTS = 3
 
 
-async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
+async def handle_report(db: AsyncDatabase, report_id: str,
+                        on_feedback: Callable[[str], None] | None = None) -> str | None:
     """Parse a stored report and apply it; its final status, or None when it was not
     waiting (already handled). An attempt that raises is retried (by the broker, or the
     scheduler's sweep) until the report has had MAX_REPORT_ATTEMPTS; then it ends
     `failed`, kept with the error for an operator (`postroom inbound reports --status failed`,
-    `postroom inbound rerun`)."""
+    `postroom inbound rerun`). `on_feedback(feedback_type)` hears of each ARF report that
+    is no complaint (auth-failure, virus, not-spam, other): the worker counts them."""
     report = await inbound_reports.claim(db, report_id)
     if report is None:
         return None
@@ -44,7 +47,7 @@ async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
                                      f"({report.get('last_error') or 'no error recorded: the worker died'})")
         return "failed"
     try:
-        return await _apply_report(db, report)
+        return await _apply_report(db, report, on_feedback)
     except Exception as error:
         detail = f"{type(error).__name__}: {error}"[:500]
         log.exception("inbound report %s: attempt %d of %d failed", report_id, attempts, MAX_REPORT_ATTEMPTS,
@@ -57,7 +60,7 @@ async def handle_report(db: AsyncDatabase, report_id: str) -> str | None:
         raise
 
 
-async def _apply_report(db: AsyncDatabase, report: dict) -> str:
+async def _apply_report(db: AsyncDatabase, report: dict, on_feedback: Callable[[str], None] | None) -> str:
     report_id = report["_id"]
     verp = next((m for m in map(message_id_from_verp, report["rcpt_tos"]) if m), None)
     # parsing is CPU work (up to 10 MB of MIME): off the loop every async actor shares
@@ -68,11 +71,14 @@ async def _apply_report(db: AsyncDatabase, report: dict) -> str:
     if parsed is None:
         await inbound_reports.finish(db, report_id, "unparseable", "not a DSN, ARF or known bounce style", **about)
         return "unparseable"
+    notices = [b for b in parsed.bounces if bounce_effects.is_feedback_notice(b)]
+    if notices and len(notices) == len(parsed.bounces):
+        return await _note_feedback(db, report_id, notices, parsed.style, about, on_feedback)
     if message is None:
         await inbound_reports.finish(db, report_id, "unmatched", f"no message {message_id or '(none named)'}",
                                      style=parsed.style, **about)
         return "unmatched"
-    matched = match(parsed.bounces, sent_to(message))
+    matched = match([b for b in parsed.bounces if not bounce_effects.is_feedback_notice(b)], sent_to(message))
     if not matched.bounces:
         await inbound_reports.finish(
             db, report_id, "unmatched", f"names no recipient of {message['_id']}: {', '.join(matched.ignored)}",
@@ -81,6 +87,23 @@ async def _apply_report(db: AsyncDatabase, report: dict) -> str:
     ids = await record_bounces(db, [(b, message) for b in matched.bounces], origin="report")
     await inbound_reports.finish(db, report_id, "parsed", style=parsed.style, bounce_ids=ids,
                                  ignored_recipients=matched.ignored, **about)
+    return "parsed"
+
+
+async def _note_feedback(db: AsyncDatabase, report_id: str, notices: list[Bounce], style: str, about: dict,
+                         on_feedback: Callable[[str], None] | None) -> str:
+    """An ARF report that is no complaint: kept, shown to the operator, applied to nobody."""
+    types = sorted({b.feedback_type or "unknown" for b in notices})
+    for notice in notices:
+        level = logging.WARNING if notice.feedback_type in bounce_effects.OPERATOR_FEEDBACK else logging.INFO
+        log.log(level, "inbound report %s: ARF %s report from %s about message %s: no complaint, nobody suppressed",
+                report_id, notice.feedback_type, notice.reporting_mta or "an unnamed reporter",
+                about["message_id"] or "(none named)",
+                extra={"report_id": report_id, "feedback_type": notice.feedback_type})
+        if on_feedback:
+            on_feedback(notice.feedback_type or "unknown")
+    await inbound_reports.finish(db, report_id, "parsed", f"feedback report ({', '.join(types)}): not a complaint",
+                                 style=style, bounce_ids=[], feedback_types=types, **about)
     return "parsed"
 
 

@@ -20,7 +20,7 @@ EXPECTED = {
                           "Mailbox full", "example.org"),
     "gmail_dsn": ("bob@gmail.com", "rfc3464", "bounce", "permanent", "address", "5.1.1",
                   "does not exist. Please try double-checking", "gmail"),
-    "gmail_text": ("bob@example.com", "gmail", "bounce", "permanent", "address", "5.2.1", "Mailbox disabled",
+    "gmail_text": ("bob@example.com", "gmail", "bounce", "transient", "policy", "5.2.1", "Mailbox disabled",
                    "example.com"),
     "outlook_dsn": ("bob@outlook.com", "rfc3464", "bounce", "permanent", "address", "5.1.10",
                     "RESOLVER.ADR.RecipientNotFound", "outlook"),
@@ -83,7 +83,7 @@ def test_delivered_and_relayed_actions_are_not_bounces():
     # 5.1.x: the address does not exist — the one kind of failure that suppresses for good
     ("5.1.1", "", "failed", ("permanent", "address")),
     ("5.1.10", "RESOLVER.ADR.RecipientNotFound", "failed", ("permanent", "address")),
-    ("5.2.1", "mailbox disabled", "failed", ("permanent", "address")),
+    ("5.2.1", "mailbox disabled", "failed", ("transient", "policy")),   # x.2.1: refused by the mailbox's filter
     ("5.4.4", "no MX for the domain", "failed", ("permanent", "address")),
     # 5.1.7/5.1.8 are about *our* address: not the recipient's fault
     ("5.1.8", "sender domain does not resolve", "failed", ("transient", "policy")),
@@ -98,13 +98,13 @@ def test_delivered_and_relayed_actions_are_not_bounces():
     ("5.0.0", "550 5.0.0 user unknown", "failed", ("permanent", "address")),
     ("5.0.0", "5.0.0 (recipient reached disk quota)", "failed", ("transient", "mailbox_full")),
     ("5.0.0", "blocked using zen.spamhaus.org", "failed", ("transient", "policy")),
-    ("5.0.0", "", "failed", ("permanent", "other")),
+    ("5.0.0", "", "failed", ("undetermined", "other")),
     # basic codes without an enhanced one are codes too
     ("553", "Status: 553", "failed", ("permanent", "address")),
     ("551", "551 user not local", "failed", ("permanent", "address")),
     ("552", "552 Exceeded storage allocation", "failed", ("transient", "mailbox_full")),
     ("552", "552 message size exceeds the maximum", "failed", ("transient", "message")),
-    ("554", "554 Transaction failed", "failed", ("permanent", "other")),
+    ("554", "554 Transaction failed", "failed", ("undetermined", "other")),
     ("554", "554 rejected due to spam content", "failed", ("transient", "policy")),
     ("550", "550 Requested action not taken: mailbox unavailable", "failed", ("permanent", "address")),
     ("421", "421 try again later", "failed", ("transient", "system")),
@@ -120,9 +120,11 @@ def test_classification_by_enhanced_code_then_basic_code_then_words(status, diag
     assert (verdict.type, verdict.category) == expected
 
 
-def test_a_notice_that_calls_itself_permanent_is_permanent_when_nothing_else_is_known():
-    assert classify("", "", "failed", notice="This is a permanent error; I've given up.").type == "permanent"
+def test_a_notice_that_calls_itself_permanent_says_nothing_about_the_address():
+    # Gmail's "failed permanently" after a timeout or a STARTTLS failure: only the reason counts
+    assert classify("", "", "failed", notice="This is a permanent error; I've given up.").type == "undetermined"
     assert classify("", "", "failed", notice="Mail delivery failed.").type == "undetermined"
+    assert classify("", "", "failed", notice="failed permanently: the connection timed out").type == "transient"
 
 
 @pytest.mark.parametrize("status, diagnostic, expected", [
