@@ -1,8 +1,11 @@
 """What the automation blueprint checks beyond a body's shape: step configs per step type
 (pipelines.automation_steps) and the things they name — a template, a static list,
 another automation, a webhook target the outbound guard accepts, other steps of the same
-automation — and, once an automation may run, that every step is complete. Each problem is
-400 validation_error with the path of the offending config field."""
+automation — and, once an automation may run, that every step is complete. Each problem answers with the path of
+the offending config field: 404 not_found when it names nothing of this workspace (a
+missing id, or another workspace's: every cross-reference answers so), 400
+validation_error for anything else (a dynamic list where a static one is needed, a flow
+moving to itself, an incomplete step)."""
 
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ from typing import Any, Callable
 
 from mongo import automations as automation_store
 from mongo import campaigns as campaign_store
+from mongo import forms as form_store
 from mongo import lists as list_store
 from mongo import tags as tag_store
 from mongo import templates as template_store
 from pipelines import automation_steps as steps_rules
 from pipelines.automation_steps import field_path
 from pipelines import automation_triggers as trigger_rules
-from pipelines.errors import ValidationFailed
+from pipelines.errors import NotFound, ValidationFailed
 from pipelines.outbound_http import target_problem
 
 from .runtime import caller, db, settings
@@ -26,6 +30,15 @@ PathOf = Callable[[int], str]  # step index → the path prefix of its fields ("
 
 def _fail(path: str, message: str) -> None:
     raise ValidationFailed(f"{path}: {message}", path=path)
+
+
+def _missing(path: str, what: str, ref: str) -> None:
+    raise NotFound(f"{path}: no {what} {ref!r} in this workspace.", path=path)
+
+
+async def _exists(store, what: str, ref: str, path: str) -> None:
+    if await store.get(db(), caller().workspace_id, ref) is None:
+        _missing(path, what, ref)
 
 
 def build_steps(entries: list[dict], path_of: PathOf, current: list[dict] | None = None) -> list[dict]:
@@ -61,9 +74,9 @@ def build_steps(entries: list[dict], path_of: PathOf, current: list[dict] | None
 
 async def check_references(steps: list[dict], path_of: PathOf, automation_id: str | None,
                            unchanged: list[dict] | None = None) -> None:
-    """The templates, lists, automations and webhook targets that steps name (skipping the
-    steps in `unchanged`, as stored, so an edit is not refused for another step's sake)."""
-    workspace_id = caller().workspace_id
+    """The templates, lists, automations, condition tags and lists, and webhook targets that
+    steps name (skipping the steps in `unchanged`, as stored, so an edit is not refused for
+    another step's sake)."""
     kept = {(s["id"], s["step_type"], repr(s["config"])) for s in unchanged or []}
     for index, step in enumerate(steps):
         if (step["id"], step["step_type"], repr(step["config"])) in kept:
@@ -71,25 +84,36 @@ async def check_references(steps: list[dict], path_of: PathOf, automation_id: st
         config, where = step["config"], field_path(path_of(index), "config")
         kind = step["step_type"]
         if kind == "email" and config["templateId"]:
-            if await template_store.get(db(), workspace_id, config["templateId"]) is None:
-                _fail(f"{where}.templateId", f"no template {config['templateId']!r} in this workspace.")
+            await _exists(template_store, "template", config["templateId"], f"{where}.templateId")
+        elif kind == "condition" and config["field"] in ("tags", "lists") and config["value"] != "":
+            await _member_ref(config["field"], config["value"], f"{where}.value")
         elif kind in ("add_to_list", "remove_from_list") and config["listId"]:
             await _static_list(config["listId"], f"{where}.listId")
         elif kind == "move_to_flow" and config["targetFlowId"]:
             if config["targetFlowId"] == automation_id:
                 _fail(f"{where}.targetFlowId", "must name another automation, not this one.")
-            if await automation_store.get(db(), workspace_id, config["targetFlowId"]) is None:
-                _fail(f"{where}.targetFlowId", f"no automation {config['targetFlowId']!r} in this workspace.")
+            await _exists(automation_store, "automation", config["targetFlowId"], f"{where}.targetFlowId")
         elif kind == "webhook" and config["url"]:
             problem = target_problem(config["url"], settings().allow_private_targets)
             if problem:
                 _fail(f"{where}.url", f"the URL {problem}; the outbound guard refuses it.")
 
 
+async def _member_ref(field: str, ref, path: str) -> None:
+    """A condition on `tags` or `lists` names a tag, or a static list, of this workspace
+    (as a segment rule's must: dynamic membership is not stored on contacts)."""
+    if not isinstance(ref, str):
+        _fail(path, f"a condition on {field} names a {field[:-1]} id.")
+    if field == "tags":
+        await _exists(tag_store, "tag", ref, path)
+    else:
+        await _static_list(ref, path)
+
+
 async def _static_list(list_id: str, path: str) -> dict:
     found = await list_store.get(db(), caller().workspace_id, list_id)
     if found is None:
-        _fail(path, f"no list {list_id!r} in this workspace.")
+        _missing(path, "list", list_id)
     if found["type"] != "static":
         _fail(path, "must be a static list (dynamic lists have no members to add or remove).")
     return found
@@ -105,17 +129,14 @@ def check_runnable(steps: list[dict], path_of: PathOf) -> None:
 
 
 async def checked_trigger(trigger_type: str, config: Any, path: str = "trigger_config") -> dict:
-    """The trigger_config complete, and the list, tag, campaign or template it names here."""
+    """The trigger_config complete, and the list, tag, campaign, template or form it names here."""
     out = trigger_rules.normalize_trigger_config(trigger_type, config, path)
-    workspace_id = caller().workspace_id
     if "list_id" in out:
         await _static_list(out["list_id"], f"{path}.list_id")
-    if "tag_id" in out and await tag_store.get(db(), workspace_id, out["tag_id"]) is None:
-        _fail(f"{path}.tag_id", f"no tag {out['tag_id']!r} in this workspace.")
-    if out.get("campaign_id") and await campaign_store.get(db(), workspace_id, out["campaign_id"]) is None:
-        _fail(f"{path}.campaign_id", f"no campaign {out['campaign_id']!r} in this workspace.")
-    if out.get("template_id") and await template_store.get(db(), workspace_id, out["template_id"]) is None:
-        _fail(f"{path}.template_id", f"no template {out['template_id']!r} in this workspace.")
+    for name, store, what in (("tag_id", tag_store, "tag"), ("campaign_id", campaign_store, "campaign"),
+                              ("template_id", template_store, "template"), ("form_id", form_store, "form")):
+        if out.get(name):
+            await _exists(store, what, out[name], f"{path}.{name}")
     return out
 
 

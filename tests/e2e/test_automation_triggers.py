@@ -14,6 +14,7 @@ from mongo import outbox
 from tests.support.audience import events, make_contact, make_list, make_tag
 from tests.support.automations import make_automation, outcomes, runs
 from tests.support.campaigns import make_template
+from tests.support.forms import make_form
 from tests.support.polling import wait_until
 
 TRACKED = '<html><body><p>Hello</p><p><a href="https://shop.example/deal">Deal</a></p></body></html>'
@@ -156,16 +157,17 @@ def test_conversion_created_fires_for_the_buyer(service, tenant):
 
 
 def test_form_submitted_fires_on_the_forms_event_for_its_form_only(service, tenant):
+    forms = {name: make_form(tenant, name=name, double_opt_in=False)["id"] for name in ("signup", "survey")}
     signup = make_automation(tenant, tag_step("signup"), trigger_type="form_submitted",
-                             trigger_config={"form_id": "signup"}, name="signup")
+                             trigger_config={"form_id": forms["signup"]}, name="signup")
     survey = make_automation(tenant, tag_step("survey"), trigger_type="form_submitted",
-                             trigger_config={"form_id": "survey"}, name="survey")
+                             trigger_config={"form_id": forms["survey"]}, name="survey")
     contact = make_contact(tenant, address("former"))
-    # forms are another feature's: what it records is the spec's form.submitted through the outbox
-    for form in ("signup", "survey"):
+    # what the forms feature records is the spec's form.submitted through the outbox
+    for form in forms.values():
         service.store.run(outbox.record, tenant.workspace_id, "form.submitted",
                           {"form": {"id": form}, "contact": {"id": contact["id"], "email": contact["email"]}})
-    assert one_run(tenant, signup["id"], contact["id"])["trigger"]["data"]["form"] == {"id": "signup"}
+    assert one_run(tenant, signup["id"], contact["id"])["trigger"]["data"]["form"] == {"id": forms["signup"]}
     assert one_run(tenant, survey["id"], contact["id"])["trigger"]["type"] == "form_submitted"
 
 

@@ -9,6 +9,7 @@ from pipelines.automation_steps import DEFAULT_CONFIGS
 from tests.support.api import assert_error
 from tests.support.audience import make_contact, make_list, make_tag
 from tests.support.campaigns import make_template
+from tests.support.forms import make_form
 
 
 def create(tenant, **fields):
@@ -80,12 +81,9 @@ def test_given_config_fields_are_kept_and_the_rest_defaulted(tenant):
     ({"step_type": "webhook", "config": {"headers": {"Host": "x"}}}, "steps[0].config.headers.Host"),
     ({"step_type": "webhook", "config": {"body": {"a": {"b": "{{#if x}}"}}}}, "steps[0].config.body.a.b"),
     ({"step_type": "email", "config": {"subject": "Hi {{name|x|shout}}"}}, "steps[0].config.subject"),
-    ({"step_type": "email", "config": {"templateId": "no-such-template"}}, "steps[0].config.templateId"),
     ({"step_type": "wait_for_event", "config": {"eventType": "replied"}}, "steps[0].config.eventType"),
     ({"step_type": "wait_for_event", "config": {"timeoutAction": "wait"}}, "steps[0].config.timeoutAction"),
     ({"step_type": "move_to_flow", "config": {"exitCurrentFlow": "yes"}}, "steps[0].config.exitCurrentFlow"),
-    ({"step_type": "move_to_flow", "config": {"targetFlowId": "no-such-flow"}}, "steps[0].config.targetFlowId"),
-    ({"step_type": "add_to_list", "config": {"listId": "no-such-list"}}, "steps[0].config.listId"),
     ({"step_type": "send_sms"}, "steps[0].step_type"),
     ({"step_type": "delay", "id": "has space"}, "steps[0].id"),
 ])
@@ -137,15 +135,12 @@ def test_move_to_flow_cannot_target_its_own_automation(tenant):
 
 @pytest.mark.parametrize("trigger_type, config, path", [
     ("list_joined", {}, "trigger_config.list_id"),
-    ("list_joined", {"list_id": "no-such-list"}, "trigger_config.list_id"),
-    ("tag_added", {"tag_id": "no-such-tag"}, "trigger_config.tag_id"),
     ("date_attribute", {}, "trigger_config.attribute"),
     ("date_attribute", {"attribute": "birthday", "offset_days": 400}, "trigger_config.offset_days"),
     ("date_attribute", {"attribute": "birthday", "time_of_day": "25:00"}, "trigger_config.time_of_day"),
     ("form_submitted", {}, "trigger_config.form_id"),
     ("api", {"reentry": "sometimes"}, "trigger_config.reentry"),
     ("api", {"list_id": "x"}, "trigger_config.list_id"),
-    ("email_opened", {"campaign_id": "no-such-campaign"}, "trigger_config.campaign_id"),
 ])
 def test_trigger_configs_are_checked_per_trigger_type(tenant, trigger_type, config, path):
     response = tenant.post("/automations", json={"name": "T", "trigger_type": trigger_type, "trigger_config": config})
@@ -167,8 +162,9 @@ def test_trigger_configs_get_their_defaults(tenant):
                   )["trigger_config"] == {"reentry": "always", "tag_id": tag["id"]}
     assert create(tenant, trigger_type="list_joined", trigger_config={"list_id": members["id"]}
                   )["trigger_config"] == {"reentry": "never", "list_id": members["id"]}
-    assert create(tenant, trigger_type="form_submitted", trigger_config={"form_id": "signup"}
-                  )["trigger_config"] == {"reentry": "never", "form_id": "signup"}
+    form = make_form(tenant, double_opt_in=False)
+    assert create(tenant, trigger_type="form_submitted", trigger_config={"form_id": form["id"]}
+                  )["trigger_config"] == {"reentry": "never", "form_id": form["id"]}
 
 
 def test_status_moves_draft_active_paused_and_back_and_nothing_else(tenant):
@@ -323,14 +319,67 @@ def test_another_workspace_sees_nothing_of_an_automation(service, tenant):
                      other.get(f"/automations/{data['id']}/runs")):
         assert_error(response, 404, "not_found")
     assert other.get("/automations").json()["data"] == []
-    # nor can a step name another workspace's template or automation
+    # nor can a step name another workspace's template or automation: 404, as every cross-reference
     template = make_template(tenant)
     assert_error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
-        {"step_type": "email", "config": {"templateId": template["id"]}}]}), 400, "validation_error",
+        {"step_type": "email", "config": {"templateId": template["id"]}}]}), 404, "not_found",
         "steps[0].config.templateId")
     assert_error(other.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
-        {"step_type": "move_to_flow", "config": {"targetFlowId": data["id"]}}]}), 400, "validation_error",
+        {"step_type": "move_to_flow", "config": {"targetFlowId": data["id"]}}]}), 404, "not_found",
         "steps[0].config.targetFlowId")
+
+
+def test_a_form_trigger_and_condition_steps_name_only_this_workspaces_forms_tags_and_lists(service, tenant):
+    other = service.tenant()
+    form = make_form(other, double_opt_in=False)
+    tag = make_tag(other, "theirs")
+    theirs = make_list(other, "Theirs")
+    before = tenant.get("/automations").json()["pagination"]["total"]
+    assert_error(tenant.post("/automations", json={"name": "x", "trigger_type": "form_submitted",
+                                                   "trigger_config": {"form_id": form["id"]}}),
+                 404, "not_found", "trigger_config.form_id")
+    for field, ref in (("tags", tag["id"]), ("lists", theirs["id"]), ("tags", "no-such-tag")):
+        condition = {"field": field, "operator": "equals", "value": ref}
+        assert_error(tenant.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
+            {"step_type": "condition", "config": condition}]}), 404, "not_found", "steps[0].config.value")
+    assert tenant.get("/automations").json()["pagination"]["total"] == before
+    draft = create(tenant, steps=[{"id": "c", "step_type": "condition"}])
+    assert_error(tenant.patch(f"/automations/{draft['id']}/steps/c", json={"config": {
+        "field": "tags", "operator": "equals", "value": tag["id"]}}), 404, "not_found", "config.value")
+    assert_error(tenant.patch(f"/automations/{draft['id']}", json={
+        "trigger_type": "form_submitted", "trigger_config": {"form_id": form["id"]}}), 404, "not_found",
+        "trigger_config.form_id")
+    # their own: accepted (a dynamic list is not: membership of those is not stored)
+    mine, mine_list = make_form(tenant, double_opt_in=False), make_list(tenant, "Mine")
+    my_tag = make_tag(tenant, "mine")
+    dynamic = make_list(tenant, "Dyn", type="dynamic",
+                        conditions={"rules": [{"field": "email", "operator": "contains", "value": "@"}]})
+    created = tenant.post("/automations", json={
+        "name": "ok", "trigger_type": "form_submitted", "trigger_config": {"form_id": mine["id"]}, "steps": [
+            {"step_type": "condition", "config": {"field": "tags", "operator": "equals", "value": my_tag["id"]}},
+            {"step_type": "condition", "config": {"field": "lists", "operator": "not_equals",
+                                                  "value": mine_list["id"]}}]})
+    assert created.status_code == 201, created.text
+    assert_error(tenant.post("/automations", json={"name": "x", "trigger_type": "api", "steps": [
+        {"step_type": "condition", "config": {"field": "lists", "operator": "equals", "value": dynamic["id"]}}]}),
+        400, "validation_error", "steps[0].config.value")
+
+
+@pytest.mark.parametrize("body, path", [
+    ({"trigger_type": "api", "steps": [{"step_type": "email", "config": {"templateId": "no-such-template"}}]},
+     "steps[0].config.templateId"),
+    ({"trigger_type": "api", "steps": [{"step_type": "move_to_flow", "config": {"targetFlowId": "no-such-flow"}}]},
+     "steps[0].config.targetFlowId"),
+    ({"trigger_type": "api", "steps": [{"step_type": "add_to_list", "config": {"listId": "no-such-list"}}]},
+     "steps[0].config.listId"),
+    ({"trigger_type": "list_joined", "trigger_config": {"list_id": "no-such-list"}}, "trigger_config.list_id"),
+    ({"trigger_type": "tag_added", "trigger_config": {"tag_id": "no-such-tag"}}, "trigger_config.tag_id"),
+    ({"trigger_type": "email_opened", "trigger_config": {"campaign_id": "no-such-campaign"}},
+     "trigger_config.campaign_id"),
+    ({"trigger_type": "form_submitted", "trigger_config": {"form_id": "no-such-form"}}, "trigger_config.form_id"),
+])
+def test_a_reference_to_nothing_in_the_workspace_is_404_with_its_path(tenant, body, path):
+    assert_error(tenant.post("/automations", json={"name": "Bad", **body}), 404, "not_found", path)
 
 
 def test_permissions_automations_read_and_write(service, tenant):
