@@ -74,7 +74,9 @@ def test_every_setting_reads_back_with_its_declared_type(field):
     declared = next(f for f in dataclasses.fields(Settings) if f.name == field).type
     sample = {"bool": "1", "int": "700", "float": "7.5", "Path": "/tmp/x"}
     kind = next((k for k in ("bool", "float", "int", "Path") if k in str(declared)), "str")
-    value = getattr(Settings.from_env({f"POSTROOM_{field.upper()}": sample.get(kind, "text")}), field)
+    # a field whose value is checked at start gets one it accepts
+    text = {"smtp_helo_name": "out.acme.example"}.get(field, "text")
+    value = getattr(Settings.from_env({f"POSTROOM_{field.upper()}": sample.get(kind, text)}), field)
     expected = {"bool": bool, "int": int, "float": float, "Path": Path, "str": str}[kind]
     # exact type (a bool is an int to isinstance); any concrete Path flavour is a Path
     assert isinstance(value, expected) and (kind == "Path" or type(value) is expected), (field, declared, value)
