@@ -22,8 +22,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
                            name="ws_domain_unique")],
-    "idempotency": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
-    "rate_windows": [IndexModel([("expires_at", ASCENDING)], name="expiry")],
+    "idempotency": [IndexModel([("expires_ms", ASCENDING)], name="expiry_ms")],
+    "rate_windows": [IndexModel([("expires_ms", ASCENDING)], name="expiry_ms")],
 }
 
 # The stranded-event sweep (mongo.outbox.relay_stranded) over every collection that carries events.

@@ -222,7 +222,7 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     if not message_ids:
         return []
     born = born or {}
-    now, lease_until = now_iso(), in_seconds(lease_seconds)
+    now, lease_until = now_ms(), in_seconds(lease_seconds)
     # Flat filters rather than one `$or`: beside `_id`, an `$or` makes the embedded
     # store scan the collection for every update (4.4 ms a message at 1,000 messages,
     # against 0.2 ms flat), and MongoDB is as happy with either.

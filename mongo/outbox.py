@@ -19,7 +19,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.automation_triggers import CONSUMED_EVENTS
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import ms_in, ms_of, now_iso
 from pipelines.ids import new_uuid
 
 from .documents import insert_all_new
@@ -41,7 +41,9 @@ def event_document(workspace_id: str, event: str, data: dict, event_id: str | No
 
 # Fields of a document that carries events (see the module docstring).
 PENDING = "outbox_pending"              # the events not yet relayed
-PENDING_AT = "outbox_pending_at"        # when the newest was written; "" when none wait
+# When the newest was written, epoch ms (an integer: the stranded sweep ranges over it, and
+# a date-like string in a filter makes the embedded store read the whole collection); 0 when none wait.
+PENDING_AT = "outbox_pending_ms"
 PENDING_TOKEN = "outbox_pending_token"  # the newest event's id: guards clearing the marker
 CARRIER_FIELDS = (PENDING, PENDING_AT, PENDING_TOKEN)
 CARRIERS = ("contacts", "conversions", "automation_runs", "form_signups")  # collections whose writes carry events
@@ -51,7 +53,7 @@ STRANDED_AFTER_SECONDS = 30             # a relay this late is taken to have die
 def no_events() -> dict:
     """The carrier fields of a document with nothing pending. Every carrier document is
     written with them: the embedded store cannot `$addToSet` onto a missing array."""
-    return {PENDING: [], PENDING_AT: "", PENDING_TOKEN: ""}
+    return {PENDING: [], PENDING_AT: 0, PENDING_TOKEN: ""}
 
 
 _BACKFILL_ID = "outbox_carrier_fields"
@@ -76,13 +78,13 @@ def inserted_with(doc: dict, events: list[dict]) -> dict:
     """A new document carrying `events`."""
     if not events:
         return {**doc, **no_events()}
-    return {**doc, PENDING: list(events), PENDING_AT: events[-1]["timestamp"], PENDING_TOKEN: events[-1]["_id"]}
+    return {**doc, PENDING: list(events), PENDING_AT: ms_of(events[-1]["timestamp"]), PENDING_TOKEN: events[-1]["_id"]}
 
 
 def carrying(update: dict, events: list[dict]) -> dict:
     """`update` (its operators) plus putting `events` into the document, in the same write."""
     out = {op: dict(fields) for op, fields in update.items()}
-    out.setdefault("$set", {}).update({PENDING_AT: events[-1]["timestamp"], PENDING_TOKEN: events[-1]["_id"]})
+    out.setdefault("$set", {}).update({PENDING_AT: ms_of(events[-1]["timestamp"]), PENDING_TOKEN: events[-1]["_id"]})
     out.setdefault("$addToSet", {})[PENDING] = {"$each": list(events)}
     return out
 
@@ -109,7 +111,7 @@ async def relay(db: AsyncDatabase, collection: str, doc_ids: list[str],
              for d, mine, _ in moves]
     # The marker goes with the last events, unless a later write (a new token) added more.
     clears = [UpdateOne({"_id": d["_id"], PENDING_TOKEN: d[PENDING_TOKEN]},
-                        {"$set": {PENDING_AT: "", PENDING_TOKEN: ""}})
+                        {"$set": {PENDING_AT: 0, PENDING_TOKEN: ""}})
               for d in [d for d, _, everything in moves if everything] + stale]
     if pulls or clears:
         await db[collection].bulk_write(pulls + clears, ordered=True)
@@ -132,10 +134,10 @@ async def relay_inserted(db: AsyncDatabase, collection: str, docs: list[dict]) -
 
 async def relay_stranded(db: AsyncDatabase, *, limit: int = 500) -> int:
     """Events a dead process left in their documents, relayed (a scheduler job, ops/store_jobs.py)."""
-    cutoff = in_seconds(-STRANDED_AFTER_SECONDS)
+    cutoff = ms_in(-STRANDED_AFTER_SECONDS)
     relayed = 0
     for collection in CARRIERS:
-        docs = await db[collection].find({PENDING_AT: {"$gt": "", "$lt": cutoff}}, {"_id": 1},
+        docs = await db[collection].find({PENDING_AT: {"$gt": 0, "$lt": cutoff}}, {"_id": 1},
                                          limit=limit).to_list()
         if docs:
             relayed += len(await relay(db, collection, [d["_id"] for d in docs]))

@@ -6,7 +6,7 @@ document per bucket (`_id` = subject:bucket), a field per window (its scope: `re
 `email`, `form`), so counting in several windows at once is one upsert by `_id`, and the
 older buckets are one `_id $in` read per bucket and process for all of them (see
 `older_docs`) — fast on MongoDB and on the embedded store. Expired buckets are purged
-by the scheduler (`expires_at`)."""
+by the scheduler (`expires_ms`, epoch ms)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import ms_in, now_ms
 
 from . import counters
 
@@ -78,7 +78,7 @@ async def hit_together(db: AsyncDatabase, subject: str, charges: list[Charge], *
     # The count this request itself made (not a later read, which would include concurrent
     # requests and refuse them all): of k simultaneous requests exactly the allowed ones pass.
     mine = await counters.add_fields(db, "rate_windows", ids[-1], {c.scope: c.cost for c in charges},
-                                     {"expires_at": in_seconds(window_seconds * 2)})
+                                     {"expires_ms": ms_in(window_seconds * 2)})
     older = await older_docs(db, ids, now, width)
     states: dict[str, WindowState] = {}
     for n, charge in enumerate(charges):
@@ -154,5 +154,5 @@ async def peek(db: AsyncDatabase, scope: str, subject: str, *, limit: int,
 
 
 async def purge_expired(db: AsyncDatabase) -> int:
-    result = await db.rate_windows.delete_many({"expires_at": {"$lt": now_iso()}})
+    result = await db.rate_windows.delete_many({"expires_ms": {"$lt": now_ms()}})
     return result.deleted_count

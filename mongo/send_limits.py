@@ -2,7 +2,7 @@
 
 - Windows (per-key email rate, per-domain rate): buckets of W/6 seconds in the
   `rate_windows` collection the front's request limits use (`_id` = "send:<key>:<bucket>",
-  purged by the scheduler through `expires_at`). A take is `$inc` then read, then the
+  purged by the scheduler through `expires_ms`). A take is `$inc` then read, then the
   excess given back, so concurrent takers can under-grant, never over-grant.
 - Slots (per-domain concurrency): one lease document per taker in `send_slots`
   (`_id` = "<key>:<token>", `n`, `until`). A dead worker's lease lapses at `until`.
@@ -19,7 +19,7 @@ import time
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import ms_in, now_iso, now_ms
 from pipelines.ids import new_uuid
 from pipelines.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
 
@@ -28,7 +28,8 @@ from . import counters, grouped_reads, rate_windows
 BUCKETS_PER_WINDOW = 6
 
 INDEXES: dict[str, list] = {
-    "send_slots": [IndexModel([("key", ASCENDING), ("until", ASCENDING)], name="key_until")],
+    "send_slots": [IndexModel([("key", ASCENDING), ("until_ms", ASCENDING)], name="key_until_ms"),
+                   IndexModel([("until_ms", ASCENDING)], name="until_ms")],
 }
 
 
@@ -51,7 +52,7 @@ class StoreLimiterBackend:
         coll = self.db.rate_windows
         # Our own atomic view of the current bucket, plus the older ones (which only shrink).
         current = await counters.add(self.db, "rate_windows", ids[-1], want,
-                                     {"expires_at": in_seconds(window_seconds * 2)})
+                                     {"expires_ms": ms_in(window_seconds * 2)})
         counts = await rate_windows.older_counts(self.db, ids, now, width, "n")
         counts[ids[-1]] = current
         used = sum(counts.values())
@@ -72,8 +73,8 @@ class StoreLimiterBackend:
         token = new_uuid()
         _id = f"{key}:{token}"
         coll = self.db.send_slots
-        await coll.insert_one({"_id": _id, "key": key, "n": want, "until": in_seconds(lease_seconds)})
-        held = await coll.find({"key": key, "until": {"$gt": now_iso()}}, {"n": 1}).to_list()
+        await coll.insert_one({"_id": _id, "key": key, "n": want, "until_ms": ms_in(lease_seconds)})
+        held = await coll.find({"key": key, "until_ms": {"$gt": now_ms()}}, {"n": 1}).to_list()
         excess = min(want, max(0, sum(d.get("n", 0) for d in held) - limit))
         if excess == want:
             await coll.delete_one({"_id": _id})
@@ -138,7 +139,7 @@ async def plan_used(db: AsyncDatabase, workspace_id: str, month: str) -> int:
 
 async def purge_lapsed_slots(db: AsyncDatabase) -> int:
     """Forget concurrency leases whose worker never gave them back (a scheduler job, ops/store_jobs.py)."""
-    return (await db.send_slots.delete_many({"until": {"$lt": now_iso()}})).deleted_count
+    return (await db.send_slots.delete_many({"until_ms": {"$lt": now_ms()}})).deleted_count
 
 
 

@@ -16,7 +16,7 @@ from pymongo.errors import ConnectionFailure
 from mongo import batches, idempotency, messages, processes, rate_windows
 from mongo.client import connect
 from pipelines import delivery_status
-from pipelines.clock import now_iso
+from pipelines.clock import now_ms
 from pipelines.errors import one_line
 from pipelines.settings import Settings
 from pipelines.workflows.publisher import PublishFailed
@@ -83,7 +83,7 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
         await _give_up(db, settings, [d for d in stale if spent(d)], [d for d in lapsed if spent(d)])
     lapsed_ids = [d["_id"] for d in lapsed if not spent(d)]
     stale_ids = [d["_id"] for d in stale if not spent(d)]
-    now = now_iso()
+    now = now_ms()
     await messages.requeue(db, stale_ids, [delivery_status.revive(mid, lapsed_before=now) for mid in lapsed_ids])
     await _render(lapsed_ids + stale_ids)
     if lapsed_ids or stale_ids:
@@ -93,7 +93,7 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
 
 
 async def _give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], lapsed: list[dict]) -> None:
-    now = now_iso()
+    now = now_ms()
     moved = set(await messages.apply_each(
         db, [delivery_status.give_up(d["_id"], _gave_up(d, settings)) for d in stale]
         + [delivery_status.give_up(d["_id"], _gave_up(d, settings), lapsed_before=now) for d in lapsed]))

@@ -42,6 +42,13 @@ def now_ms() -> int:
     return int(utcnow().timestamp() * 1000)
 
 
+def ms_in(seconds: float) -> int:
+    """Epoch milliseconds `seconds` from now (the integer twin of `in_seconds`): what a
+    store filter compares times by (a date-like string in a filter makes the embedded
+    store read the whole collection; see mongo/indexes.py)."""
+    return now_ms() + int(seconds * 1000)
+
+
 def in_seconds(seconds: float, start: _dt.datetime | None = None) -> str:
     return iso((start or utcnow()) + _dt.timedelta(seconds=seconds))
 

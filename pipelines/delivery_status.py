@@ -42,7 +42,9 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> dict:
     - `stall_ms`: when a queued message (not waiting for a retry) was last touched: the
       watchdog renders it again POSTROOM_MESSAGE_STALL_SECONDS later.
     NEVER_MS where none applies. `fields`: the message's (or the write's) `due_at`,
-    `lease_until` and `next_attempt_at`."""
+    `lease_until` and `next_attempt_at`.
+    With a `lease_until` in `fields`, also `lease_ms`, its integer twin: what the guards
+    on a lapsed lease compare (lapsed), never the string."""
     fields = fields or {}
     due = stall = NEVER_MS
     if status == "scheduled":
@@ -56,7 +58,10 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> dict:
             stall = ms_of(at)
             if fields.get("lease_token") and fields.get("lease_until"):  # born claimed: not before its lease ends
                 stall = max(stall, ms_of(fields["lease_until"]))
-    return {"due_ms": due, "stall_ms": stall}
+    times = {"due_ms": due, "stall_ms": stall}
+    if fields.get("lease_until"):
+        times["lease_ms"] = ms_of(fields["lease_until"])
+    return times
 
 
 def born_claim(token: str, lease_until: str) -> dict:
@@ -149,16 +154,24 @@ def cancel(message_id: str, *, current: str, detail: str | None = None, claim: s
 UNCLAIMED = ""  # the `lease_token` of a message nobody holds
 
 
-def claim(message_id: str, token: str, lease_until: str, *, lapsed_before: str | None = None,
+def lapsed(before_ms: int) -> dict:
+    """The guard "its claim's lease ran out before `before_ms`" (epoch ms), on the
+    integer `lease_ms` (watch): a date-like string anywhere in a filter, even beside
+    `_id`, sends the embedded store's write to a tier that reads the whole collection
+    under its one lock (50 such guarded writes took 11 s at 1,000 messages)."""
+    return {"lease_ms": {"$lt": before_ms}}
+
+
+def claim(message_id: str, token: str, lease_until: str, *, lapsed_before: int | None = None,
           own: bool = False, born: str | None = None, legacy: bool = False) -> Transition:
     """`sending` under our claim `token` until `lease_until`: an unclaimed queued message;
-    with `lapsed_before`, a queued or sending one whose earlier claim's lease ran out before
-    then (its worker died, or its born claim's job never ran); with `own`, one this token
+    with `lapsed_before` (epoch ms), a queued or sending one whose earlier claim's lease ran
+    out before then (its worker died, or its born claim's job never ran); with `own`, one this token
     claimed already (the same job's retry); with `born`, a queued one stored claimed by
     that born token (born_claim), which the caller holds; `legacy`: a queued one stored
     before messages carried `lease_token`."""
     if lapsed_before:
-        sources, guard = ("queued", "sending"), {"lease_until": {"$lt": lapsed_before}}
+        sources, guard = ("queued", "sending"), lapsed(lapsed_before)
     elif own:
         sources, guard = ("sending",), {"lease_token": token}
     elif legacy:
@@ -192,21 +205,21 @@ def retry(message_id: str, token: str, note: str | None, *, progress: Mapping | 
                       detail, guard={"lease_token": token}, inc={"attempts": 1}, entry="deferred", stamped=False)
 
 
-def revive(message_id: str, *, lapsed_before: str) -> Transition:
-    """The watchdog: `sending` past its lease (`lapsed_before`: its worker died, its MIME
+def revive(message_id: str, *, lapsed_before: int) -> Transition:
+    """The watchdog: `sending` past its lease (`lapsed_before`, epoch ms: its worker died, its MIME
     is gone) back to `queued`, one more revival; a claim taken meanwhile stands."""
     return Transition(message_id, "queued", ("sending",), {"lease_token": ""}, "send lease expired; sending again",
-                      guard={"lease_until": {"$lt": lapsed_before}}, inc={"revivals": 1}, entry="deferred",
+                      guard=lapsed(lapsed_before), inc={"revivals": 1}, entry="deferred",
                       stamped=False)
 
 
-def give_up(message_id: str, why: str, *, lapsed_before: str | None = None) -> Transition:
+def give_up(message_id: str, why: str, *, lapsed_before: int | None = None) -> Transition:
     """The watchdog ends a stalled message `failed`: a queued one, or (`lapsed_before`)
     one still `sending` past its lease; guarded as in `revive`."""
     if lapsed_before is None:
         return forward(message_id, "failed", {"error": why}, why, current="queued")
     return dataclasses.replace(forward(message_id, "failed", {"error": why}, why, current="sending"),
-                               guard={"lease_until": {"$lt": lapsed_before}})
+                               guard=lapsed(lapsed_before))
 
 
 # What a message of a batch ends as, in the order a batch counts them (mongo.batches, views.batch).

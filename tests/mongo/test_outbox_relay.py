@@ -43,7 +43,7 @@ def test_a_change_whose_writer_died_before_the_relay_is_relayed_once_by_the_swee
     created, before, first, second, after, left = private_db.run(go)
     assert before == [] and (first, second) == (1, 0)
     assert [(e["_id"], e["event"], e["data"]) for e in after] == [(created["_id"], "contact.created", created["data"])]
-    assert left[outbox.PENDING] == [] and left[outbox.PENDING_AT] == "" and left[outbox.PENDING_TOKEN] == ""
+    assert left[outbox.PENDING] == [] and left[outbox.PENDING_AT] == 0 and left[outbox.PENDING_TOKEN] == ""
 
 
 def test_the_sweep_leaves_a_fresh_change_to_its_own_writer(private_db):
