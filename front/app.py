@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from quart import Quart
+from quart import Quart, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from actors import broker as broker_setup
 from mongo import processes
@@ -20,6 +21,16 @@ from .runtime import FrontRuntime
 STORE_ANSWER_WITHIN_SECONDS = 30.0
 
 
+def _refuse_declared_oversize(app: Quart, max_bytes: int) -> None:
+    """A body declared larger than allowed is answered 413 at once, before authentication
+    and before a byte of it is read (Quart alone would read on until the view asks). A
+    body that grows past the limit without declaring it is cut off while it is read."""
+    @app.before_request
+    async def _declared_oversize():
+        if (request.content_length or 0) > max_bytes:
+            raise RequestEntityTooLarge()
+
+
 def create_app(settings: Settings) -> Quart:
     if not settings.mongodb_url:
         raise RuntimeError("create_app needs settings.mongodb_url (ops starts the embedded store)")
@@ -32,10 +43,11 @@ def create_app(settings: Settings) -> Quart:
     app.url_map.strict_slashes = False
     path_ids.install(app)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
-    app.config["BODY_TIMEOUT"] = 60
+    app.config["BODY_TIMEOUT"] = settings.request_body_timeout_seconds
     app.extensions["postroom"] = FrontRuntime(settings=settings)
     openapi.install(app)
     metrics.install(app)  # first: its before_request runs before auth can answer
+    _refuse_declared_oversize(app, settings.max_request_bytes)
     errors.register(app)
     auth.register(app)
 
@@ -54,6 +66,7 @@ def create_app(settings: Settings) -> Quart:
     @app.after_serving
     async def _close_store():
         state: FrontRuntime = app.extensions["postroom"]
+        state.body_parsers.close()
         if state.client is not None:
             await state.client.close()
 

@@ -11,12 +11,15 @@ from quart import current_app, g
 
 from pipelines.settings import Settings
 
+from .body_parsing import BodyParsers
+
 
 @dataclasses.dataclass
 class FrontRuntime:
     settings: Settings
     client: AsyncMongoClient | None = None
     db: AsyncDatabase | None = None
+    body_parsers: BodyParsers = dataclasses.field(default_factory=BodyParsers)
 
 
 def runtime() -> FrontRuntime:

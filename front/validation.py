@@ -15,7 +15,7 @@ from quart_schema import document_querystring, document_request
 
 from pipelines.errors import ValidationFailed
 
-from .runtime import settings
+from .runtime import runtime, settings
 
 M = TypeVar("M", bound=BaseModel)
 # On a view taking a JSON body: whether the body may be left out (the OpenAPI document
@@ -137,7 +137,9 @@ def body(model: type[M], allow_empty: bool = False):
         @functools.wraps(view)
         async def wrapper(*args: Any, **kwargs: Any):
             longest = max(MAX_STRING_BYTES, settings().max_html_bytes)  # html has its own, settable limit
-            data = parse_body(model, await json_body(allow_empty), allow_empty, longest)
+            raw = await json_body(allow_empty)
+            # a large body in a parser process: parsing it here would stall every caller
+            data = await runtime().body_parsers.run(len(raw), parse_body, model, raw, allow_empty, longest)
             return await view(*args, data=data, **kwargs)
         setattr(wrapper, BODY_OPTIONAL_ATTRIBUTE, allow_empty)
         return wrapper
