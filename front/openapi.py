@@ -184,7 +184,8 @@ class Published:
 
 
 def _etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    """The entity tag, unquoted (as werkzeug's `ETags` compares them)."""
+    return hashlib.sha256(body).hexdigest()[:32]
 
 
 # libyaml's emitter where installed (3-4 times faster, the same document).
@@ -219,11 +220,11 @@ class PublishedDocument:
 
 
 def _serve(body: bytes, etag: str, content_type: str) -> Response:
-    if etag in request.if_none_match:
+    if request.if_none_match.contains_weak(etag):
         response = Response(b"", status=304)
     else:
         response = Response(body, content_type=content_type)
-    response.headers["ETag"] = etag
+    response.set_etag(etag)
     return response
 
 
