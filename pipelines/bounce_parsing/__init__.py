@@ -11,7 +11,9 @@ One module per report format or provider style, all producing the same `Bounce`:
 - `gmail` — Gmail's older text-only "Delivery to the following recipient failed";
 - `mta_texts` — every other text-only style a mail server writes (qmail, Exim, Postfix,
   sendmail, SMTP32, GroupWise, old Exchange, Yahoo, …), the addresses found by
-  `flufl.bounce`.
+  `flufl.bounce`;
+- `notices` — what none of those reads: a notice's embedded DSN fields, else the
+  addresses its own words name (DragonFly, KDDI, EZweb, m-FILTER, Zoho, WorkMail, …).
 
 `parse_report` tries them in that order; None means "not a report we understand" (the
 caller keeps the raw report and counts it, never drops it). The message the report is
@@ -27,7 +29,7 @@ import email.policy
 import re
 from email.message import EmailMessage
 
-from . import arf, gmail, microsoft, mta_texts, rfc3464
+from . import arf, gmail, microsoft, mta_texts, notices, rfc3464
 from .matching import Matched, match, sent_to
 from .model import Bounce
 
@@ -51,7 +53,10 @@ def find_message_id(text: str) -> str | None:
 
 def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | None:
     msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
-    found = next((f for f in (parser(msg) for parser in PARSERS) if f), None) or mta_texts.parse_raw(raw, msg)
+    found = next((f for f in (parser(msg) for parser in PARSERS) if f), None)
+    if not found and rfc3464.says_delivered(msg):
+        return None  # a machine-readable DSN naming no failure (delivered, 2.x.x): no guessing from its text
+    found = found or mta_texts.parse_raw(raw, msg) or notices.parse(msg)
     if not found:
         return None
     style, bounces = found

@@ -18,6 +18,7 @@ from email.utils import parseaddr
 
 from flufl.bounce._scan import _DETECTORS  # the detector list, in flufl's own order
 
+from . import notices
 from .classify import classify, clean_diagnostic, status_from
 from .isp import provider_of
 from .model import Bounce
@@ -51,6 +52,11 @@ def parse_raw(raw: bytes, msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     style, temporary, permanent = found
     notice = notice_text(msg)
     isp = provider_of(parseaddr(sender_of(msg))[1].rpartition("@")[2]) or ""  # the notice's sender's provider
+    # flufl's looser detectors also pick up the notice's own sender and Message-IDs (Zoho):
+    # an address is a failure only if the notice's own words name it and it is not the notice's
+    own, words = notices.own_addresses(msg), notice.lower()
+    temporary, permanent = ([a for a in found if a.lower() not in own and a.lower() in words] or found
+                            for found in (temporary, permanent))
     everyone = temporary + permanent
     bounces = []
     for address, action in [(a, "delayed") for a in temporary] + [(a, "failed") for a in permanent]:

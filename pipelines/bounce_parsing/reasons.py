@@ -80,6 +80,7 @@ BASIC_REASONS = {"421": SYSTEMERROR, "450": SYSTEMERROR, "451": SYSTEMERROR, "45
 
 # reason → phrases (lower case), tried in this order: sender-side refusals first
 PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (ONHOLD, ("on hold", "onhold")),  # the receiver itself cannot tell yet
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",
                   "no reverse", "cannot find your hostname", "client host rejected: cannot find your",
                   "cannot resolve your address", "resolve ptr", "ip name lookup failed", "not resolve to a",
@@ -158,14 +159,17 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "temporary failure", "try again", "service unavailable", "service currently unavailable",
                    "local error", "deferred", "mail system", "i/o error", "system")),
     (SYNTAXERROR, ("syntax error", "command unrecognized", "unrecognized command", "bad sequence")),
-    (ONHOLD, ("on hold", "onhold")),
 )
 _PATTERNS = [(reason, re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, words)) + ")"))
              for reason, words in PHRASES]
 
 
+_NOT_WORDS = re.compile(r"\S+@\S+|\S*://\S+")
+
+
 def reason_from_words(text: str) -> str | None:
-    lowered = " ".join((text or "").lower().split())
+    # addresses and links are no words: a local part (`blocked@…`) or a URL's path is no reason
+    lowered = " ".join(_NOT_WORDS.sub(" ", (text or "").lower()).split())
     return next((reason for reason, pattern in _PATTERNS if pattern.search(lowered)), None)
 
 

@@ -7,6 +7,7 @@ whichever of them the message was sent to (matching.py)."""
 
 from __future__ import annotations
 
+import re
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 
@@ -56,8 +57,28 @@ def _comment(status_field: str) -> str:
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     blocks = delivery_status_blocks(msg)
-    if not blocks:
-        return None
+    bounces = bounces_of(blocks) if blocks else []
+    return ("rfc3464", bounces) if bounces else None
+
+
+def says_delivered(msg: EmailMessage) -> bool:
+    """The DSN's recipient blocks all say the mail went through (or would): 2.x.x, delivered, …"""
+    named = [b for b in delivery_status_blocks(msg) or [] if b.get("Final-Recipient") or b.get("Original-Recipient")]
+    return bool(named) and all((str(b.get("Action") or "").split() or [""])[0].lower() in _NOT_FAILURES
+                               or is_success(str(b.get("Status") or "")) for b in named)
+
+
+def blocks_in_text(text: str) -> list[Message]:
+    """DSN fields written into a text part (Amazon WorkMail and others quote their own
+    report that way): the blocks from the first Reporting-MTA/Final-Recipient/Action line on."""
+    start = re.search(r"^(Reporting-MTA|Final-Recipient|Original-Recipient|Action):", text, re.M | re.I)
+    if not start:
+        return []
+    blocks = [b for b in text[start.start():].replace("\r\n", "\n").split("\n\n") if b.strip()]
+    return [HeaderParser().parsestr(b.strip() + "\n") for b in blocks]
+
+
+def bounces_of(blocks: list[Message]) -> list[Bounce]:
     per_message, recipients = blocks[0], blocks[1:]
     if per_message.get("Final-Recipient") or per_message.get("Original-Recipient"):
         per_message, recipients = Message(), blocks  # no per-message block given
@@ -81,4 +102,4 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
                               type=verdict.type, category=verdict.category, reason=verdict.reason, source="dsn",
                               smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
                               action=action, reporting_mta=remote or reporting))
-    return ("rfc3464", bounces) if bounces else None
+    return bounces

@@ -20,7 +20,9 @@ _ORIGINAL_FOLLOWS = re.compile(
     r"|original message follows|original message as received|original message headers"
     r"|unsent message below|the original message follows|a copy of the original message"
     r"|undelivered message follows|returned message follows|start of returned message|original message\s*-{2,}"
-    r"|-+\s*original message\s*-+)", re.I | re.M)
+    r"|-+\s*original message\s*-+|message headers follow|below is a copy of the original message"
+    r"|-+\s*returned message\s*-+|-+\s*unsent message follows|-+\s*original mail info"
+    r"|(received|return-path):\s?\S)", re.I | re.M)
 _QUOTED_PARTS = ("message/rfc822", "text/rfc822-headers", "message/delivery-status", "message/feedback-report")
 MAX_DIAGNOSTIC_CHARS = 500
 MAX_BLOCK_LINES = 12
