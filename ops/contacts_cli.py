@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mongo import contact_import, lists, segments, tags, workspaces
-from pipelines.contact_csv import HeaderError, export_header, export_row, read_rows
+from pipelines.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
 from pipelines.segment_rules import compile_conditions
 from pipelines.workflows import bulk_import
 
@@ -116,7 +116,7 @@ async def selection(db, workspace_id: str, list_id: str | None, segment_id: str 
 
 
 def cmd_export_contacts(args) -> int:
-    out = csv.writer(sys.stdout, lineterminator="\r\n")
+    out = export_writer(sys.stdout)
 
     async def work(db):
         condition, error = await selection(db, args.workspace, args.list, args.segment)

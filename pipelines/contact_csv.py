@@ -7,7 +7,13 @@ contact fields; `id`, `bounced`, `tags`, `lists`, `created_at`, `updated_at` and
 is an attribute. A column may declare its type as `name:type` (`string`, `number`,
 `integer`, `boolean`); undeclared values are inferred: `true`/`false` → boolean, an
 integer without a leading zero → integer, a decimal → number, anything else a string
-(so zip codes like 01234 stay strings). An empty cell sets nothing."""
+(so zip codes like 01234 stay strings). An empty cell sets nothing.
+
+Formula injection (OWASP "CSV Injection"): a spreadsheet runs a cell that starts with `=`,
+`+`, `-`, `@`, TAB or CR as a formula, so an export writes such a cell with a leading `'`
+(shown as text) and quotes every cell; a plain number (`-5`, `-1.5`) is no formula and is
+written as it is. An import takes that `'` off again, so an export imports back
+unchanged."""
 
 from __future__ import annotations
 
@@ -29,6 +35,31 @@ EXPORT_FIELDS = ("id", "email", "first_name", "last_name", "subscribed", "bounce
 _INTEGER = re.compile(r"^-?(0|[1-9]\d{0,17})$")
 _DECIMAL = re.compile(r"^-?(0|[1-9]\d*)\.\d+$")
 _TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def _reads_as_formula(text: str) -> bool:
+    """Whether `text` needs the escape quote: it starts with a formula character, or it
+    starts with the escape quote itself before such text (so un-escaping is exact)."""
+    if text.startswith("'"):
+        return _reads_as_formula(text[1:])
+    return text.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.match(text)
+
+
+def neutralised(text: str) -> str:
+    """An export cell as a spreadsheet shows it as text, never runs it."""
+    return "'" + text if _reads_as_formula(text) else text
+
+
+def unneutralised(text: str) -> str:
+    """An import cell with an export's escape quote taken off."""
+    return text[1:] if text.startswith("'") and _reads_as_formula(text[1:]) else text
+
+
+def export_writer(stream):
+    """The csv writer of an export (CLI and API alike): every cell quoted, CRLF lines."""
+    return csv.writer(stream, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
 
 
 class HeaderError(ValueError):
@@ -106,7 +137,7 @@ def parse_row(line: int, columns: list[Column], cells: list[str]) -> ContactRow 
         return RowError(line, f"{len(cells)} cells for {len(columns)} columns")
     row = ContactRow(line, "")
     for column, cell in zip(columns, cells):
-        text = cell.strip()
+        text = unneutralised(cell.strip())
         if column.kind == "ignored" or (text == "" and column.name != "email"):
             continue
         try:
@@ -162,13 +193,14 @@ def export_header(attribute_names: Iterable[str]) -> list[str]:
 
 
 def export_row(contact: dict, attribute_names: list[str]) -> list[str]:
-    """One contact as export cells (booleans as true/false, empty for unset)."""
+    """One contact as export cells (booleans as true/false, empty for unset), each one
+    `neutralised`."""
     def cell(value) -> str:
         if value is None:
             return ""
         if isinstance(value, bool):
             return "true" if value else "false"
-        return str(value)
+        return neutralised(str(value))
     attributes = contact.get("attributes") or {}
     return [cell(contact.get("_id")), cell(contact.get("email")), cell(contact.get("first_name")),
             cell(contact.get("last_name")), cell(bool(contact.get("subscribed"))), cell(bool(contact.get("bounced"))),

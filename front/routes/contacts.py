@@ -3,7 +3,6 @@ duplicates across lists."""
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ from mongo import segments as segment_store
 from mongo import tags as tag_store
 from pipelines import views
 from pipelines.clock import in_seconds, now_iso
-from pipelines.contact_csv import HeaderError, export_header, export_row, read_rows
+from pipelines.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
 from pipelines.contact_search import search_filter
 from pipelines.errors import ConfirmationRequired, Conflict, ValidationFailed
 from pipelines.segment_rules import compile_conditions
@@ -292,7 +291,7 @@ async def download_export(job_id: str):
 
     async def lines():
         buffer = io.StringIO()
-        out = csv.writer(buffer, lineterminator="\r\n")
+        out = export_writer(buffer)
         out.writerow(export_header(names))
         async for doc in contact_import.export_contacts(store, workspace_id, condition):
             out.writerow(export_row(doc, names))

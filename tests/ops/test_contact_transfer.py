@@ -173,3 +173,40 @@ def test_an_exported_file_imports_back_into_another_workspace(service, tenant, t
     [contact] = other.get("/contacts").json()["data"]
     assert (contact["email"], contact["first_name"], contact["attributes"]) == \
         ("round@example.com", "Rönd", {"score": 2.5, "ok": True})
+
+
+# What a spreadsheet would run as a formula (OWASP "CSV Injection"): a leading =, +, -, @,
+# TAB or CR, in any field a contact can carry, the address included.
+# (A leading CR is covered in tests/pipelines/test_contact_csv.py: the CLI's stdout is read
+# as text here, which turns it into a line feed.)
+HOSTILE = {"first_name": "=1+1", "last_name": "+SUM(A1:A9)",
+           "attributes": {"at": "@cmd|' /C calc'!A0", "minus": "-2+3", "tab": "\tx",
+                          "quoted": "'=already", "negative": -5, "plain": "hello"}}
+
+
+def test_exports_neutralise_formula_cells_and_import_back_unchanged(service, tenant, tmp_path):
+    created = tenant.post("/contacts", json={"email": "=evil@example.com", **HOSTILE})
+    assert created.status_code == 201, created.text
+    cli = run_postroom(service.env, "export", "contacts", "--workspace", tenant.workspace_id).stdout
+    job = tenant.post("/contacts/export", json={}).json()["data"]
+    api = tenant.get(f"/contacts/export/{job['id']}/download").text
+    for text in (cli, api):
+        assert text.startswith('"id","email",') and ',"\'=1+1",' in text  # every cell quoted
+        [row] = exported(text)
+        assert (row["email"], row["first_name"], row["last_name"]) == ("'=evil@example.com", "'=1+1", "'+SUM(A1:A9)")
+        assert (row["at"], row["minus"], row["tab"]) == ("'@cmd|' /C calc'!A0", "'-2+3", "'\tx")
+        assert (row["quoted"], row["negative"], row["plain"]) == ("''=already", "-5", "hello")
+        # no cell a spreadsheet would take for a formula
+        assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for cell in row.values())
+    assert exported(api)[0] == exported(cli)[0]
+
+    path = tmp_path / "out.csv"
+    path.write_text(cli, encoding="utf-8", newline="")
+    other = service.tenant()
+    summary = json.loads(run_postroom(service.env, "import", "contacts", str(path), "--workspace",
+                                      other.workspace_id, "--json").stdout)
+    assert (summary["created"], summary["error_count"]) == (1, 0), summary
+    [contact] = other.get("/contacts").json()["data"]
+    assert (contact["email"], contact["first_name"], contact["last_name"]) == \
+        ("=evil@example.com", "=1+1", "+SUM(A1:A9)")
+    assert contact["attributes"] == HOSTILE["attributes"]  # the escape quote (only it) taken off
