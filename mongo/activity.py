@@ -17,15 +17,17 @@ INDEXES: dict[str, list] = {
                  IndexModel([("workspace_id", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)],
                             name="ws_action_at"),
                  # the scheduler's purge of delete-alls past their restore window (all workspaces)
-                 IndexModel([("action", ASCENDING), ("details.purged", ASCENDING),
-                             ("details.restorable_until", ASCENDING)], name="purge_due")],
+                 # (on `purge_ms`, the integer twin of details.restorable_until while unpurged:
+                 # a date-like string in a filter makes the embedded store read every entry)
+                 IndexModel([("purge_ms", ASCENDING)], name="purge_ms")],
 }
 
 
 async def record(db: AsyncDatabase, workspace_id: str, action: str, key_id: str | None,
-                 details: dict) -> dict:
+                 details: dict, *, fields: dict | None = None) -> dict:
+    """`fields`: top-level fields beside the details, for the store's own use (not shown)."""
     doc = {"_id": new_uuid(), "workspace_id": workspace_id, "action": action, "key_id": key_id,
-           "details": details, "at": now_iso()}
+           "details": details, "at": now_iso(), **(fields or {})}
     await db.activity.insert_one(doc)
     return doc
 

@@ -12,7 +12,8 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.clock import iso, now_iso, utcnow
+from pipelines.clock import iso, ms_of, now_iso, now_ms, utcnow
+from pipelines.delivery_status import NEVER_MS
 from pipelines.ids import new_uuid
 
 from . import activity, versions
@@ -33,9 +34,11 @@ async def delete_all(db: AsyncDatabase, workspace_id: str, key_id: str | None) -
         live(workspace_id),
         versions.bump({"$set": {"deleted": True, "deleted_at": iso(now), "deletion_id": deletion_id,
                                 "updated_at": iso(now)}}))
+    until = iso(now + RESTORE_WINDOW)
+    # `purge_ms`: when the purge is due, as the integer the scheduler ranges over (purge_unrestorable)
     return await activity.record(db, workspace_id, DELETE_ALL, key_id, {
-        "deletion_id": deletion_id, "count": result.modified_count,
-        "restorable_until": iso(now + RESTORE_WINDOW), "purged": False})
+        "deletion_id": deletion_id, "count": result.modified_count, "restorable_until": until, "purged": False},
+        fields={"purge_ms": ms_of(until)})
 
 
 async def find_deletion(db: AsyncDatabase, workspace_id: str, deletion_id: str | None) -> dict | None:
@@ -79,8 +82,7 @@ async def restore(db: AsyncDatabase, workspace_id: str, entry: dict, key_id: str
 async def purge_unrestorable(db: AsyncDatabase) -> int:
     """A scheduler job (ops/store_jobs.py): permanently delete the contacts of delete-alls whose restore window
     has ended (found through the small activity log, not by scanning contacts)."""
-    due = await db.activity.find({"action": DELETE_ALL, "details.purged": False,
-                                  "details.restorable_until": {"$lt": now_iso()}}, limit=100).to_list()
+    due = await db.activity.find({"purge_ms": {"$lt": now_ms()}, "action": DELETE_ALL}, limit=100).to_list()
     purged = 0
     for entry in due:
         result = await db.contacts.delete_many({"workspace_id": entry["workspace_id"],
@@ -88,6 +90,7 @@ async def purge_unrestorable(db: AsyncDatabase) -> int:
         purged += result.deleted_count
         # the whole object: a dotted boolean $set comes back as 0/1 from the embedded store
         await db.activity.update_one({"_id": entry["_id"]},
-                                     {"$set": {"details": {**entry["details"], "purged": True}}})
+                                     {"$set": {"details": {**entry["details"], "purged": True},
+                                               "purge_ms": NEVER_MS}})
     return purged
 

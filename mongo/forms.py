@@ -19,20 +19,23 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.clock import now_iso
+from pipelines.clock import ms_of, now_iso, now_ms
+from pipelines.delivery_status import NEVER_MS
 
 from . import documents, outbox
 from .documents import NEWEST_FIRST, delete_owned, get_owned, update_owned
 
 INDEXES: dict[str, list] = {
     "forms": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created")],
-    "form_signups": [IndexModel([("status", ASCENDING), ("expires_at", ASCENDING)], name="status_expiry")],
+    # the expiry sweep ranges over the integer twin (a date-like string in a filter makes
+    # the embedded store read every signup); NEVER_MS once confirmed
+    "form_signups": [IndexModel([("expires_ms", ASCENDING)], name="expires_ms")],
 }
 
 PENDING, CONFIRMED = "pending", "confirmed"
 # What a repeated submission of the same address replaces on its signup.
 _RESUBMITTED = ("email", "first_name", "last_name", "attributes", "status", "client_address",
-                "submitted_at", "expires_at")
+                "submitted_at", "expires_at", "expires_ms")
 
 
 async def create(db: AsyncDatabase, workspace_id: str, fields: dict) -> dict:
@@ -79,6 +82,7 @@ async def record_submission(db: AsyncDatabase, signup: dict, event: dict) -> dic
     replaced; when its last confirmation email went is kept). Returns the signup as it
     was before, or None when it is new."""
     before = None
+    signup = {**signup, "expires_ms": ms_of(signup["expires_at"])}
     for _ in range(2):  # the expiry job may delete the signup between the two writes
         try:
             await db.form_signups.insert_one(outbox.inserted_with(signup, [event]))
@@ -106,13 +110,14 @@ async def get_signup(db: AsyncDatabase, workspace_id: str, signup_id: str) -> di
 async def mark_confirmed(db: AsyncDatabase, signup_id: str) -> bool:
     """pending → confirmed, guarded: True for the one caller that moved it."""
     result = await db.form_signups.update_one({"_id": signup_id, "status": PENDING},
-                                              {"$set": {"status": CONFIRMED, "confirmed_at": now_iso()}})
+                                              {"$set": {"status": CONFIRMED, "confirmed_at": now_iso(),
+                                                        "expires_ms": NEVER_MS}})
     return result.modified_count == 1
 
 
 async def expire_signups(db: AsyncDatabase, *, limit: int = 500) -> int:
     """A scheduler job (ops/store_jobs.py): delete pending signups whose confirmation link has run out."""
-    stale = await db.form_signups.find({"status": PENDING, "expires_at": {"$lt": now_iso()}}, {"_id": 1},
+    stale = await db.form_signups.find({"expires_ms": {"$lt": now_ms()}, "status": PENDING}, {"_id": 1},
                                        limit=limit).to_list()
     if not stale:
         return 0

@@ -13,10 +13,13 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import in_seconds, now_iso
+from pipelines.clock import ms_in, ms_of, now_iso
+from pipelines.delivery_status import NEVER_MS
 
 INDEXES: dict[str, list] = {
-    "inbound_reports": [IndexModel([("status", ASCENDING), ("enqueued_at", ASCENDING)], name="status_enqueued"),
+    # `enqueued_ms`: the integer twin of enqueued_at the stale sweep ranges over (a date-like
+    # string in a filter makes the embedded store read every report); NEVER_MS once processed
+    "inbound_reports": [IndexModel([("enqueued_ms", ASCENDING)], name="enqueued_ms"),
                         IndexModel([("received_at", DESCENDING)], name="received")],
 }
 STATS_ID = "totals"
@@ -24,8 +27,13 @@ OUTCOMES = ("parsed", "unparseable", "unmatched", "failed")
 STATUSES = ("received", *OUTCOMES)
 
 
+def _enqueued_now() -> dict:
+    at = now_iso()
+    return {"enqueued_at": at, "enqueued_ms": ms_of(at)}
+
+
 async def store(db: AsyncDatabase, doc: dict) -> None:
-    await db.inbound_reports.insert_one(doc)
+    await db.inbound_reports.insert_one({**doc, "enqueued_ms": ms_of(doc["enqueued_at"])})
     await db.inbound_stats.update_one({"_id": STATS_ID}, {"$inc": {"received": 1}}, upsert=True)
 
 
@@ -55,7 +63,8 @@ async def finish(db: AsyncDatabase, report_id: str, outcome: str, detail: str = 
         raise ValueError(outcome)
     result = await db.inbound_reports.update_one(
         {"_id": report_id, "status": "received"},
-        {"$set": {"status": outcome, "detail": detail, "processed_at": now_iso(), **fields}})
+        {"$set": {"status": outcome, "detail": detail, "processed_at": now_iso(), "enqueued_ms": NEVER_MS,
+                  **fields}})
     if result.modified_count:
         await db.inbound_stats.update_one({"_id": STATS_ID}, {"$inc": {outcome: 1}}, upsert=True)
     return bool(result.modified_count)
@@ -69,7 +78,7 @@ async def reopen(db: AsyncDatabase, report: dict) -> bool:
         raise ValueError(report["status"])
     result = await db.inbound_reports.update_one(
         {"_id": report["_id"], "status": report["status"]},
-        {"$set": {"status": "received", "attempts": 0, "last_error": "", "detail": "", "enqueued_at": now_iso()}})
+        {"$set": {"status": "received", "attempts": 0, "last_error": "", "detail": "", **_enqueued_now()}})
     if result.modified_count:
         await db.inbound_stats.update_one({"_id": STATS_ID}, {"$inc": {report["status"]: -1}})
     return bool(result.modified_count)
@@ -96,11 +105,11 @@ async def stale_received(db: AsyncDatabase, older_than_seconds: int, limit: int 
     """Reports still `received` whose last enqueue is older than the given age (it was lost,
     or the bounces actor keeps failing); their `enqueued_at` moves to now so each one is
     handed out again at most once per that age."""
-    cutoff = in_seconds(-older_than_seconds)
-    docs = await db.inbound_reports.find({"status": "received", "enqueued_at": {"$lt": cutoff}},
+    cutoff = ms_in(-older_than_seconds)
+    docs = await db.inbound_reports.find({"enqueued_ms": {"$lt": cutoff}, "status": "received"},
                                          {"_id": 1}, limit=limit).to_list()
     ids = [d["_id"] for d in docs]
     if ids:
         await db.inbound_reports.update_many({"_id": {"$in": ids}, "status": "received"},
-                                             {"$set": {"enqueued_at": now_iso()}})
+                                             {"$set": _enqueued_now()})
     return ids

@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_parts, campaigns, outbox, send_limits, workspaces
 from pipelines import send_jobs, throttle
-from pipelines.clock import in_seconds, parse_iso
+from pipelines.clock import in_seconds, ms_in, parse_iso
 from pipelines.errors import PostroomError
 from pipelines.settings import Settings
 from pipelines.workflows import render_chunk, start_campaign
@@ -102,7 +102,7 @@ async def revive_lapsed_parts(db: AsyncDatabase, settings: Settings) -> int:
 
 async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
     refreshed = 0
-    for campaign in await campaigns.recently_finished(db, in_seconds(-LATE_STATS_WINDOW_SECONDS)):
+    for campaign in await campaigns.recently_finished(db, ms_in(-LATE_STATS_WINDOW_SECONDS)):
         if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS * 15):
             await campaigns.refresh_status_counts(db, campaign["_id"])
             refreshed += 1

@@ -135,7 +135,8 @@ def test_contacts_past_the_restore_window_are_purged_by_the_scheduler(service, t
     async def age(db):
         entry = await db.activity.find_one({"workspace_id": tenant.workspace_id, "action": "contacts.delete_all"})
         details = {**entry["details"], "restorable_until": "2000-01-01T00:00:00.000000Z"}
-        await db.activity.update_one({"_id": entry["_id"]}, {"$set": {"details": details}})
+        # (purge_ms: the integer the scheduler finds a due purge by)
+        await db.activity.update_one({"_id": entry["_id"]}, {"$set": {"details": details, "purge_ms": 0}})
 
     async def remaining(db):
         return await db.contacts.count_documents({"workspace_id": tenant.workspace_id,
