@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import ipaddress
 import logging
 import os
 import re
