@@ -12,7 +12,7 @@ from mongo import processes
 from mongo.client import connect
 from pipelines.settings import Settings
 
-from . import auth, errors, metrics, openapi, path_ids
+from . import access_log, auth, errors, metrics, openapi, path_ids
 from .routes import register_all
 from .runtime import FrontRuntime
 
@@ -47,6 +47,7 @@ def create_app(settings: Settings) -> Quart:
     app.extensions["postroom"] = FrontRuntime(settings=settings)
     openapi.install(app)
     metrics.install(app)  # first: its before_request runs before auth can answer
+    access_log.install(app)  # so does this one: a refused request is logged and timed too
     _refuse_declared_oversize(app, settings.max_request_bytes)
     errors.register(app)
     auth.register(app)

@@ -2,8 +2,9 @@
 
 Each line: `ts` (UTC, ISO 8601), `level`, `logger`, `message`, the ids a record carries
 as extra fields (`workspace_id`, `message_id`, `campaign_id`, `contact_id`, `job_id`,
-`delivery_id`, `report_id`: `log.info("…", extra={"message_id": mid})`), `process`, and
-`exception` (the formatted traceback) when there is one."""
+`delivery_id`, `report_id`, `request_id`: `log.info("…", extra={"message_id": mid})`), the
+access log's request fields (`method`, `route`, `status`, `ms`: front/access_log.py),
+`process`, and `exception` (the formatted traceback) when there is one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import datetime as _dt
 import json
 import logging
 
-ID_FIELDS = ("workspace_id", "message_id", "campaign_id", "contact_id", "job_id", "delivery_id", "report_id")
+ID_FIELDS = ("workspace_id", "message_id", "campaign_id", "contact_id", "job_id", "delivery_id", "report_id",
+             "request_id")
+REQUEST_FIELDS = ("method", "route", "status", "ms")
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,7 +26,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             "process": record.process,
         }
-        for name in ID_FIELDS:
+        for name in ID_FIELDS + REQUEST_FIELDS:
             value = getattr(record, name, None)
             if value is not None:
                 line[name] = value

@@ -12,7 +12,8 @@ from dramatiq.broker import MessageProxy
 from dramatiq.message import Message
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from ops.logs import LOG_FORMAT, NoMailInLogs
+from ops.log_format import JsonFormatter
+from ops.logs import LOG_FORMAT, LibraryWarningsOnly, NoMailInLogs
 from tests.support.polling import wait_until
 from tests.support.private_stack import private_stack
 
@@ -20,16 +21,52 @@ BODY = "<p>Dear Ada, your code is 918273</p>"
 TOKEN = "eyJ3IjoiYWNtZSJ9.c2lnbmVk"
 
 
-def logged(emit) -> str:
+def logged(emit, name: str | None = None, formatter: logging.Formatter | None = None) -> str:
+    """What a handler set up as ops/logs.py sets them up writes for the records `emit`
+    logs (on a logger named `name`, a library's if not ours)."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(formatter or logging.Formatter(LOG_FORMAT))
+    handler.addFilter(LibraryWarningsOnly())
     handler.addFilter(NoMailInLogs())
-    logger = logging.getLogger(f"test.logs.{id(stream)}")
+    logger = logging.getLogger(name or f"postroom.test.logs.{id(stream)}")
+    logger.setLevel(logging.INFO)
     logger.propagate = False
     logger.addHandler(handler)
-    emit(logger)
+    try:
+        emit(logger)
+    finally:
+        logger.removeHandler(handler)
     return stream.getvalue()
+
+
+HOOK = "https://hookuser:PASSW0RD@hooks.example/in?token=S3CRET&x=1"
+
+
+def test_urls_lose_their_user_info_and_query_string_in_every_line():
+    def emit(logger):
+        logger.warning('HTTP Request: POST %s "HTTP/1.1 500"', HOOK)
+        logger.warning("store at mongodb://admin:PASSW0RD@db.example:27017/?authSource=S3CRET")
+        try:
+            raise RuntimeError(f"could not reach {HOOK}")
+        except RuntimeError:
+            logger.exception("delivery failed")
+    text = logged(emit, name="httpx")
+    assert "PASSW0RD" not in text and "S3CRET" not in text and "hookuser" not in text, text
+    assert 'POST https://hooks.example/in?… "HTTP/1.1 500"' in text
+    assert "mongodb://db.example:27017/?…" in text
+    assert "RuntimeError: could not reach https://hooks.example/in?…" in text
+
+
+def test_library_lines_below_warning_are_dropped_and_ours_kept():
+    def emit(logger):
+        logger.info(f"HTTP Request: POST {HOOK}")
+        logger.warning("a library's warning")
+    for library in ("httpx", "dramatiq.worker"):
+        text = logged(emit, name=library)
+        assert "HTTP Request" not in text and "a library's warning" in text
+    ours = logged(emit, name="postroom.webhooks")
+    assert "HTTP Request: POST https://hooks.example/in?…" in ours and "a library's warning" in ours
 
 
 def send_job() -> Message:
@@ -114,7 +151,31 @@ def test_json_logs_are_one_object_per_line_with_the_ids(service, store_url, run_
         assert {"ts", "level", "logger", "process"} <= set(records[0])
         records, other = json_records(worker.log_path)
         assert other == [], other[:5]
-        assert any(r["logger"].startswith("dramatiq") for r in records)
+        assert records and all(is_ours_or_a_warning(r) for r in records), records[:5]
+        status = tenant.get(f"/contacts/import/{job['id']}", headers={"X-Request-Id": "req-42"})
+        assert status.headers["X-Request-Id"] == "req-42"
+        [access] = wait_until(lambda: [r for r in json_records(stack.log_dir / "front.log")[0]
+                                       if r.get("request_id") == "req-42"], what="the access log line")
     front_records, front_other = json_records(stack.log_dir / "front.log")
     assert front_other == [], front_other[:5]
-    assert any(r["logger"] == "hypercorn.error" for r in front_records)
+    assert all(is_ours_or_a_warning(r) for r in front_records), front_records[:5]
+    # one access line a request: method, route (the rule, not the path), status, ms, workspace, request id
+    assert access["logger"] == "postroom.access" and access["level"] == "info"
+    assert (access["method"], access["route"], access["status"]) == ("GET", "/api/v1/contacts/import/<job_id>", 200)
+    assert access["workspace_id"] == tenant.workspace_id and isinstance(access["ms"], float)
+    assert access["message"].startswith("GET /api/v1/contacts/import/<job_id> 200 ")
+    started = [r for r in front_records if r.get("route") == "/api/v1/contacts/import" and r["status"] == 202]
+    assert len(started) == 1 and len(started[0]["request_id"]) == 32  # ours when the client sends none
+
+
+def is_ours_or_a_warning(record: dict) -> bool:
+    return record["logger"].startswith("postroom") or record["level"] in ("warning", "error", "critical")
+
+
+def test_an_access_line_in_text_names_its_fields():
+    def emit(logger):
+        logger.info("GET /api/v1/health 200 1.2 ms workspace=- request=abc",
+                    extra={"method": "GET", "route": "/api/v1/health", "status": 200, "ms": 1.2, "request_id": "abc"})
+    line = json.loads(logged(emit, formatter=JsonFormatter()))
+    assert (line["method"], line["route"], line["status"], line["ms"], line["request_id"]) == \
+        ("GET", "/api/v1/health", 200, 1.2, "abc")
