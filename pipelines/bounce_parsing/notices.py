@@ -38,10 +38,11 @@ _OWN_HEADERS = ("From", "To", "Cc", "Reply-To", "Return-Path", "Sender")
 
 
 def is_notice(msg: EmailMessage) -> bool:
-    auto = str(msg.get("Auto-Submitted") or "").lower()
     subject = str(msg.get("Subject") or "")
-    if auto.startswith("auto-replied") or msg.get("X-Autoreply") or _AUTO_REPLY.search(subject):
+    if msg.get("X-Autoreply") or _AUTO_REPLY.search(subject):
         return False
+    # Exim marks its own bounces `Auto-Submitted: auto-replied`: that header alone says
+    # nothing; a daemon's sender or a failure's subject does
     return bool(_DAEMON.search(str(msg.get("From") or "")) or _FAILURE_SUBJECT.search(subject))
 
 

@@ -81,10 +81,12 @@ BASIC_REASONS = {"421": SYSTEMERROR, "450": SYSTEMERROR, "451": SYSTEMERROR, "45
 # reason → phrases (lower case), tried in this order: sender-side refusals first
 PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (ONHOLD, ("on hold", "onhold")),  # the receiver itself cannot tell yet
+    # Microsoft 365's answer for a recipient its directory does not know
+    (USERUNKNOWN, ("recipient address rejected: access denied",)),
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",
                   "no reverse", "cannot find your hostname", "client host rejected: cannot find your",
                   "cannot resolve your address", "resolve ptr", "ip name lookup failed", "not resolve to a",
-                  "no dns name for your", "hostname you gave", "reverse-resolve", "does not have a pointer")),
+                  "no dns name for your", "hostname you gave", "reverse-resolve", "does not have a pointer", "unverifyable", "unverifiable")),
     (AUTHFAILURE, ("dmarc", "spf", "dkim", "sender policy framework", "authenticat email", "unauthenticated email",
                    "domain-based message authentication", "not authorized to send", "is not permitted to send",
                    "sender domain authentication")),
@@ -115,7 +117,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (MAILBOXFULL, ("mailbox full", "mailbox is full", "over quota", "overquota", "quota exceeded", "exceeded storage",
                    "exceeds quota", "disk quota", "insufficient storage", "quota", "mailbox size limit",
                    "not enough space", "out of storage", "mailbox is over", "is full", "mailbox exceeded",
-                   "too many messages in", "mailfolder is full", "storage limit", "space is full")),
+                   "too many messages in", "mailfolder is full", "storage limit", "space is full",
+                   "mailbox exceeds", "exceeds allowed size", "mailbox size", "no space left")),
     (EMAILTOOLARGE, ("too large", "too big", "size limit", "message size", "exceeds the maximum", "message length",
                      "exceeds size", "maximum message size", "size exceeds", "message is larger",
                      "exceeded the maximum")),
