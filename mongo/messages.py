@@ -22,7 +22,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines import delivery_status
 from pipelines.clock import in_seconds, now_iso, now_ms
-from pipelines.delivery_status import Transition
+from pipelines.delivery_status import NEVER_MS, Transition
 
 
 def watched(doc: dict) -> dict:
@@ -294,6 +294,19 @@ async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -
 async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[dict]:
     """Messages still `sending` after their claim's lease ran out: the worker died mid-send."""
     return await _come(db, "due_ms", now_ms(), "sending", _STALLED_FIELDS, limit)
+
+
+# What the start-time pickup reads of a message (ops/scheduler.pick_up_accepted).
+_PICKUP_FIELDS = {"_id": 1, "updated_at": 1, "lease_token": 1, "lease_ms": 1}
+
+
+async def in_flight(db: AsyncDatabase, status: str, limit: int) -> list[dict]:
+    """Every message in `status` (`queued` or `sending`) the scheduler has a time for:
+    queued ones not waiting in the store for their next SMTP attempt (`stall_ms`), sending
+    ones (`due_ms`, their lease's end). One indexed range each, as long as the work in
+    flight (a start-time pass, not a tick's)."""
+    field = "stall_ms" if status == "queued" else "due_ms"
+    return await _come(db, field, NEVER_MS - 1, status, _PICKUP_FIELDS, limit)
 
 
 async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transition]) -> None:

@@ -16,7 +16,8 @@ from pymongo.errors import ConnectionFailure
 from mongo import batches, idempotency, messages, processes, rate_windows
 from mongo.client import connect
 from pipelines import delivery_status
-from pipelines.clock import now_ms
+from pipelines.clock import ms_of, now_ms
+from pipelines.delivery_status import NEVER_MS
 from pipelines.errors import one_line
 from pipelines.settings import Settings
 from pipelines.workflows.publisher import PublishFailed
@@ -92,6 +93,44 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int
     return len(lapsed) + len(stale)
 
 
+# At most this many messages are picked up at a start (more wait for the watchdog).
+PICKUP_LIMIT = 100_000
+
+
+def _orphaned(doc: dict, started_ms: int, in_process: bool) -> bool:
+    """Accepted before this start and with no job left that will hand it on: with the
+    in-process broker, every one (its jobs went with the process); with RabbitMQ, one
+    whose born claim's lease ran out (the front stopped between its store write and its
+    publish, or the job was lost) — an unclaimed one's job may still wait in its queue."""
+    if ms_of(doc["updated_at"]) >= started_ms:
+        return False  # written since: the running front published it
+    return in_process or (bool(doc.get("lease_token")) and int(doc.get("lease_ms") or NEVER_MS) < started_ms)
+
+
+async def pick_up_accepted(db: AsyncDatabase, settings: Settings, started_ms: int) -> int:
+    """Once, when the scheduler starts (habit 18: work accepted but not handed on is
+    picked up at start, not after POSTROOM_MESSAGE_STALL_SECONDS): queued messages left
+    without a job (_orphaned) are handed back and rendered again; with the in-process
+    broker, so are messages left `sending` (their worker was this service's, now gone).
+    Nothing is sent twice: the send claim is the one guard (a render job that still holds
+    a born claim finds it given back here, and claims nothing)."""
+    in_process = not settings.amqp_url
+    stale = [d["_id"] for d in await messages.in_flight(db, "queued", PICKUP_LIMIT)
+             if _orphaned(d, started_ms, in_process)]
+    lapsed = ([d["_id"] for d in await messages.in_flight(db, "sending", PICKUP_LIMIT)
+               if ms_of(d["updated_at"]) < started_ms] if in_process else [])
+    for start in range(0, len(stale) + len(lapsed), WATCHDOG_PASS_LIMIT):
+        stale_part = stale[start:start + WATCHDOG_PASS_LIMIT]
+        lapsed_part = lapsed[max(0, start - len(stale)):max(0, start + WATCHDOG_PASS_LIMIT - len(stale))]
+        await messages.requeue(db, stale_part, [delivery_status.revive(mid, lapsed_before=NEVER_MS)
+                                                for mid in lapsed_part])
+        await _render(stale_part + lapsed_part)
+    if stale or lapsed:
+        log.warning("scheduler start: picked up %d queued and %d sending message(s) left without a job",
+                    len(stale), len(lapsed))
+    return len(stale) + len(lapsed)
+
+
 async def _give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], lapsed: list[dict]) -> None:
     now = now_ms()
     moved = set(await messages.apply_each(
@@ -137,9 +176,14 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
 
 
 async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
+    started_ms = now_ms()
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     try:
         name = processes.process_name("scheduler")
+        try:
+            await pick_up_accepted(db, settings, started_ms)
+        except Exception as error:  # the watchdog still finds them, later
+            log.warning("scheduler start: accepted mail not picked up (%s); the watchdog will", one_line(error))
         while not stop.is_set():
             await run_once(db, settings)
             try:  # after the pass: a reader of `passes` knows every job ran since it looked
