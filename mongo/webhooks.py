@@ -74,7 +74,10 @@ async def deactivate(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> b
         {"$set": {"active": False, "deleted_at": now, "updated_at": now}})
     if result.modified_count != 1:
         return False
-    await cancel_lane(db, webhook_id)
+    # The first chunk at once (what a client sees in the log); a longer backlog is
+    # cancelled by the lane's next turn, in the worker, not inside this request.
+    if await cancel_lane(db, webhook_id, chunks=1) == CANCEL_CHUNK:
+        await note_work(db, {webhook_id: (workspace_id, now_ms())})
     return True
 
 
@@ -164,11 +167,13 @@ async def next_due_in_lane(db: AsyncDatabase, webhook_id: str) -> int:
     return NEVER_MS if doc is None else due_ms_of(doc["lane_due"])
 
 
-async def cancel_lane(db: AsyncDatabase, webhook_id: str) -> int:
-    """Every delivery waiting in the lane ends `cancelled` (its subscription is gone);
-    found through the lane's index and written by `_id`."""
-    cancelled = 0
-    while True:
+async def cancel_lane(db: AsyncDatabase, webhook_id: str, *, chunks: int | None = None) -> int:
+    """Every delivery waiting in the lane (or the first `chunks` × CANCEL_CHUNK) ends
+    `cancelled` (its subscription is gone); found through the lane's index and written by
+    `_id`. Returns how many were cancelled."""
+    cancelled, rounds = 0, 0
+    while chunks is None or rounds < chunks:
+        rounds += 1
         docs = await db.webhook_deliveries.find({"lane_due": lane_range(webhook_id)}, {"_id": 1},
                                                 limit=CANCEL_CHUNK).to_list()
         if not docs:
@@ -177,7 +182,10 @@ async def cancel_lane(db: AsyncDatabase, webhook_id: str) -> int:
             {"_id": {"$in": [d["_id"] for d in docs]}, "status": "pending"},
             versions.bump({"$set": {"status": "cancelled", "locked_by": "", "due_ms": NEVER_MS,
                                     "lane_due": OFF_LANE, "updated_at": now_iso()}}))
+        if not result.modified_count:  # finished meanwhile by a turn: it left the lane itself
+            return cancelled
         cancelled += result.modified_count
+    return cancelled
 
 
 async def reopen_failed(db: AsyncDatabase, delivery_id: str) -> dict | None:
