@@ -22,11 +22,14 @@ from . import notices
 from .classify import classify, clean_diagnostic, status_from
 from .isp import provider_of
 from .model import Bounce
-from .text_reports import notice_text, reply_for, sender_of
+from .text_reports import ADDRESS, notice_text, reply_for, sender_of
 
 
 def _addresses(found) -> list[str]:
-    return sorted({a.decode("utf-8", errors="replace").strip().strip("<>") for a in found if a})
+    # a detector reading what it was not written for (JSON, a list of headers) can hand back
+    # any string with an @ in it: only what is an address is one
+    decoded = {a.decode("utf-8", errors="replace").strip().strip("<>") for a in found if a}
+    return sorted(a for a in decoded if ADDRESS.fullmatch(a))
 
 
 def detect(raw: bytes) -> tuple[str, list[str], list[str]] | None:

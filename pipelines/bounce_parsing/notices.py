@@ -27,13 +27,15 @@ from .classify import BASIC, classify, clean_diagnostic, status_from
 from .model import Bounce
 from .text_reports import ADDRESS, notice_text, reply_for
 
-_DAEMON = re.compile(r"mailer-daemon|postmaster|mail ?delivery|mail administrator|no-?reply|^\s*<?>?\s*$", re.I)
+_DAEMON = re.compile(r"mailer-daemon|post_?master|mail ?delivery|mail administrator|^\s*<?>?\s*$", re.I)
 _FAILURE_SUBJECT = re.compile(
     r"undeliver|undelivered|returned mail|failure notice|delivery (status|fail|notification|problem)"
     r"|mail delivery failed|non-?delivery|could not be delivered|mail system error|delivery error|bounce"
     r"|メールエラー|エラー", re.I)
 _AUTO_REPLY = re.compile(r"out of (the )?office|auto(matic)?[- ]?(reply|response)|vacation|abwesen", re.I)
 _IN_LINK = re.compile(r"\S*://\S+")
+# lines that name the original's sender, not a recipient ("MAIL FROM: bob@…", "From: …")
+_SENDER_LINE = re.compile(r"^[ \t>]*(mail from|from|sender|reply-to|cc|envelope-from)\s*:.*$", re.I | re.M)
 _OWN_HEADERS = ("From", "To", "Cc", "Reply-To", "Return-Path", "Sender")
 
 
@@ -68,7 +70,7 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     if embedded:
         return "text-dsn", embedded
     own = own_addresses(msg)
-    named = [a for a in dict.fromkeys(ADDRESS.findall(_IN_LINK.sub(" ", notice)))
+    named = [a for a in dict.fromkeys(ADDRESS.findall(_SENDER_LINE.sub(" ", _IN_LINK.sub(" ", notice))))
              if a.lower() not in own and not a.lower().startswith("mailer-daemon@")]
     bounces = []
     for address in named:

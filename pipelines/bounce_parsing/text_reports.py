@@ -65,6 +65,8 @@ def notice_text(msg: Message) -> str:
             plain.append(_text_of(part))
         elif content_type == "text/html":
             html.append(html_to_text(_text_of(part)))
+        elif part.get_content_maintype() == "multipart":  # its boundary lost (a header not folded): read it as text
+            plain.append(str(part.get_payload()))
     text = "\n\n".join(plain or html).replace("\r\n", "\n")
     cut = _ORIGINAL_FOLLOWS.search(text)
     return text[:cut.start()] if cut else text

@@ -39,3 +39,10 @@ def test_the_family_table_is_the_one_docs_bounces_md_shows():
     expected = sum(c["expected"] for c in table.values())
     assert sum(c["attributed"] for c in table.values()) == expected
     assert sum(c["classified"] for c in table.values()) == expected - len(KNOWN_MISSES)
+
+
+@pytest.mark.parametrize("name", sorted(sisimai_corpus.NOT_BOUNCES))
+def test_a_sample_that_is_no_bounce_bounces_nobody(name):
+    raw = (sisimai_corpus.FOLDER / f"{name}.eml").read_bytes()
+    report = parse_report(raw, verp_message_id=MID)
+    assert report is None or match(report.bounces, [sisimai_corpus.NOT_BOUNCES[name]]).bounces == []

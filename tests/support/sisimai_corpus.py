@@ -27,6 +27,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-activehunter-01": [("kijitora@example.org", "userunknown")],
     "lhost-amazonworkmail-01": [("kijitora@example.jp", "userunknown")],
     "lhost-amazonworkmail-03": [("kuroneko@example.org", "systemerror")],
+    "lhost-apachejames-01": [("000000000000@vtext.example.com", "filtered")],
     "lhost-courier-01": [("kijitora@example.co.jp", "userunknown")],
     "lhost-domino-01": [("kijitora@example.jp", "userunknown")],
     "lhost-dragonfly-01": [("pseudo-local-part@google.example.com", "authfailure")],
@@ -37,6 +38,8 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-dragonfly-21": [("suspend@libsisimai.net", "suspend")],
     "lhost-dragonfly-29": [("expired@libsisimai.net", "expired")],
     "lhost-exchange2003-03": [("kijitora@example.jp", "userunknown")],
+    "lhost-einsundeins-02": [("kijitora@example.org", "emailtoolarge")],
+    "lhost-exchange2007-04": [("neko-nyaan@example.jp", "securityerror")],
     "lhost-exim-30": [("kijitora@exmaple.ch", "userunknown")],
     "lhost-exim-38": [("kijitora@example.co.jp", "requireptr")],
     "lhost-exim-45": [("kijitora@example.com", "rejected")],
@@ -59,7 +62,12 @@ KNOWN_MISSES = {
     # "554 <kijitora@example.edu>... Remote protocol error: Connection reset by peer": the
     # refusal Sisimai reads as a block is in the previous transcript line (550 …redundant)
     ("lhost-v5sendmail-05", "kijitora@example.edu"),
+    # "Error: Invalid user address / 550 - Requested action not taken: no such user here":
+    # we read an unknown user (permanent); Sisimai's Apache James module says filtered
+    ("lhost-apachejames-01", "000000000000@vtext.example.com"),
 }
+# samples that are no bounce at all (an Amazon SES delivery notice): they must bounce nobody
+NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com"}
 MID = "msg_" + "5b" * 16
 
 
