@@ -55,7 +55,9 @@ def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | 
     msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
     found = next((f for f in (parser(msg) for parser in PARSERS) if f), None)
     if not found and rfc3464.says_delivered(msg):
-        return None  # a machine-readable DSN naming no failure (delivered, 2.x.x): no guessing from its text
+        # a DSN that names only successes (delivered, relayed, 2.x.x): understood, and no bounce;
+        # nothing is guessed from its text
+        found = ("rfc3464-success", [])
     found = found or mta_texts.parse_raw(raw, msg) or notices.parse(msg)
     if not found:
         return None

@@ -71,6 +71,10 @@ async def _apply_report(db: AsyncDatabase, report: dict, on_feedback: Callable[[
     if parsed is None:
         await inbound_reports.finish(db, report_id, "unparseable", "not a DSN, ARF or known bounce style", **about)
         return "unparseable"
+    if not parsed.bounces:  # a success notice (2.x.x, delivered): understood, and nobody bounced
+        await inbound_reports.finish(db, report_id, "parsed", "reports no failure (delivered, 2.x.x)",
+                                     style=parsed.style, bounce_ids=[], **about)
+        return "parsed"
     notices = [b for b in parsed.bounces if bounce_effects.is_feedback_notice(b)]
     if notices and len(notices) == len(parsed.bounces):
         return await _note_feedback(db, report_id, notices, parsed.style, about, on_feedback)

@@ -76,7 +76,8 @@ def test_an_out_of_office_reply_is_not_a_report():
 
 def test_delivered_and_relayed_actions_are_not_bounces():
     raw = reports.load("rfc3464_permanent", recipient="a@example.net", message_id=MID)
-    assert parse_report(raw.replace(b"Action: failed", b"Action: delivered")) is None
+    report = parse_report(raw.replace(b"Action: failed", b"Action: delivered"))
+    assert report is not None and report.bounces == []
 
 
 @pytest.mark.parametrize("status, diagnostic, action, expected", [

@@ -60,4 +60,5 @@ def test_each_arf_feedback_type_has_its_own_effect(feedback_type, complaint):
 def test_a_success_status_is_never_a_bounce(action, status):
     raw = dsn(MID, [{"final": "bob@example.com", "action": action, "status": status,
                      "diagnostic": f"250 {status} OK"}])
-    assert parse_report(raw) is None
+    report = parse_report(raw)
+    assert (report.style, report.bounces) == ("rfc3464-success", [])
