@@ -129,8 +129,8 @@ def _contact(i: int, at: str) -> dict:
 
 
 def _event(i: int, at: str) -> dict:
-    return {**outbox.event_document(WORKSPACE, "email.delivered", {"n": i}, f"ev_fill_{i:07d}"),
-            "dispatched": True, "automations_pending": False}
+    return outbox._queued({**outbox.event_document(WORKSPACE, "email.delivered", {"n": i}, f"ev_fill_{i:07d}"),
+                           "dispatched": True, "automations_pending": False})
 
 
 def _delivery(i: int, at: str) -> dict:

@@ -31,8 +31,7 @@ INDEXES: dict[str, list] = {
                    name="automation_status_created"),
         IndexModel([("automation_id", ASCENDING), ("created_at", DESCENDING)], name="automation_created"),
     ],
-    "outbox": [IndexModel([("automations_pending", ASCENDING), ("timestamp", ASCENDING)],
-                          name="automations_pending")],
+    "outbox": [IndexModel([(outbox.AUTOMATIONS_MS, ASCENDING)], name="automations_ms")],
 }
 
 # A re-entry claim whose run never got stored (its writer died in between) is free after this.

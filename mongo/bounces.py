@@ -25,10 +25,13 @@ async def insert(db: AsyncDatabase, doc: dict) -> bool:
 
 async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, categories: tuple[str, ...],
                        since: str) -> int:
-    """Bounces of the address of this type and one of these categories since `since`."""
-    return await db.bounces.count_documents({"workspace_id": workspace_id, "email_key": email.lower(),
-                                             "kind": "bounce", "type": type_, "category": {"$in": list(categories)},
-                                             "created_at": {"$gte": since}})
+    """Bounces of the address of this type and one of these categories since `since`.
+    A find over the address's own bounces (index ws_email_created), the rest checked here:
+    a count, or a date-like string in the filter, makes the embedded store read every bounce."""
+    found = await db.bounces.find({"workspace_id": workspace_id, "email_key": email.lower()},
+                                  {"kind": 1, "type": 1, "category": 1, "created_at": 1}).to_list()
+    return sum(1 for b in found if b.get("kind") == "bounce" and b.get("type") == type_
+               and b.get("category") in categories and b.get("created_at", "") >= since)
 
 
 async def get(db: AsyncDatabase, workspace_id: str, bounce_id: str) -> dict | None:

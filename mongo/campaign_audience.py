@@ -23,6 +23,7 @@ import re
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines import campaign_fanout
+from pipelines.clock import ms_of
 from pipelines.segment_rules import compile_conditions
 
 from . import contacts, suppressions
@@ -33,8 +34,10 @@ def audience_filter(list_or_segment: dict, is_list: bool, started_at: str) -> di
         selection = {"lists": list_or_segment["_id"]}
     else:
         selection = compile_conditions(list_or_segment["conditions"])
+    # on the integer twin: a date-like string anywhere in the filter makes the embedded
+    # store read every contact, for each of resolve_recipients' sixteen ranges
     return {"$and": [selection, {"subscribed": True}, {"bounced": False},
-                     {"created_at": {"$lte": started_at}}]}
+                     {"created_ms": {"$lte": ms_of(started_at)}}]}
 
 
 def _audience(workspace_id: str, mongo_filter: dict) -> dict:

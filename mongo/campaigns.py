@@ -25,7 +25,11 @@ INDEXES: dict[str, list] = {
                   # what the scheduler ranges over: integers (a date-like string in a filter makes the
                   # embedded store read the whole collection), each in an index of its own
                   IndexModel([("send_at_ms", ASCENDING)], name="send_at_ms"),
-                  IndexModel([("updated_ms", ASCENDING)], name="updated_ms")],
+                  IndexModel([("updated_ms", ASCENDING)], name="updated_ms"),
+                  # finish_campaigns' and refunds' finds: one field each (the embedded store
+                  # reads every campaign for a find no single-field index answers)
+                  IndexModel([("status", ASCENDING)], name="status"),
+                  IndexModel([("refund_due", ASCENDING)], name="refund_due")],
     "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
 }
 CANCELLED = "campaign cancelled"  # the history detail of a message its campaign's cancel stopped

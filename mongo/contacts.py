@@ -43,7 +43,7 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines import views
 from pipelines.addresses import contact_key, match_key
-from pipelines.clock import now_iso
+from pipelines.clock import ms_of, now_iso
 from pipelines.ids import new_uuid
 
 from . import grouped_reads, outbox, versions
@@ -104,6 +104,7 @@ def new_document(workspace_id: str, *, email: str, first_name: str | None = None
         "subscribed": subscribed, "bounced": False, "tags": [], "lists": list(lists or []),
         "deleted": False, "deleted_at": None, "deletion_id": "",
         "created_at": now, "updated_at": now, "unsubscribed_at": None if subscribed else now,
+        "created_ms": ms_of(now),  # what the campaign audience compares (a date string in a filter scans)
         versions.FIELD: 0, **outbox.no_events(),
     }
 

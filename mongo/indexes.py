@@ -19,7 +19,7 @@ INDEXES: dict[str, list[IndexModel]] = {
                  # single integer fields, the only ranges the embedded store answers from an index
                  IndexModel([("due_ms", ASCENDING)], name="due_ms"),
                  IndexModel([("stall_ms", ASCENDING)], name="stall_ms")],
-    "outbox": [IndexModel([("dispatched", ASCENDING), ("timestamp", ASCENDING)], name="pending")],
+    "outbox": [IndexModel([(outbox.DISPATCH_MS, ASCENDING)], name="dispatch_ms")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
                            name="ws_domain_unique")],
     "idempotency": [IndexModel([("expires_ms", ASCENDING)], name="expiry_ms")],

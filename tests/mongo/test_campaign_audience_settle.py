@@ -7,7 +7,7 @@ import uuid
 
 from mongo import contacts, send_limits, suppressions
 from pipelines import throttle
-from pipelines.clock import now_iso, parse_iso
+from pipelines.clock import in_seconds, now_iso, parse_iso
 from pipelines.settings import Settings
 from pipelines.workflows import fan_out_campaign
 
@@ -26,7 +26,8 @@ class RecordingPublisher:
 
 def seed(db_thread, counted: int) -> tuple[dict, str]:
     workspace_id, list_id = f"ws_{uuid.uuid4().hex[:8]}", f"lst_{uuid.uuid4().hex[:8]}"
-    started_at = now_iso()
+    # a moment after the contacts below are created: the audience is who existed when it started
+    started_at = in_seconds(5)
     campaign = {
         "_id": f"cmp_{uuid.uuid4().hex[:8]}", "workspace_id": workspace_id, "name": "Spring", "subject": "Hi",
         "template_id": "tpl_1", "template_version": 1, "key_id": "key_1", "sandbox": False,
