@@ -9,7 +9,8 @@ quoted original, cut where it starts quoting it):
 
 1. DSN fields written into the text (`Final-Recipient:`, `Action:`, `Status:`), read as
    an RFC 3464 report would be;
-2. else every address the notice names, less its own sender and addressee and addresses
+2. else the addresses its `X-Failed-Recipients` header lists (Exim, Google), else every
+   address the notice names, less its own sender and addressee and addresses
    in links: each one's reply is the paragraph that names it (text_reports.reply_for),
    classified like any other failure.
 
@@ -70,8 +71,10 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     if embedded:
         return "text-dsn", embedded
     own = own_addresses(msg)
-    named = [a for a in dict.fromkeys(ADDRESS.findall(_SENDER_LINE.sub(" ", _IN_LINK.sub(" ", notice))))
-             if a.lower() not in own and not a.lower().startswith("mailer-daemon@")]
+    # the notice's own list of failed recipients, where it keeps one (Exim, Google)
+    failed = [a for _, a in getaddresses(msg.get_all("X-Failed-Recipients") or []) if ADDRESS.fullmatch(a)]
+    named = failed or [a for a in dict.fromkeys(ADDRESS.findall(_SENDER_LINE.sub(" ", _IN_LINK.sub(" ", notice))))
+                       if a.lower() not in own and not a.lower().startswith("mailer-daemon@")]
     bounces = []
     for address in named:
         reply = clean_diagnostic(_line_for(address, notice) or reply_for(address, notice, [o for o in named if o != address]))

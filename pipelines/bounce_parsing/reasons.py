@@ -81,6 +81,8 @@ BASIC_REASONS = {"421": SYSTEMERROR, "450": SYSTEMERROR, "451": SYSTEMERROR, "45
 # reason → phrases (lower case), tried in this order: sender-side refusals first
 PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (ONHOLD, ("on hold", "onhold")),  # the receiver itself cannot tell yet
+    # Google Groups: the group refuses the post (not a member, or no such group): a refusal of us
+    (REJECTED, ("permission to post", "google groups", "googlegroups")),
     # Microsoft 365's answer for a recipient its directory does not know
     (USERUNKNOWN, ("recipient address rejected: access denied",)),
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",

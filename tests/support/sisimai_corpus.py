@@ -48,6 +48,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-ezweb-03": [("this-local-part-does-not-exist-on-the-site@ezweb.ne.jp", "suspend")],
     "lhost-ezweb-08": [("kijitora-neko-nyaan-22222-cats@hotmail.com", "blocked")],
     "lhost-gmx-02": [("shironeko@example.jp", "userunknown")],
+    "lhost-googlegroups-01": [("libsisimai@googlegroups.com", "rejected")],
     "lhost-imailserver-02": [("kijitora@example.co.jp", "mailboxfull")],
     "lhost-kddi-01": [("kijitora@x0000000000000.dion.ne.jp", "mailboxfull")],
     "lhost-mfilter-04": [("kijitora@libisismai.org", "rejected")],
