@@ -25,6 +25,8 @@ _HEAD = re.compile(r"Delivery to the following recipients? (failed permanently|h
 _RETURNED = re.compile(r"(?:The error that the other server returned was|"
                        r"The response from the remote server was):\s*\n(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
 _BY_SERVER = re.compile(r"by ([\w.-]+\.[a-z]{2,})\.? \[", re.I)
+# without a remote reply (a timeout, a TLS or DNS failure) Gmail's own technical words say why
+_TECHNICAL = re.compile(r"Technical details of (?:permanent|temporary) failure:\s*\n(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
 
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
@@ -32,5 +34,6 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     if not (head := _HEAD.search(text)):
         return None
     action = "failed" if "permanently" in head.group(1).lower() else "delayed"
-    return isp_bounces("gmail", text, ADDRESS.findall(head.group(2)), _RETURNED.search(text), action=action,
+    reply = _RETURNED.search(text) or _TECHNICAL.search(text)
+    return isp_bounces("gmail", text, ADDRESS.findall(head.group(2)), reply, action=action,
                        server=_BY_SERVER, default_mta="", notice=head.group(0))

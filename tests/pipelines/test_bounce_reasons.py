@@ -62,3 +62,26 @@ def test_a_success_status_is_never_a_bounce(action, status):
                      "diagnostic": f"250 {status} OK"}])
     report = parse_report(raw)
     assert (report.style, report.bounces) == ("rfc3464-success", [])
+
+
+@pytest.mark.parametrize("technical, reason", [
+    ("The recipient server did not accept our requests to connect. [mx.example.jp. (10): Connection timed out]",
+     "networkerror"),
+    ("TLS Negotiation failed, the certificate doesn't match the host.", "securityerror"),
+])
+def test_a_gmail_notice_that_failed_permanently_without_a_reply_is_read_from_its_technical_details(technical, reason):
+    raw = f"""From: Mail Delivery Subsystem <mailer-daemon@googlemail.com>
+To: bounce+{MID}@bounces.postroom.test
+Subject: Delivery Status Notification (Failure)
+
+Delivery to the following recipient failed permanently:
+
+     bob@example.jp
+
+Technical details of permanent failure:
+{technical}
+
+----- Original message -----
+""".encode()
+    [bounce] = parse_report(raw).bounces
+    assert (bounce.email, bounce.reason, bounce.type) == ("bob@example.jp", reason, "transient")
