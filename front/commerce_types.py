@@ -8,7 +8,7 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from pipelines.errors import ValidationFailed
 from pipelines.segment_rules import ATTRIBUTE_NAME
@@ -49,10 +49,17 @@ def amount_text(value: Decimal) -> str:
     return format(value, "f")
 
 
-Amount = Annotated[Decimal, BeforeValidator(_amount), Field(
-    ge=0, max_digits=16, decimal_places=4,
-    description="A decimal amount ≥ 0 with at most 4 decimal places, as a JSON number or a "
-                "numeric string (\"19.99\"); returned as a string so no precision is lost.")]
+# The document's form of an amount: pydantic would print its Decimal checks as keys JSON
+# Schema does not know (ge, max_digits, decimal_places). Whole numbers as JSON numbers
+# (JSON numbers with up to 4 decimals are accepted too, but a binary float cannot say
+# "4 decimals"), decimals as strings.
+_AMOUNT_HELP = ("A decimal amount ≥ 0 with at most 4 decimal places, as a JSON number or a numeric string "
+                "(\"19.99\"); returned as a string so no precision is lost.")
+_AMOUNT_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 999_999_999_999},
+                            {"type": "string", "pattern": r"^[0-9]{1,12}(\.[0-9]{1,4})?$"}],
+                  "description": _AMOUNT_HELP}
+Amount = Annotated[Decimal, BeforeValidator(_amount), WithJsonSchema(_AMOUNT_SCHEMA, mode="validation"), Field(
+    ge=0, max_digits=16, decimal_places=4, description=_AMOUNT_HELP)]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$"), Field(
     description="ISO 4217 code, three upper-case letters (USD, EUR, JPY).")]
 WebUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_web_url)]

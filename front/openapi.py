@@ -148,6 +148,8 @@ def add_links(paths: dict) -> None:
 
 
 def _complete_api_operation(operation: dict, endpoint: str, method: str, view, *, public: bool) -> None:
+    if endpoint in responses.RAW_REQUEST_BODIES:
+        operation["requestBody"] = responses.RAW_REQUEST_BODIES[endpoint]
     idempotency = responses.idempotency_of(view)
     if idempotency:
         operation["parameters"].append(responses.idempotency_parameter(idempotency))

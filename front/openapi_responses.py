@@ -268,6 +268,18 @@ def idempotency_parameter(mode: str) -> dict:
     }
 
 
+# Request bodies that are not a pydantic model (so quart-schema cannot describe them),
+# keyed by endpoint. The import's CSV: a header naming `email` first (any order works;
+# this is the simplest file the document can promise), then any rows: a bad row is an
+# error of the job, not of the request.
+RAW_REQUEST_BODIES: dict[str, dict] = {
+    "contacts.start_import": {"required": True, "content": {"text/csv": {"schema": {
+        "type": "string", "pattern": r"^email(\r?\n[\s\S]*)?$",
+        "description": "UTF-8 CSV, a BOM allowed: a header row with an `email` column (other columns: "
+                       "first_name, last_name, subscribed, attributes as `name` or `name:type`), then rows."}}}},
+}
+
+
 def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
                   idempotency: str | None, has_inputs: bool) -> dict:
     """The Responses object of one /api/v1 operation."""

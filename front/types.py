@@ -25,8 +25,12 @@ def _email(value: str) -> str:
     return address
 
 
+# Names no mail can go to (RFC 6761, email-validator's SPECIAL_USE_DOMAIN_NAMES): refused,
+# and said in the document, so a valid-looking `a@b.test` is not a surprise.
+_NOT_SPECIAL_USE = r"^(?![\s\S]*\.(?:[Aa][Rr][Pp][Aa]|[Ii][Nn][Vv][Aa][Ll][Ii][Dd]|[Ll][Oo][Cc][Aa][Ll]|" \
+                   r"[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|[Oo][Nn][Ii][Oo][Nn]|[Tt][Ee][Ss][Tt])\.?$)"
 EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email),
-                         Field(json_schema_extra={"format": "email"})]
+                         Field(json_schema_extra={"format": "email", "pattern": _NOT_SPECIAL_USE})]
 # Control characters (CR, LF, NUL, ESC, ...) and the Unicode line/paragraph separators
 # the email library treats as line breaks: none of them belongs in a header.
 _HEADER_UNSAFE_CATEGORIES = ("Cc", "Zl", "Zp")
@@ -39,7 +43,8 @@ def _display_name(value: str) -> str:
 
 
 DisplayName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_display_name),
-                        Field(description="Display name in the From header: at most 200 characters, "
+                        Field(json_schema_extra={"pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$"},
+                              description="Display name in the From header: at most 200 characters, "
                                           "no line breaks or other control characters. Text that looks "
                                           "like an encoded word (=?…?=) arrives as those characters.")]
 Name100 = Annotated[str, StringConstraints(max_length=100)]

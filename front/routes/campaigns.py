@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import campaigns as campaign_store
@@ -36,6 +36,11 @@ CampaignStatus = Literal["draft", "scheduled", "sending", "sent", "cancelled", "
 
 
 class CreateCampaign(Strict):
+    # Exactly one of list_id, segment_id (null counts as not given), said in the document too
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": ["list_id"], "properties": {"list_id": {"type": "string"}, "segment_id": {"type": "null"}}},
+        {"required": ["segment_id"], "properties": {"segment_id": {"type": "string"}, "list_id": {"type": "null"}}},
+    ]})
     name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     subject: Annotated[str, StringConstraints(min_length=1, max_length=998)] = Field(
         description="May contain merge tags; rendered per recipient.")

@@ -37,6 +37,7 @@ def _hostname(value: str) -> str:
 
 class AddDomain(Strict):
     domain: Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_hostname)] = Field(
+        json_schema_extra={"pattern": r"^\s*([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}\.?\s*$"},
         description="The domain to send from, e.g. `mail.example.com` (lower-cased; no trailing dot).")
 
 

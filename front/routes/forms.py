@@ -57,7 +57,9 @@ def _origin(value: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
-FieldName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_field_name)]
+FieldName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_field_name),
+                      Field(json_schema_extra={"pattern": r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$",
+                                               "not": {"enum": list(forms.RESERVED_NAMES)}})]
 RedirectUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_redirect_url),
                         Field(description=(
                            "An absolute http(s) URL without credentials, white space, control characters, "

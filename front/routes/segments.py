@@ -30,7 +30,8 @@ Description = Annotated[str, StringConstraints(max_length=1000)]
 
 
 class Rule(Strict):
-    field: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(description=(
+    field: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(json_schema_extra={
+        "pattern": r"^(attributes\.)?[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$"}, description=(
         "email, first_name, last_name, subscribed, bounced, created_at, tags (a tag id), "
         "lists (a static list id), attributes.<name> or a bare custom attribute <name>."))
     operator: Literal[segment_rules.OPERATORS] = Field(description=(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import templates as template_store
@@ -46,6 +46,11 @@ Structure = JsonObject(MAX_STRUCTURE_BYTES)
 
 
 class CreateTemplate(Strict):
+    # html is required unless json_structure is given, said in the document too
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["html"], "properties": {"html": {"type": "string"}}},
+        {"required": ["json_structure"], "properties": {"json_structure": {"type": "object"}}},
+    ]})
     name: Name = Field(description="Required, 1–200 characters.")
     html: str | None = Field(None, description=HTML_HELP + " Required unless json_structure is given.")
     description: Description | None = Field(None, description="Optional, up to 2000 characters.")

@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Flaky
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (positive_data_acceptance, response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.specs.openapi.checks import positive_data_acceptance, response_schema_conformance
 
 VALID, INVALID = GenerationMode.POSITIVE, GenerationMode.NEGATIVE
 # (method, path, modes): operations without inputs have no invalid requests to generate.
@@ -98,10 +97,30 @@ def test_list_endpoints_accept_every_request_their_schema_allows(service, schema
 
 # The stateful run: scenarios of up to STEPS calls, each next call drawn from the links of
 # the previous answer (or a fresh operation), in runs of SCENARIOS until the budget is spent.
+# Every schemathesis check runs (none excluded), with the scenario's recorder, so the
+# stateful ones see the whole chain: ST202 (a schema-valid request refused), ST302 (a
+# resource just created answering 404), ST301 (served after its DELETE), and the rest.
 STEPS, SCENARIOS, BUDGET_SECONDS, MAX_RUNS = 8, 50, 30, 4
-CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 # The test operation would POST to whatever host a generated URL names (the public internet).
 OFFLINE = dict(method="POST", path_regex=r"/webhooks/\{webhook_id\}/test$")
+
+
+def findings_of(failure: BaseException) -> list[str]:
+    """The schemathesis codes (ST202, ST302, …) a failed validation carries."""
+    nested = getattr(failure, "exceptions", None) or [failure]
+    return [getattr(item, "code", type(item).__name__) for item in nested]
+
+
+def report(problems: list) -> str:
+    """How many of each finding, and one example of each (code, operation): the report a
+    schemathesis CLI run would print, short enough to read in a failed assertion."""
+    counts = collections.Counter(code for codes, *_ in problems for code in codes)
+    examples = {}
+    for codes, curl, status, body, text in problems:
+        examples.setdefault((tuple(codes), curl.split(" http", 1)[-1].split("?")[0]), (curl, status, body, text))
+    lines = [f"{dict(counts)}"] + [f"{codes} -> {status}: {curl}\n    {body!r}\n    {text[:600]}"
+                                  for (codes, _), (curl, status, body, text) in examples.items()]
+    return "\n".join(lines)
 
 
 def test_stateful_runs_follow_links_with_no_5xx_and_only_documented_answers(service):
@@ -116,16 +135,18 @@ def test_stateful_runs_follow_links_with_no_5xx_and_only_documented_answers(serv
             return {"base_url": service.base_url, "headers": auth, "timeout": 30}
 
         def after_call(self, response, case):
+            super().after_call(response, case)  # the recorder the stateful checks read
             answered[(case.operation.label, response.status_code)] += 1
 
         def validate_response(self, response, case, additional_checks=None, **kwargs):
             # Recorded rather than raised: Hypothesis replays a failing scenario against a
             # server whose state moved on, which only muddles the report.
             try:
-                case.validate_response(response, checks=CHECKS, headers=auth)
+                super().validate_response(response, case, **kwargs)
                 assert_envelope_on_failure(response, case.operation.label)
             except BaseException as failure:  # noqa: BLE001 - FailureGroup is a BaseExceptionGroup
-                problems.append((case.as_curl_command(headers=auth), response.status_code, str(failure)[:2000]))
+                problems.append((findings_of(failure), case.as_curl_command(headers=auth), response.status_code,
+                                 response.content[:300], str(failure)[:1500]))
 
     started = time.monotonic()
     for _ in range(MAX_RUNS):
@@ -137,7 +158,7 @@ def test_stateful_runs_follow_links_with_no_5xx_and_only_documented_answers(serv
             pass  # a replay met another server state (a name taken since): the run so far stands
         if time.monotonic() - started > BUDGET_SECONDS:
             break
-    assert problems == []
+    assert not problems, report(problems)
     # Links were followed: operations on an id answered 2xx (a generated id only meets 404).
     through_links = {label for (label, status), _ in answered.items() if "{" in label and 200 <= status < 300}
     assert len(through_links) >= 5, sorted(answered.items())
