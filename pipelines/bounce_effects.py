@@ -7,7 +7,7 @@
 | transient, Action: delayed     | unchanged (the remote server is still trying) | no | as above          | email.bounced    |
 | undetermined                   | bounced        | no              | none                       | email.bounced    |
 | complaint (ARF `abuse`, `fraud`) | unchanged    | no              | complaint                  | email.complained |
-| other ARF (`not-spam`, `auth-failure`, `virus`, `other`) | unchanged | no | none          | none: a log line and `postroom_feedback_reports_total{feedback_type}` |
+| other ARF: not-spam, auth-failure, virus, other | unchanged | no | none | none (a log line and a metric) |
 | synchronous 5xx at send time   | set by the send step's own outcome plan | if permanent | as a report of that type | email.bounced |
 
 Which failures are permanent, and which transient ones count towards the soft-bounce rule
@@ -50,8 +50,8 @@ def from_smtp_rejection(email: str, code: int, text: str) -> Bounce:
     diagnostic = f"{code} {text}".strip()
     status = status_from("", diagnostic)
     verdict = classify(status, diagnostic, "failed")
-    return with_isp(Bounce(email=email, type=verdict.type, category=verdict.category, reason=verdict.reason, source="smtp",
-                           action="failed", smtp_status=status, diagnostic_code=diagnostic))
+    return with_isp(Bounce(email=email, type=verdict.type, category=verdict.category, reason=verdict.reason,
+                           source="smtp", action="failed", smtp_status=status, diagnostic_code=diagnostic))
 
 
 def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_id: str | None,

@@ -69,7 +69,8 @@ def parse_raw(raw: bytes, msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
         reply = clean_diagnostic(reply_for(address, notice, [o for o in everyone if o != address]))
         status = status_from("", reply)
         verdict = classify(status, reply, action, notice=notice)
-        bounces.append(Bounce(email=f"{local}@{domain.lower()}", type=verdict.type, category=verdict.category, reason=verdict.reason,
+        bounces.append(Bounce(email=f"{local}@{domain.lower()}", type=verdict.type, category=verdict.category,
+                              reason=verdict.reason,
                               source="dsn", smtp_status=status, diagnostic_code=reply, action=action,
                               isp_name=isp))
     return (style, bounces) if bounces else None

@@ -77,7 +77,8 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
                        if a.lower() not in own and not a.lower().startswith("mailer-daemon@")]
     bounces = []
     for address in named:
-        reply = clean_diagnostic(_line_for(address, notice) or reply_for(address, notice, [o for o in named if o != address]))
+        others = [o for o in named if o != address]
+        reply = clean_diagnostic(_line_for(address, notice) or reply_for(address, notice, others))
         status = status_from("", reply)
         verdict = classify(status, reply, "failed", notice=notice)
         local, _, domain = address.rpartition("@")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-USERUNKNOWN, HOSTUNKNOWN, HASMOVED, NOTACCEPT, SUSPEND = "userunknown", "hostunknown", "hasmoved", "notaccept", "suspend"
+USERUNKNOWN, HOSTUNKNOWN, HASMOVED, NOTACCEPT, SUSPEND = (
+    "userunknown", "hostunknown", "hasmoved", "notaccept", "suspend")
 MAILBOXFULL, EMAILTOOLARGE, EXCEEDLIMIT, CONTENTERROR, VIRUSDETECTED = (
     "mailboxfull", "emailtoolarge", "exceedlimit", "contenterror", "virusdetected")
 BLOCKED, REJECTED, SPAMDETECTED, POLICYVIOLATION, REQUIREPTR, AUTHFAILURE, SECURITYERROR = (
@@ -88,7 +89,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",
                   "no reverse", "cannot find your hostname", "client host rejected: cannot find your",
                   "cannot resolve your address", "resolve ptr", "ip name lookup failed", "not resolve to a",
-                  "no dns name for your", "hostname you gave", "reverse-resolve", "does not have a pointer", "unverifyable", "unverifiable")),
+                  "no dns name for your", "hostname you gave", "reverse-resolve", "does not have a pointer",
+                  "unverifyable", "unverifiable")),
     (AUTHFAILURE, ("dmarc", "spf", "dkim", "sender policy framework", "authenticat email", "unauthenticated email",
                    "domain-based message authentication", "not authorized to send", "is not permitted to send",
                    "sender domain authentication")),
@@ -137,7 +139,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "domain does not exist", "unrouteable mail domain", "name or service not known",
                    "unknown domain", "domain unknown", "no mx", "mx record", "dns lookup failure", "dns error",
                    "non-existent domain", "nxdomain", "name server", "cannot route", "unable to route",
-                   "not our domain", "domain is not hosted", "hostname lookup", "invalid domain", "domain name not found", "host or domain name not found")),
+                   "not our domain", "domain is not hosted", "hostname lookup", "invalid domain",
+                   "domain name not found", "host or domain name not found")),
     (NOTACCEPT, ("does not accept mail", "not accept any mail", "null mx", "nullmx", "accepts no mail",
                  "not accepting any mail")),
     (USERUNKNOWN, ("user unknown", "unknown user", "does not exist", "doesn't exist", "no such user",

@@ -99,7 +99,7 @@ def bounces_of(blocks: list[Message]) -> list[Bounce]:
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
         remote = remote.split()[0].rstrip(".") if remote else ""
         bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",
-                              type=verdict.type, category=verdict.category, reason=verdict.reason, source="dsn",
-                              smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
+                              type=verdict.type, category=verdict.category, reason=verdict.reason,
+                              source="dsn", smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
                               action=action, reporting_mta=remote or reporting))
     return bounces

@@ -118,8 +118,9 @@ def isp_bounces(isp: str, text: str, recipients: list[str], reply: re.Match | No
     status = status_from("", diagnostic)
     verdict = classify(status, diagnostic, action, notice=notice)
     mta = server.search(text)
-    bounces = [Bounce(email=r, type=verdict.type, category=verdict.category, reason=verdict.reason, source="dsn", smtp_status=status,
-                      diagnostic_code=diagnostic, action=action, reporting_mta=mta.group(1) if mta else default_mta,
+    bounces = [Bounce(email=r, type=verdict.type, category=verdict.category, reason=verdict.reason, source="dsn",
+                      smtp_status=status, diagnostic_code=diagnostic, action=action,
+                      reporting_mta=mta.group(1) if mta else default_mta,
                       isp_name=isp_name)
                for r in dict.fromkeys(recipients)]
     return (isp, bounces) if bounces else None

@@ -107,7 +107,8 @@ def score() -> dict[str, collections.Counter]:
             table[sample.family]["expected"] += 1
             bounce = matched.get(recipient)
             table[sample.family]["attributed"] += bool(bounce)
-            table[sample.family]["classified"] += bool(bounce) and (bounce.type, bounce.category) == expected_class(reason)
+            as_expected = bool(bounce) and (bounce.type, bounce.category) == expected_class(reason)
+            table[sample.family]["classified"] += as_expected
     return table
 
 
