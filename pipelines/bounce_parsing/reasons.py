@@ -6,7 +6,8 @@ Two tables:
 
 - `CODE_REASONS`: what an enhanced status code (RFC 3463, RFC 7372's x.7.2x) says by
   itself. A *strong* code decides alone (5.1.1 is an unknown user whatever the words);
-  a vague one (x.0.0, x.7.0, x.7.1, a bare 550/554, none) leaves the words to decide.
+  a vague one (x.0.0, x.2.1, x.7.0, x.7.1, a bare 550/554, none) leaves the words to decide
+  (5.2.1 "user unknown" is an unknown user, 5.2.1 "mailbox disabled" a suspended one).
 - `PHRASES`: per reason, the phrases mail servers write, tried in the order of the
   table — the sender-side refusals (PTR, SPF/DKIM/DMARC, blocklists, spam, rate limits)
   before the address ones, so "550 Recipient address rejected: Reverse DNS validation
@@ -50,7 +51,7 @@ CODE_REASONS: dict[tuple[str, str], tuple[str, bool]] = {
     ("1", "3"): (USERUNKNOWN, True), ("1", "4"): (USERUNKNOWN, False), ("1", "5"): (USERUNKNOWN, False),
     ("1", "6"): (HASMOVED, True), ("1", "7"): (REJECTED, True), ("1", "8"): (REJECTED, True),
     ("1", "9"): (SYSTEMERROR, False), ("1", "10"): (NOTACCEPT, True),
-    ("2", "0"): (FILTERED, False), ("2", "1"): (FILTERED, True), ("2", "2"): (MAILBOXFULL, True),
+    ("2", "0"): (FILTERED, False), ("2", "1"): (FILTERED, False), ("2", "2"): (MAILBOXFULL, True),
     ("2", "3"): (EMAILTOOLARGE, True), ("2", "4"): (SYSTEMERROR, False),
     ("3", "0"): (SYSTEMERROR, False), ("3", "1"): (SYSTEMFULL, True), ("3", "2"): (NOTACCEPT, False),
     ("3", "3"): (SYSTEMERROR, False), ("3", "4"): (EMAILTOOLARGE, True), ("3", "5"): (SYSTEMERROR, True),
@@ -106,7 +107,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "refused mail from", "too many unwanted", "sender ip", "server ip", "dynamic ip", "dial-up",
                "dialup", "residential", "your network", "not allowed to connect", "open proxy", "is listed",
                "are listed", "listed at", "listed on", "blocked")),
-    (TOOMANYCONN, ("too many connections", "too many concurrent", "too many simultaneous", "connection limit",
+    (TOOMANYCONN, ("too many recipients", "too many rcpt", "too many connections", "too many concurrent", "too many simultaneous", "connection limit",
                    "too many smtp sessions", "too many sessions")),
     (SPEEDING, ("rate limit", "ratelimit", "too many messages", "sending rate", "throttl",
                 "please slow down", "too fast", "try again later (ratelimit")),
@@ -126,7 +127,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (EMAILTOOLARGE, ("too large", "too big", "size limit", "message size", "exceeds the maximum", "message length",
                      "exceeds size", "maximum message size", "size exceeds", "message is larger",
                      "exceeded the maximum")),
-    (EXCEEDLIMIT, ("too many recipients", "recipient limit", "too many rcpt", "recipients exceeded")),
+    (EXCEEDLIMIT, ("recipient limit", "recipients exceeded")),
     (CONTENTERROR, ("content error", "invalid header", "header error", "malformed", "mime", "attachment",
                    "8-bit", "8bit", "line too long", "bare lf", "improper")),
     (SUSPEND, ("disabled", "suspended", "deactivated", "inactive", "not active", "no longer active",

@@ -106,7 +106,7 @@ CASES = [
     Case("outlook_dsn", "outlook.com", "bounce", P, "5.1.10", "RESOLVER.ADR.RecipientNotFound", "outlook",
          "failed", "bounced", "hard_bounce", True),
     # text-only notices: Gmail's older text, Exchange NDR, Yahoo's qmail-style failure
-    # 5.2.1: the mailbox refuses (its filter): says nothing final of the address
+    # 5.2.1 "Mailbox disabled": a suspended mailbox, not one gone for good
     Case("gmail_text", "example.com", "bounce", T, "5.2.1", "Mailbox disabled", "example.com",
          "failed", "bounced", None, False),
     Case("exchange_text", "contoso.com", "bounce", P, "5.1.1", "RecipNotFound", "outlook",
@@ -132,7 +132,7 @@ CASES = [
 
 
 # why each sample failed (classify.py); complaints have no category
-CATEGORY = {"rfc3464_permanent": "address", "gmail_dsn": "address", "outlook_dsn": "address", "gmail_text": "policy",
+CATEGORY = {"rfc3464_permanent": "address", "gmail_dsn": "address", "outlook_dsn": "address", "gmail_text": "address",
             "exchange_text": "address", "yahoo_failure": "address", "rfc3464_transient": "mailbox_full",
             "postfix_expired": "system", "no_status_dsn": "other"}
 

@@ -20,7 +20,7 @@ EXPECTED = {
                           "Mailbox full", "example.org"),
     "gmail_dsn": ("bob@gmail.com", "rfc3464", "bounce", "permanent", "address", "5.1.1",
                   "does not exist. Please try double-checking", "gmail"),
-    "gmail_text": ("bob@example.com", "gmail", "bounce", "transient", "policy", "5.2.1", "Mailbox disabled",
+    "gmail_text": ("bob@example.com", "gmail", "bounce", "transient", "address", "5.2.1", "Mailbox disabled",
                    "example.com"),
     "outlook_dsn": ("bob@outlook.com", "rfc3464", "bounce", "permanent", "address", "5.1.10",
                     "RESOLVER.ADR.RecipientNotFound", "outlook"),
@@ -84,7 +84,7 @@ def test_delivered_and_relayed_actions_are_not_bounces():
     # 5.1.x: the address does not exist — the one kind of failure that suppresses for good
     ("5.1.1", "", "failed", ("permanent", "address")),
     ("5.1.10", "RESOLVER.ADR.RecipientNotFound", "failed", ("permanent", "address")),
-    ("5.2.1", "mailbox disabled", "failed", ("transient", "policy")),   # x.2.1: refused by the mailbox's filter
+    ("5.2.1", "mailbox disabled", "failed", ("transient", "address")),   # suspended: not gone for good
     ("5.4.4", "no MX for the domain", "failed", ("permanent", "address")),
     # 5.1.7/5.1.8 are about *our* address: not the recipient's fault
     ("5.1.8", "sender domain does not resolve", "failed", ("transient", "policy")),

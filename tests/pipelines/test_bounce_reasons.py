@@ -13,7 +13,7 @@ MID = "msg_" + "7c" * 16
 
 
 @pytest.mark.parametrize("status, diagnostic, reason", [
-    ("5.0.0", "552 Too many recipients", "exceedlimit"),
+    ("5.0.0", "552 Too many recipients", "toomanyconn"),
     ("5.0.0", "554 5.0.0 Reverse DNS (PTR) required for your IP", "requireptr"),
     ("", "554 Service currently unavailable", "systemerror"),
     ("5.2.0", "550 5.2.0 Mail rejected", "rejected"),

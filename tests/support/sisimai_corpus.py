@@ -69,6 +69,10 @@ KNOWN_MISSES = {
     # "Error: Invalid user address / 550 - Requested action not taken: no such user here":
     # we read an unknown user (permanent); Sisimai's Apache James module says filtered
     ("lhost-apachejames-01", "000000000000@vtext.example.com"),
+    # "550 5.2.1 … Recipient address rejected: User unknown": 5.2.1 is read by its words
+    # (Sisimai's own Postfix, Exim, GMX and Yahoo samples call such failures userunknown);
+    # Sisimai's DragonFly sample expects filtered
+    ("lhost-dragonfly-09", "filtered@libsisimai.net"),
 }
 # samples that are no bounce at all (an Amazon SES delivery notice): they must bounce nobody
 NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com"}
