@@ -134,8 +134,9 @@ async def serve(settings, stop: asyncio.Event) -> None:
 
 
 async def _handle_here(handle_report, db, report_id: str) -> None:
+    from actors.metrics import count_feedback_report  # as the bounces actor counts them
     try:
-        await handle_report(db, report_id)
+        await handle_report(db, report_id, on_feedback=count_feedback_report)
     except Exception:  # counted on the report; the scheduler's sweep hands it out again
         log.exception("inbound report %s could not be processed", report_id, extra={"report_id": report_id})
 
