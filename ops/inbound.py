@@ -25,6 +25,7 @@ import sys
 
 from aiosmtpd.smtp import SMTP
 
+from actors.metrics import count_feedback_report
 from actors.runtime import publisher
 from mongo import domains, inbound_reports, processes
 from mongo.client import connect
@@ -134,9 +135,8 @@ async def serve(settings, stop: asyncio.Event) -> None:
 
 
 async def _handle_here(handle_report, db, report_id: str) -> None:
-    from actors.metrics import count_feedback_report  # as the bounces actor counts them
     try:
-        await handle_report(db, report_id, on_feedback=count_feedback_report)
+        await handle_report(db, report_id, on_feedback=count_feedback_report)  # as the bounces actor does
     except Exception:  # counted on the report; the scheduler's sweep hands it out again
         log.exception("inbound report %s could not be processed", report_id, extra={"report_id": report_id})
 
