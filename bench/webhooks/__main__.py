@@ -27,7 +27,7 @@ import uuid
 
 import httpx
 
-from bench.stack import Stack, broker_pids, cpu_of, print_cpu, tree
+from bench.stack import Stack, broker_pids, cpu_of, cpu_seconds, print_cpu, tree
 from ops import embedded_store
 
 EVENT = "contact.created"
@@ -197,15 +197,18 @@ def main() -> None:
         scheduler = stack.start("scheduler", ["scheduler"])
         worker = stack.start("worker", ["worker", "--queues", "webhooks", "-p", str(args.processes),
                                         "-t", str(args.threads)])
-        groups = {**stack.groups(), "scheduler": tree(scheduler.proc.pid), "worker": tree(worker.proc.pid),
-                  "broker": broker_pids(), "receiver": [receiver.process.pid]}
-        groups.pop("sink", None)
-        before = cpu_of(groups)
+        def groups() -> dict[str, list[int]]:  # read again at the end: the pool forks its workers later
+            found = {**stack.groups(), "scheduler": tree(scheduler.proc.pid), "worker": tree(worker.proc.pid),
+                     "broker": broker_pids(), "receiver": [receiver.process.pid]}
+            found.pop("sink", None)
+            return found
+        before = {pid: cpu_seconds(pid) for pids in groups().values() for pid in pids}
         ours = receiver.wait(len(deliveries), 900)
         wall = receiver.last.value - receiver.first.value
-        used = {k: v - before[k] for k, v in cpu_of(groups).items()}
+        used = {name: sum(cpu_seconds(pid) - before.get(pid, 0.0) for pid in pids)
+                for name, pids in groups().items()}
         print(f"postroom, {connections} connections: {ours:,.0f} deliveries/s", flush=True)
-        print_cpu("postroom (from worker start; the store's and worker's include start-up)", used, wall)
+        print_cpu("postroom (from the worker pool's start, its start-up included)", used, wall)
         print(f"ratio (postroom / bare httpx): {ours / bare:.2f}", flush=True)
 
 

@@ -1,6 +1,7 @@
 """What follows one attempt, and which subscriptions an event becomes deliveries for."""
 
 import json
+import time
 
 from pipelines.clock import ms_of, now_iso, now_ms
 from pipelines.outbound_http import HttpResult
@@ -91,3 +92,53 @@ async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_ex
     assert result.status_code == 0 and not result.permanent and "POSTROOM_SECRET_KEY" in result.error
     assert receiver.received() == []
     assert outcome_of(delivery(0), result, scale=1.0).changes["due_ms"] >= now_ms() + 9_000  # retried on schedule
+
+
+async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
+    """send_batch: never more than `concurrency` requests in flight to the endpoint, over
+    kept-alive connections (a real HTTP/1.1 server on loopback counts both)."""
+    import asyncio
+
+    from pipelines.outbound_http import Session
+    from pipelines.secret_box import seal
+    from pipelines.webhook_delivery import send_batch
+    from pipelines.webhook_signing import verify
+    seen = {"connections": 0, "in_flight": 0, "most": 0, "verified": 0}
+
+    async def serve(reader, writer):
+        seen["connections"] += 1
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            headers = dict(line.split(": ", 1) for line in head.decode().split("\r\n")[1:] if ": " in line)
+            body = await reader.readexactly(int(headers["Content-Length"]))
+            seen["verified"] += verify("whsec_k", headers["X-Service-Signature"], body, time.time())
+            seen["in_flight"] += 1
+            seen["most"] = max(seen["most"], seen["in_flight"])
+            await asyncio.sleep(0.02)
+            seen["in_flight"] -= 1
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            if reader.at_eof():
+                break
+
+    async def serve_quietly(reader, writer):
+        try:
+            await serve(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+    server = await asyncio.start_server(serve_quietly, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    session = Session()
+    subscription = {"_id": "wh1", "target_url": f"http://127.0.0.1:{port}/hook",
+                    "secret_sealed": seal("whsec_k", "key")}
+    batch = [{"_id": f"ev{n}:wh1", "event": "contact.created", "body": '{"n":%d}' % n} for n in range(20)]
+    try:
+        for _ in range(2):  # a second turn reuses the first one's connections
+            results = await send_batch(batch, subscription, secret_key="key", allow_private=True, concurrency=4,
+                                       session=session)
+            assert [r.status_code for r in results] == [200] * 20
+    finally:
+        await session.aclose()
+        server.close()
+        await server.wait_closed()
+    assert seen["most"] <= 4 and seen["verified"] == 40
+    assert seen["connections"] <= 4
