@@ -34,6 +34,7 @@ _FAILURE_SUBJECT = re.compile(
     r"|mail delivery failed|non-?delivery|could not be delivered|mail system error|delivery error|bounce"
     r"|メールエラー|エラー", re.I)
 _AUTO_REPLY = re.compile(r"out of (the )?office|auto(matic)?[- ]?(reply|response)|vacation|abwesen", re.I)
+_REPLY_SUBJECT = re.compile(r"\s*(re|fwd?|aw|wg|tr|sv)\s*:", re.I)
 _IN_LINK = re.compile(r"\S*://\S+")
 # lines that name the original's sender, not a recipient ("MAIL FROM: bob@…", "From: …")
 _SENDER_LINE = re.compile(r"^[ \t>]*(mail from|from|sender|reply-to|cc|envelope-from)\s*:.*$", re.I | re.M)
@@ -45,8 +46,11 @@ def is_notice(msg: EmailMessage) -> bool:
     if msg.get("X-Autoreply") or _AUTO_REPLY.search(subject):
         return False
     # Exim marks its own bounces `Auto-Submitted: auto-replied`: that header alone says
-    # nothing; a daemon's sender or a failure's subject does
-    return bool(_DAEMON.search(str(msg.get("From") or "")) or _FAILURE_SUBJECT.search(subject))
+    # nothing; a daemon's sender or a failure's subject does, but a person's reply or
+    # forward ("Re: Undelivered Mail …") is no notice whatever its subject says
+    if _DAEMON.search(str(msg.get("From") or "")):
+        return True
+    return bool(_FAILURE_SUBJECT.search(subject)) and not _REPLY_SUBJECT.match(subject)
 
 
 def own_addresses(msg: EmailMessage) -> set[str]:

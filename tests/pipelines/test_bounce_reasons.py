@@ -85,3 +85,13 @@ Technical details of permanent failure:
 """.encode()
     [bounce] = parse_report(raw).bounces
     assert (bounce.email, bounce.reason, bounce.type) == ("bob@example.jp", reason, "transient")
+
+
+def test_a_person_replying_about_a_failure_is_no_bounce():
+    raw = f"""From: Bob <bob@example.jp>
+To: bounce+{MID}@bounces.postroom.test
+Subject: Re: Undelivered Mail Returned to Sender
+
+Your mail to carol@example.jp failed: 550 5.1.1 user unknown. Can you resend it to me?
+""".encode()
+    assert parse_report(raw) is None
