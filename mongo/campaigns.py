@@ -29,7 +29,7 @@ INDEXES: dict[str, list] = {
                   # finish_campaigns' and refunds' finds: one field each (the embedded store
                   # reads every campaign for a find no single-field index answers)
                   IndexModel([("status", ASCENDING)], name="status"),
-                  IndexModel([("refund_due", ASCENDING)], name="refund_due")],
+                  IndexModel([("refund_due_ms", ASCENDING)], name="refund_due_ms")],
     "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
 }
 CANCELLED = "campaign cancelled"  # the history detail of a message its campaign's cancel stopped
@@ -99,18 +99,21 @@ async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict
 async def mark_refund_due(db: AsyncDatabase, campaign_id: str) -> None:
     """The scheduler gives back, once nothing of the cancelled campaign is in flight, what
     will never leave (`refunds_due`, `take_refund`)."""
-    await db.campaigns.update_one({"_id": campaign_id, "status": "cancelled"}, {"$set": {"refund_due": True}})
+    await db.campaigns.update_one({"_id": campaign_id, "status": "cancelled"},
+                                  {"$set": {"refund_due": True, "refund_due_ms": now_ms()}})
 
 
 async def refunds_due(db: AsyncDatabase, limit: int = 50) -> list[dict]:
-    return await db.campaigns.find({"refund_due": True}, limit=limit).to_list()
+    # on the integer (set while a refund is due): a find on the boolean read every campaign
+    return await db.campaigns.find({"refund_due_ms": {"$lt": NEVER_MS}}, limit=limit).to_list()
 
 
 async def take_refund(db: AsyncDatabase, campaign_id: str, count: int) -> bool:
     """Claim a cancelled campaign's refund once (guarded): True for the one caller that
     may give `count` back to the plan."""
     result = await db.campaigns.update_one({"_id": campaign_id, "refund_due": True},
-                                           {"$set": {"refund_due": False, "plan_refunded": count,
+                                           {"$set": {"refund_due": False, "refund_due_ms": NEVER_MS,
+                                                     "plan_refunded": count,
                                                      "refunded_at": now_iso()}})
     return result.modified_count == 1
 
