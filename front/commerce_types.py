@@ -62,7 +62,8 @@ Amount = Annotated[Decimal, BeforeValidator(_amount), WithJsonSchema(_AMOUNT_SCH
     ge=0, max_digits=16, decimal_places=4, description=_AMOUNT_HELP)]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$"), Field(
     description="ISO 4217 code, three upper-case letters (USD, EUR, JPY).")]
-WebUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_web_url)]
+WebUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_web_url),
+                   Field(json_schema_extra={"pattern": "^[hH][tT][tT][pP][sS]?://"})]
 Metadata = Annotated[JsonObject(MAX_METADATA_BYTES), Field(
     description="Any JSON object, at most 16 KB serialised.")]
 

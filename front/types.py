@@ -47,6 +47,16 @@ DisplayName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_
                               description="Display name in the From header: at most 200 characters, "
                                           "no line breaks or other control characters. Text that looks "
                                           "like an encoded word (=?…?=) arrives as those characters.")]
+# What parse_target accepts, as a pattern the document can carry (so a client, and a
+# generator of requests, can tell a URL we take): http(s), a DNS name whose last label is
+# not a number (IPv4 literals are accepted too, but not described), a port 1-65535, then
+# printable ASCII without spaces or backslashes.
+TARGET_URL_PATTERN = (r"^[hH][tT][tT][pP][sS]?://(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z][A-Za-z0-9_-]{0,62}"
+                      r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
+                      r"(?:[/?#][!-\[\]-~]*)?$")
+# The same without the characters that end or split a header value (", ', `, ;, ,, <, >):
+# a form's redirect URL (pipelines/forms.redirect_problem).
+REDIRECT_URL_PATTERN = TARGET_URL_PATTERN.replace(r"[!-\[\]-~]", r"[!#-&(-+\--:=?-\[\]-_a-~]")
 Name100 = Annotated[str, StringConstraints(max_length=100)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII | re.IGNORECASE)

@@ -216,6 +216,11 @@ _FIELD_CHECKS: dict[str, dict[str, Callable]] = {
 }
 
 
+def config_fields(step_type: str) -> tuple[str, ...]:
+    """The fields a step type's config takes (any other is refused)."""
+    return tuple(_FIELD_CHECKS[step_type])
+
+
 def normalize_config(step_type: str, config: Any, path: str = "config",
                      base: dict | None = None) -> dict:
     """The complete config of a step: `config`'s fields checked and laid over `base` (the

@@ -127,6 +127,20 @@ def normalize_trigger_config(trigger_type: str, config: Any, path: str = "trigge
     return out
 
 
+def config_schema(trigger_type: str) -> dict:
+    """The JSON Schema of `trigger_type`'s trigger_config: what normalize_trigger_config
+    accepts, for the API's document (the ids it names are checked against the workspace)."""
+    kinds = {_OPTIONAL_ID: {"type": "string", "minLength": 1, "maxLength": 200},
+             _REQUIRED_ID: {"type": "string", "minLength": 1, "maxLength": 200},
+             "attribute": {"type": "string", "pattern": segment_rules.ATTRIBUTE_NAME.pattern},
+             "offset": {"type": "integer", "minimum": -MAX_OFFSET_DAYS, "maximum": MAX_OFFSET_DAYS},
+             "time": {"type": "string", "pattern": _TIME_OF_DAY.pattern}}
+    fields = _CONFIG_FIELDS[trigger_type]
+    return {"type": "object", "additionalProperties": False,
+            "properties": {"reentry": {"enum": list(REENTRY)}, **{name: kinds[kind] for name, kind in fields.items()}},
+            "required": [name for name, kind in fields.items() if kind in (_REQUIRED_ID, "attribute")]}
+
+
 def run_id(automation_id: str, contact_id: str, source: str) -> str:
     """A run's id: the same trigger (source) for the same contact is the same run."""
     digest = hashlib.sha256(f"{automation_id}\x00{contact_id}\x00{source}".encode()).hexdigest()[:32]

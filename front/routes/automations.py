@@ -9,13 +9,14 @@ import logging
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
 from pipelines import automation_runs as run_rules
 from pipelines import automation_steps as step_rules
+from pipelines import automation_triggers as trigger_rules
 from pipelines import views
 from pipelines.automation_triggers import TRIGGER_TYPES
 from pipelines.clock import now_iso
@@ -44,14 +45,40 @@ CONFIG_HELP = ("The step type's settings (README \"Automations\" has the table).
                "type's defaults on create and keep their value on update.")
 
 
+def _step_schemas() -> list[dict]:
+    """One alternative per step type: the config fields it takes (their values are checked
+    by pipelines/automation_steps.py, described in CONFIG_HELP and the README)."""
+    return [{"properties": {"step_type": {"const": step_type}, "config": {"anyOf": [
+        {"type": "object", "additionalProperties": False,
+         "properties": {name: {} for name in step_rules.config_fields(step_type)}}, {"type": "null"}]}}}
+        for step_type in step_rules.STEP_TYPES]
+
+
 class StepIn(Strict):
+    model_config = ConfigDict(json_schema_extra={"oneOf": _step_schemas()})
     id: StepId | None = Field(None, description="Optional id of your own (1-64 letters, digits, _ or -), so "
                                                 "branches can name steps created in the same request.")
     step_type: StepType
     config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
 
 
+def _trigger_schemas() -> list[dict]:
+    """One alternative per trigger type: its trigger_config (null where nothing is required)."""
+    out = []
+    for trigger_type in TRIGGER_TYPES:
+        config = trigger_rules.config_schema(trigger_type)
+        alternative = {"properties": {"trigger_type": {"const": trigger_type}, "trigger_config": (
+            config if config["required"] else {"anyOf": [config, {"type": "null"}]})}}
+        if config["required"]:
+            alternative["required"] = ["trigger_config"]
+        out.append(alternative)
+    return out
+
+
 class CreateAutomation(Strict):
+    # Each trigger type's trigger_config, said in the document too (front/automation_checks.py
+    # checks the ids it names against the workspace)
+    model_config = ConfigDict(json_schema_extra={"oneOf": _trigger_schemas()})
     name: AutomationName
     trigger_type: Literal[TRIGGER_TYPES]
     trigger_config: dict[str, Any] | None = Field(None, description=(
@@ -68,6 +95,7 @@ class UpdateAutomation(Strict):
 
 
 class AddStep(Strict):
+    model_config = ConfigDict(json_schema_extra={"oneOf": _step_schemas()})
     id: StepId | None = None
     step_type: StepType
     config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from actors.runtime import publisher
@@ -29,8 +29,20 @@ MAX_BATCH_MESSAGES = 1000
 MAX_TEMPLATE_DATA_BYTES = 256 * 1024
 
 
+def _given(name: str) -> dict:
+    return {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
+
+
 class EmailContent(Strict):
     """One email: who it goes to, from whom, and what it says."""
+    # Said in the document too: some content (html, text or template_id: else 400
+    # no_content), not both html and template_id, and no `footer: false` on marketing mail.
+    model_config = ConfigDict(json_schema_extra={
+        "anyOf": [_given("html"), _given("text"), _given("template_id")],
+        "allOf": [{"not": {"required": ["stream", "footer"],
+                           "properties": {"stream": {"const": "marketing"}, "footer": {"const": False}}}},
+                  {"not": {"required": ["html", "template_id"], "properties": {
+                      "html": {"type": "string"}, "template_id": {"type": "string", "minLength": 1}}}}]})
     to: EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_RECIPIENTS)] = Field(
         description="One address, or a list of up to 50 addresses that all receive the same message.")
     subject: Annotated[str, StringConstraints(min_length=1, max_length=998)] = Field(

@@ -24,7 +24,7 @@ from ..pagination import PageQuery
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import DisplayName, Id, Strict
+from ..types import REDIRECT_URL_PATTERN, DisplayName, Id, Strict
 from ..validation import body
 
 bp = Blueprint("forms", __name__, url_prefix="/api/v1", template_folder="../templates")
@@ -61,10 +61,11 @@ FieldName = Annotated[str, StringConstraints(min_length=1, max_length=64), After
                       Field(json_schema_extra={"pattern": r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$",
                                                "not": {"enum": list(forms.RESERVED_NAMES)}})]
 RedirectUrl = Annotated[str, StringConstraints(max_length=MAX_URL_CHARS), AfterValidator(_redirect_url),
-                        Field(description=(
+                        Field(json_schema_extra={"pattern": REDIRECT_URL_PATTERN}, description=(
                            "An absolute http(s) URL without credentials, white space, control characters, "
                            "backslashes, quotes, <, >, ; or , (percent-encode those)."))]
-Origin = Annotated[str, StringConstraints(max_length=300), AfterValidator(_origin)]
+Origin = Annotated[str, StringConstraints(max_length=300), AfterValidator(_origin), Field(json_schema_extra={
+    "pattern": r"^[hH][tT][tT][pP][sS]?://(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}(?::[0-9]{1,5})?/?$"})]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 Text = Annotated[str, StringConstraints(max_length=2000)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import lists as list_store
@@ -29,6 +29,12 @@ Description = Annotated[str, StringConstraints(max_length=1000)]
 
 
 class CreateList(Strict):
+    # Said in the document too: conditions for a dynamic list, none for a static one
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": ["type", "conditions"], "properties": {"type": {"const": "dynamic"},
+                                                            "conditions": {"type": "object"}}},
+        {"properties": {"type": {"const": "static"}, "conditions": {"type": "null"}}},
+    ]})
     name: ListName
     description: Description | None = None
     type: Literal["static", "dynamic"] = Field("static", description=(

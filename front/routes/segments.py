@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import contacts as contact_store
@@ -29,7 +29,39 @@ SegmentName = Annotated[str, StringConstraints(min_length=1, max_length=200, str
 Description = Annotated[str, StringConstraints(max_length=1000)]
 
 
+_TEXT = {"type": "string", "maxLength": segment_rules.MAX_TEXT_VALUE_CHARS}
+_SCALAR = {"anyOf": [_TEXT, {"type": "number"}, {"type": "boolean"}]}
+
+
+def _when(condition: dict, then: dict) -> dict:
+    return {"if": {"properties": condition, "required": list(condition)}, "then": then}
+
+
+# What pipelines/segment_rules.py checks beyond each part's type, said in the document:
+# the value each operator takes, and the operators and values of the named contact fields.
+RULE_SCHEMA = {"allOf": [
+    _when({"operator": {"enum": ["contains", "not_contains", "starts_with"]}},
+          {"required": ["value"], "properties": {"value": {**_TEXT, "minLength": 1}}}),
+    _when({"operator": {"const": "in"}}, {"required": ["value"], "properties": {"value": {
+        "type": "array", "minItems": 1, "maxItems": segment_rules.MAX_IN_VALUES, "items": _SCALAR}}}),
+    _when({"operator": {"enum": ["equals", "not_equals"]}}, {"required": ["value"], "properties": {"value": _SCALAR}}),
+    _when({"operator": {"enum": ["gt", "gte", "lt", "lte"]}},
+          {"required": ["value"], "properties": {"value": {"anyOf": [_TEXT, {"type": "number"}]}}}),
+    _when({"field": {"enum": ["subscribed", "bounced"]}}, {"properties": {
+        "operator": {"enum": ["equals", "not_equals"]}, "value": {"type": "boolean"}}}),
+    _when({"field": {"const": "created_at"}}, {"properties": {
+        "operator": {"enum": ["equals", "not_equals", "gt", "gte", "lt", "lte"]},
+        "value": {"type": "string", "format": "date-time"}}}),
+    _when({"field": {"enum": ["tags", "lists"]}}, {"properties": {
+        "operator": {"enum": ["equals", "not_equals", "contains", "not_contains", "in", "exists", "not_exists"]},
+        "value": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}}]}}}),
+    _when({"field": {"enum": ["email", "first_name", "last_name"]}}, {"properties": {"value": {"anyOf": [
+        {**_TEXT, "minLength": 1}, {"type": "array", "items": {**_TEXT, "minLength": 1}}]}}}),
+]}
+
+
 class Rule(Strict):
+    model_config = ConfigDict(json_schema_extra=RULE_SCHEMA)
     field: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(json_schema_extra={
         "pattern": r"^(attributes\.)?[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$"}, description=(
         "email, first_name, last_name, subscribed, bounced, created_at, tags (a tag id), "

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import templates as template_store
-from pipelines import merge_tags
+from pipelines import email_blocks, merge_tags
 from pipelines import views
 from pipelines.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.email_blocks_html import render_structure
@@ -42,7 +42,12 @@ STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}],
                   "serialised. Validated; unknown fields are kept for the editor. See the README for each "
                   "block's content.")
 MAX_STRUCTURE_BYTES = 512 * 1024
-Structure = JsonObject(MAX_STRUCTURE_BYTES)
+# The outline pipelines/email_blocks.py checks first (each block's content is checked by type)
+Structure = Annotated[JsonObject(MAX_STRUCTURE_BYTES), Field(json_schema_extra={
+    "required": ["blocks"], "properties": {"blocks": {"type": "array", "items": {
+        "type": "object", "required": ["id", "type", "content"], "properties": {
+            "id": {"type": "string", "minLength": 1}, "type": {"enum": list(email_blocks.BLOCK_TYPES)},
+            "content": {"type": "object"}}}}}})]
 
 
 class CreateTemplate(Strict):

@@ -13,9 +13,11 @@ from quart import Blueprint
 from mongo import outbox, tracking
 from pipelines import views
 from pipelines.automation_triggers import PRODUCT_VIEWED_EVENT
+from pipelines.segment_rules import ATTRIBUTE_NAME
 
 from ..audience import contact_or_404
-from ..commerce_types import Amount, Currency, Metadata, WebUrl, amount_text, check_product_fields
+from ..commerce_types import (MAX_PRODUCT_FIELD_DEPTH, MAX_PRODUCT_FIELDS, Amount, Currency, Metadata, WebUrl,
+                              amount_text, check_product_fields)
 from ..responses import one
 from ..runtime import caller, db
 from ..types import EmailAddress, Strict
@@ -26,10 +28,23 @@ bp = Blueprint("tracking", __name__, url_prefix="/api/v1")
 Text200 = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
+def _nested_at_most(levels: int) -> dict:
+    """A JSON value with at most `levels` levels of objects/arrays (front.commerce_types._depth)."""
+    scalar = {"type": ["string", "number", "boolean", "null"]}
+    if levels == 0:
+        return scalar
+    inner = _nested_at_most(levels - 1)
+    return {"anyOf": [scalar, {"type": "array", "items": inner}, {"type": "object", "additionalProperties": inner}]}
+
+
 class ProductView(Strict):
     """The known fields are checked; any other field is product data kept as sent (at most
     50 fields, each nested at most 3 levels deep, 16 KB together)."""
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra={
+        "additionalProperties": _nested_at_most(MAX_PRODUCT_FIELD_DEPTH),
+        "propertyNames": {"pattern": ATTRIBUTE_NAME.pattern, "not": {"enum": ["id", "contact_id", "event",
+                                                                        "viewed_at"]}},
+        "maxProperties": MAX_PRODUCT_FIELDS + 9})
 
     contact_email: EmailAddress = Field(description="A live contact of the workspace.")
     product_id: Text200

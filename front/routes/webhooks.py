@@ -24,19 +24,12 @@ from ..pagination import PageQuery, page
 from ..resource_routes import page_of
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import Id, Strict
+from ..types import TARGET_URL_PATTERN, Id, Strict
 from ..validation import body, query
 
 bp = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 
 EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6.")]
-# What parse_target accepts, as a pattern the document can carry (so a client, and a
-# generator of requests, can tell a URL we take): http(s), a DNS name whose last label is
-# not a number (IPv4 literals are accepted too, but not described), a port 1-65535, then
-# printable ASCII without spaces or backslashes.
-TARGET_URL_PATTERN = (r"^[hH][tT][tT][pP][sS]?://(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z][A-Za-z0-9_-]{0,62}"
-                      r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
-                      r"(?:[/?#][!-\[\]-~]*)?$")
 TargetUrl = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL_LENGTH), Field(
     json_schema_extra={"pattern": TARGET_URL_PATTERN},
     description="http(s) URL receiving signed POST deliveries; at most 2048 characters. Read by the "
