@@ -19,7 +19,10 @@ def utcnow() -> _dt.datetime:
 def iso(moment: _dt.datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = moment.astimezone(UTC)
+    # The year by hand: glibc's %Y does not pad years before 1000 ("95-10-16…"), which
+    # breaks the string order these timestamps are compared in.
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.%fZ")
 
 
 def now_iso() -> str:
