@@ -135,7 +135,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "expired account", "account expired", "blocked account")),
     (HASMOVED, ("has moved", "has been moved", "address changed", "no longer valid", "moved to")),
     # a DNS answer that may change: the network, not a missing domain
-    (NETWORKERROR, ("name service error", "host not found, try again", "temporary failure in name resolution")),
+    (NETWORKERROR, ("host not found, try again", "temporary failure in name resolution", "try again later: dns")),
     (HOSTUNKNOWN, ("host unknown", "unknown host", "host not found", "no such domain", "domain not found",
                    "domain does not exist", "unrouteable mail domain", "name or service not known",
                    "unknown domain", "domain unknown", "no mx", "mx record", "dns lookup failure", "dns error",

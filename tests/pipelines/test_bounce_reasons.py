@@ -33,8 +33,11 @@ def test_a_refusal_aimed_at_the_sender_never_suppresses_the_recipient(status, di
     ("5.0.0", "550 Host unknown", "hostunknown"),
     ("5.1.6", "550 5.1.6 recipient has moved", "hasmoved"),
     ("5.1.10", "556 5.1.10 Recipient address has null MX", "notaccept"),
+    ("5.4.4", "Host or domain name not found. Name service error for name=example.jp type=A: Host not found",
+     "hostunknown"),
 ])
 def test_only_a_missing_address_or_domain_is_permanent(status, diagnostic, reason):
+    # (a DNS answer that says "try again" is the network's, not a missing domain: transient)
     verdict = classify(status_from(status, diagnostic), diagnostic, "failed")
     assert (verdict.reason, verdict.type, verdict.category) == (reason, "permanent", "address")
 
@@ -95,3 +98,8 @@ Subject: Re: Undelivered Mail Returned to Sender
 Your mail to carol@example.jp failed: 550 5.1.1 user unknown. Can you resend it to me?
 """.encode()
     assert parse_report(raw) is None
+
+
+def test_a_dns_answer_that_says_try_again_is_the_networks():
+    verdict = classify("5.4.4", "Name service error for name=example.jp type=MX: Host not found, try again", "failed")
+    assert (verdict.reason, verdict.type) == ("networkerror", "transient")
