@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import concurrent.futures.process
 import multiprocessing
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,6 +22,9 @@ T = TypeVar("T")
 # From this size on a body is parsed in a parser process: below it the worst JSON for the
 # parser (tiny keys) costs under 10 ms of loop time.
 OFF_LOOP_BYTES = 64 * 1024
+# Parsing is bulk work for one caller: the parser processes yield the CPU to the serving
+# process (a nice increment), whose loop answers everyone.
+PARSER_NICENESS = 10
 # Parser processes, started on the first large body. Each holds a large body's parse in
 # memory (~10 times its size for many small values), so they are few; more large bodies
 # at once wait their turn, off the loop.
@@ -42,7 +46,8 @@ class BodyParsers:
             return parse(*args)
         if self._pool is None:
             self._pool = concurrent.futures.ProcessPoolExecutor(
-                self._processes, mp_context=multiprocessing.get_context("spawn"))
+                self._processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(PARSER_NICENESS,))
         pool = self._pool
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, parse, *args)
