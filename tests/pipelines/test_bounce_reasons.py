@@ -103,3 +103,11 @@ Your mail to carol@example.jp failed: 550 5.1.1 user unknown. Can you resend it 
 def test_a_dns_answer_that_says_try_again_is_the_networks():
     verdict = classify("5.4.4", "Name service error for name=example.jp type=MX: Host not found, try again", "failed")
     assert (verdict.reason, verdict.type) == ("networkerror", "transient")
+
+
+def test_a_dsn_whose_diagnostic_contradicts_its_status_is_read_by_the_diagnostic():
+    raw = dsn(MID, [{"final": "bob@example.com", "status": "5.1.1",
+                     "diagnostic": "550 5.7.1 IP address 192.0.2.1 blacklisted"}])
+    [bounce] = parse_report(raw).bounces
+    assert (bounce.smtp_status, bounce.reason, bounce.type, bounce.category) == ("5.7.1", "blocked", "transient",
+                                                                                  "policy")
