@@ -1,8 +1,15 @@
-"""The embedded store: nx-27017 (MongoDB wire protocol over SQLite) on a free loopback
-port, one SQLite file per database under DATA_DIR/store, so data survives restarts.
+"""The embedded store: nx-27017 (MongoDB wire protocol over SQLite) on a Unix socket,
+DATA_DIR/store.sock, one SQLite file per database under DATA_DIR/store, so data survives
+restarts. nx-27017 has no authentication, so it is not put on a TCP port (any user of the
+machine could connect there): the socket sits in the owner-only data directory and the
+store checks each connection's user besides (ops/store_process.py). PyMongo reaches it
+as `mongodb://%2F...%2Fstore.sock`.
 
-Processes started one by one (`postroom front`, `worker`, `scheduler`) share one store
-per DATA_DIR: the first starts it detached and records its port in DATA_DIR/store.json.
+Processes started one by one (`postroom front`, `worker`, `scheduler`, the CLI commands,
+`up`) share one store per DATA_DIR: the first starts it (detached, except under `up`) and
+records it in DATA_DIR/store.json; the others find it answering on the socket. Who starts
+it is decided under a lock (DATA_DIR/store.lock), so commands started at once never
+start two.
 
 Everything under DATA_DIR is private to the user running postroom (contacts, messages,
 keys): the directories are made 0700 and the store process runs with umask 077, so its
@@ -10,6 +17,8 @@ files are created 0600 (files an earlier version left readable are narrowed at s
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import random
@@ -18,11 +27,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from pymongo import MongoClient
 
 START_TIMEOUT_SECONDS = 20.0
+# The longest path a Unix socket address takes on Linux (sun_path, with its NUL).
+_MAX_SOCKET_PATH_BYTES = 107
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
@@ -87,22 +99,38 @@ def _answers(url: str) -> bool:
         client.close()
 
 
+def socket_url(data_dir: Path) -> str:
+    """The store's URL for `data_dir`: its Unix socket, as PyMongo takes one."""
+    path = str(data_dir.resolve() / "store.sock")
+    if len(path.encode()) > _MAX_SOCKET_PATH_BYTES:
+        raise RuntimeError(f"the data dir's path is too long for the store's socket ({path}: at most "
+                           f"{_MAX_SOCKET_PATH_BYTES} bytes); use a shorter POSTROOM_DATA_DIR or set "
+                           "POSTROOM_MONGODB_URL")
+    return "mongodb://" + urllib.parse.quote(path, safe="")
+
+
 def start(data_dir: Path, port: int | None = None, *, detached: bool = False) -> tuple[subprocess.Popen, str]:
-    """Start a store process for `data_dir`; returns (process, url) once it answers."""
+    """Start a store process for `data_dir`; returns (process, url) once it answers.
+    `port`: on that loopback TCP port instead of the socket, open to every local user;
+    only for tests that must put a proxy in front of the store or restart it there."""
     private_dir(data_dir)
     store_dir = private_dir((data_dir / "store").resolve())
     for existing in store_dir.iterdir():
         if existing.is_file():
             existing.chmod(PRIVATE_FILE_MODE)
-    port = port or free_port()
+    if port is None:
+        url = socket_url(data_dir)
+        listen = ["--socket", str(data_dir.resolve() / "store.sock")]
+    else:
+        url = f"mongodb://127.0.0.1:{port}"
+        listen = ["--host", "127.0.0.1", "--port", str(port)]
     log = os.fdopen(_private_file(data_dir / "store.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab")
     process = subprocess.Popen(
-        _command() + ["--data-dir", str(store_dir), "--host", "127.0.0.1", "--port", str(port),
+        _command() + ["--data-dir", str(store_dir), *listen,
                       "--log-file", str(data_dir.resolve() / "store.log"),
                       "--pid-file", str(data_dir.resolve() / "store.pid")],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         start_new_session=detached)
-    url = f"mongodb://127.0.0.1:{port}"
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -114,24 +142,39 @@ def start(data_dir: Path, port: int | None = None, *, detached: bool = False) ->
     raise RuntimeError("the embedded store did not answer in time")
 
 
-def ensure_running(data_dir: Path) -> str:
-    """The shared store for `data_dir`: reuse the recorded one if it answers, else start one."""
+@contextlib.contextmanager
+def _start_lock(data_dir: Path):
+    """Held while a command looks for the store and starts it: of commands started at once
+    on one DATA_DIR, one starts the store and the others find it."""
+    fd = _private_file(data_dir / "store.lock", os.O_WRONLY | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def running_or_start(data_dir: Path, *, detached: bool) -> tuple[subprocess.Popen | None, str]:
+    """The store for `data_dir`: (None, url) when one already answers, else one started
+    now, recorded in store.json, (process, url). `detached`: it outlives this process (a
+    CLI command's); else this process owns it and stops it (`up`)."""
     private_dir(data_dir)
-    state_file = data_dir / "store.json"
-    if state_file.exists():
-        try:
-            state = json.loads(state_file.read_text())
-            if _answers(state["url"]):
-                return state["url"]
-        except (ValueError, KeyError):
-            pass
-    process, url = start(data_dir, detached=True)
-    record(data_dir, url, process.pid)
-    return url
+    url = socket_url(data_dir)
+    with _start_lock(data_dir):
+        if _answers(url):
+            return None, url
+        process, url = start(data_dir, detached=detached)
+        record(data_dir, url, process.pid)
+        return process, url
+
+
+def ensure_running(data_dir: Path) -> str:
+    """The shared store for `data_dir`: the one answering on its socket, else a detached one."""
+    return running_or_start(data_dir, detached=True)[1]
 
 
 def record(data_dir: Path, url: str, pid: int) -> None:
-    """Let other `postroom` commands on this DATA_DIR find the running store."""
+    """Which process serves the store of this DATA_DIR (its pid, to stop it), and where."""
     fd = _private_file(data_dir / "store.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w") as out:
         out.write(json.dumps({"url": url, "pid": pid}))
