@@ -175,6 +175,27 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
     return done
 
 
+# After SIGTERM the pass in hand has this long to finish, then it is cancelled: a pass can
+# take tens of seconds on a loaded store, and every job is a guarded write that the next
+# pass (or the watchdog) repeats, so a pass cut short loses nothing.
+STOP_GRACE_SECONDS = 2.0
+
+
+async def _pass_unless_stopped(db: AsyncDatabase, settings: Settings, stop: asyncio.Event) -> None:
+    running = asyncio.ensure_future(run_once(db, settings))
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not running.done():
+            await asyncio.wait({running}, timeout=STOP_GRACE_SECONDS)
+    finally:
+        stopping.cancel()
+        if not running.done():
+            log.info("scheduler: stopping in the middle of a pass; the next start repeats it")
+            running.cancel()
+        await asyncio.gather(running, stopping, return_exceptions=True)
+
+
 async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
     started_ms = now_ms()
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
@@ -185,7 +206,9 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
         except Exception as error:  # the watchdog still finds them, later
             log.warning("scheduler start: accepted mail not picked up (%s); the watchdog will", one_line(error))
         while not stop.is_set():
-            await run_once(db, settings)
+            await _pass_unless_stopped(db, settings, stop)
+            if stop.is_set():
+                break
             try:  # after the pass: a reader of `passes` knows every job ran since it looked
                 await processes.beat(db, "scheduler", name)
             except Exception as error:  # a heartbeat is informative; the next pass tries again

@@ -2,11 +2,19 @@
 running front: what the CLI creates is what the API accepts."""
 
 import json
+import os
+import signal
+import time
 
+from mongo import processes
 from mongo.recent import FRESH_SECONDS
 from tests.support.api import assert_error
+from tests.support.harness import StoreThread
 from tests.support.polling import wait_until
-from tests.support.services import run_postroom
+from tests.support.services import Process, run_postroom
+
+# `postroom scheduler` is gone this soon after SIGTERM (issue #30.7: it took 13-45 s).
+SCHEDULER_STOP_SECONDS = 5.0
 
 
 def postroom(service, *args, expect=0):
@@ -193,3 +201,26 @@ def test_domain_limit_set_refuses_bad_input_with_exit_2(service):
         refused = postroom(service, "domain-limit", "set", *args, expect=2)
         assert refused.stderr.strip(), args
     assert all(r["domain"] != "ok-domain.example" for r in as_json(postroom(service, "domain-limit", "list", "--json")))
+
+
+def test_the_scheduler_exits_within_seconds_of_sigterm_in_the_middle_of_its_passes(service_env, run_dir,
+                                                                                     store_url, database_name):
+    env, _ = service_env
+    log_dir = run_dir / "logs"
+    log_dir.mkdir(exist_ok=True)
+    store = StoreThread(store_url, database_name)
+    scheduler = Process("scheduler-sigterm", ["scheduler"], env, log_dir)
+    try:
+        before = store.run(processes.passes, "scheduler")
+        wait_until(lambda: store.run(processes.passes, "scheduler") >= before + 2, timeout=60,
+                   what="the scheduler's passes")  # running, a pass every 0.2 s: mostly mid-pass
+        stopped_at = time.monotonic()
+        os.killpg(scheduler.proc.pid, signal.SIGTERM)
+        code = scheduler.proc.wait(timeout=60)
+        took = time.monotonic() - stopped_at
+    finally:
+        scheduler.stop()
+        store.close()
+    print(f"\nscheduler stopped {took:.2f} s after SIGTERM")
+    assert code == 0, scheduler.tail()
+    assert took < SCHEDULER_STOP_SECONDS, scheduler.tail()
