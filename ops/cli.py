@@ -23,12 +23,12 @@ def cmd_up(args) -> int:
     # local import: serve loads the front, the broker and the scheduler; imported at the top, they
     # made every other command start three times slower (import ops.cli: 4.6 s against 1.5 s, loaded box)
     from .serve import run_up
-    settings = config.load(start_store=False)
+    settings = config.load(start_store=False, listen=(args.host, args.port))
     owned = None
     if not settings.mongodb_url:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        owned, url = embedded_store.start(settings.data_dir)
-        embedded_store.record(settings.data_dir, url, owned.pid)
+        # a store already serving this data dir (started by a CLI command) is used, not a
+        # second one; one started here is this process's, stopped when it stops
+        owned, url = embedded_store.running_or_start(settings.data_dir, detached=False)
         settings = settings.replace(mongodb_url=url)
     try:
         run_up(settings, args.host, args.port, args.threads)
@@ -42,7 +42,7 @@ def cmd_up(args) -> int:
 
 def cmd_front(args) -> int:
     from .serve import event_loop, run_front  # local import: the service stack, only for this command (see cmd_up)
-    event_loop.run(run_front(config.load(), args.host, args.port))
+    event_loop.run(run_front(config.load(listen=(args.host, args.port)), args.host, args.port))
     return 0
 
 

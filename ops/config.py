@@ -42,11 +42,21 @@ def _read_secret(path) -> str:
     return key
 
 
-def load(*, start_store: bool = True) -> Settings:
+# Bound to every address: links name loopback; only POSTROOM_BASE_URL can say which name recipients reach.
+_WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
+
+
+def load(*, start_store: bool = True, listen: tuple[str, int] | None = None) -> Settings:
+    """`listen`: the (host, port) this process serves HTTP on; without POSTROOM_BASE_URL,
+    links (in mail, `hosted_url`) name that address, not the default's port 8080."""
     settings = Settings.from_env()
     changes = {"secret_key": secret_key_for(settings)}
     if not settings.mongodb_url and start_store:
         changes["mongodb_url"] = embedded_store.ensure_running(settings.data_dir)
+    if listen is not None and not os.environ.get("POSTROOM_BASE_URL"):
+        host, port = listen
+        host = "127.0.0.1" if host in _WILDCARD_HOSTS else host
+        changes["base_url"] = f"http://{f'[{host}]' if ':' in host else host}:{port}"
     return settings.replace(**changes)
 
 

@@ -48,7 +48,15 @@ def _hypercorn_config(host: str, port: int) -> Config:
     return config
 
 
+def _warn_plain_http_links(settings: Settings) -> None:
+    if settings.base_url.startswith("http://"):
+        log.warning("links in mail and forms use %s: one-click unsubscribe links are then http://, which "
+                    "large mailbox providers do not follow (they want https); set POSTROOM_BASE_URL to the "
+                    "https address recipients reach", settings.base_url)
+
+
 async def run_front(settings: Settings, host: str, port: int, *, with_scheduler: bool = False) -> None:
+    _warn_plain_http_links(settings)
     await _prepare_store(settings)
     app = create_app(settings)
     gc_tuning.settle()
