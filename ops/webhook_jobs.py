@@ -56,5 +56,13 @@ async def dispatch_outbox(db: AsyncDatabase, settings: Settings) -> int:
     return done
 
 
+_lanes_backfilled = False
+
+
 async def wake_due_lanes(db: AsyncDatabase, settings: Settings) -> int:
+    global _lanes_backfilled
+    if not _lanes_backfilled:  # once a process: deliveries stored before lanes existed join theirs
+        while await webhook_store.backfill_lanes(db) == webhook_store.BACKFILL_CHUNK:
+            pass
+        _lanes_backfilled = True
     return await _give_turns(db, await webhook_store.idle_lanes_due(db))
