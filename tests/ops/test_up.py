@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ops import embedded_store
 from ops.embedded_store import free_port
 from tests.support import services
 from tests.support.services import Process, run_postroom
@@ -130,3 +131,38 @@ def test_up_runs_everything_on_embedded_defaults_and_stops_cleanly(bare_env, tmp
     output = again.log_path.read_text()
     assert "Traceback" not in output and "Event loop is closed" not in output, output[-3000:]
     assert process_gone(second_store_pid), "the embedded store outlived `postroom up`"
+
+
+@pytest.mark.slow
+def test_up_after_cli_commands_uses_their_store_and_links_to_the_port_it_binds(bare_env, tmp_path):
+    data_dir = Path(bare_env["POSTROOM_DATA_DIR"])
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    # Two commands at once on a fresh data dir, before any `up`: one store between them.
+    racers = [subprocess.Popen(services.postroom_command("workspace", "create", f"Early {i}",
+                                                         "--from-email", "me@early.example", "--json"),
+                               env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for i in range(2)]
+    created = [(r.wait(timeout=120), r.stdout.read(), r.stderr.read()) for r in racers]
+    assert [code for code, _, _ in created] == [0, 0], created
+    workspace_id = json.loads(created[0][1].strip().splitlines()[-1])["id"]
+    store_pid = json.loads((data_dir / "store.json").read_text())["pid"]
+
+    up, base_url = start_up(bare_env, log_dir, "up-after-cli")  # POSTROOM_BASE_URL is not set
+    try:
+        key = cli(bare_env, "key", "create", "--workspace", workspace_id, "--json")["key"]
+        with httpx.Client(base_url=base_url + "/api/v1", headers={"Authorization": f"Bearer {key}"},
+                          timeout=30) as api:
+            form = api.post("/forms", json={"name": "Sign-up"})
+            assert form.status_code == 201, form.text
+        assert form.json()["data"]["hosted_url"].startswith(base_url + "/"), form.json()["data"]["hosted_url"]
+    finally:
+        assert stop_with(up, signal.SIGTERM) == 0, up.tail()
+    output = up.log_path.read_text()
+    assert "exited at start" not in output and "Traceback" not in output, output[-3000:]
+    assert "one-click unsubscribe links are then http://" in output
+    # `up` used the store the commands started (it was not up's to stop) and left it running.
+    assert json.loads((data_dir / "store.json").read_text())["pid"] == store_pid
+    assert not process_gone(store_pid, timeout=0.5)
+    assert embedded_store.stop_recorded(data_dir)
+    assert process_gone(store_pid)
