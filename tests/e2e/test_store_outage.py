@@ -81,8 +81,7 @@ def test_with_the_store_down_requests_and_health_answer_503_with_retry_after_and
 @pytest.fixture
 def proxied_front(service, store_url):
     """A second front of the session's service whose store connection runs through a proxy."""
-    port = int(store_url.rsplit(":", 1)[1].split("/")[0])
-    proxy = StoreProxy(port)
+    proxy = StoreProxy(store_url)
     env = {**service.env, "POSTROOM_MONGODB_URL": proxy.url}
     try:
         with services.another_front(f"front-proxied-{uuid.uuid4().hex[:6]}", env, service.log_dir) as base_url:

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -169,8 +170,10 @@ class StoreProxy:
     the connection, as when a network or a store dies at the wrong moment. `refuse()` cuts
     every connection and refuses new ones until `heal()`."""
 
-    def __init__(self, target_port: int):
-        self.target_port = target_port
+    def __init__(self, store_url: str):
+        # the store's address: its Unix socket (the embedded store's) or a loopback TCP port
+        target = store_url.removeprefix("mongodb://").split("/")[0].split("?")[0]
+        self.target = urllib.parse.unquote(target) if target.endswith(".sock") else int(target.rsplit(":", 1)[1])
         self.port = embedded_store.free_port()
         self.url = f"mongodb://127.0.0.1:{self.port}"
         self._lose_insert_into: str | None = None
@@ -204,7 +207,10 @@ class StoreProxy:
             client_writer.close()
             return
         try:
-            server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            if isinstance(self.target, str):
+                server_reader, server_writer = await asyncio.open_unix_connection(self.target)
+            else:
+                server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
             client_writer.close()
             return
