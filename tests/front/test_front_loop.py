@@ -7,6 +7,8 @@ process, with the load coming from another process (so the test's own GIL is not
 from __future__ import annotations
 
 import json
+import select
+import selectors
 import socket
 import statistics
 import subprocess
@@ -102,7 +104,6 @@ def test_health_stays_fast_while_documents_are_fetched_in_a_loop_and_huge_bodies
         answers, timings = [], []
         with httpx.Client(timeout=60) as client:
             # the huge bodies' answers come on the load's stdout; probe until both are in
-            import selectors
             watch = selectors.DefaultSelector()
             watch.register(load.stdout, selectors.EVENT_READ)
             while len(answers) < 2:
@@ -182,7 +183,6 @@ def _head(method: str, path: str, length: int, key: str | None) -> bytes:
 
 
 def _select(sock, timeout):
-    import select
     return select.select([sock], [], [], timeout)
 
 
