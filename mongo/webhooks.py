@@ -262,6 +262,13 @@ async def take_turns(db: AsyncDatabase, webhook_ids: list[str], lease_seconds: f
     return taken
 
 
+async def release_turns(db: AsyncDatabase, turns: list[tuple[str, str]]) -> None:
+    """Turns whose job never reached the broker: the lanes are free again at once (the
+    scheduler's next pass tries again), not only when their lease ends."""
+    for webhook_id, token in turns:
+        await db.webhook_lanes.update_one({"_id": webhook_id, "token": token}, {"$set": {"busy_ms": 0, "token": ""}})
+
+
 async def idle_lanes_due(db: AsyncDatabase, limit: int = 500) -> list[str]:
     """Lanes with work due and no job in flight (none enqueued, or its job was lost)."""
     now = now_ms()

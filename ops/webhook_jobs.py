@@ -34,7 +34,13 @@ DISPATCH_TICK_SECONDS = 2.0
 async def _give_turns(db: AsyncDatabase, webhook_ids: list[str]) -> int:
     turns = await webhook_store.take_turns(db, webhook_ids, LANE_LEASE_SECONDS)
     if turns:
-        await publisher().webhook_turns(turns)
+        try:
+            await publisher().webhook_turns(turns)
+        except Exception:
+            # the broker did not take them: free the lanes (a publish that half went out
+            # leaves at most a duplicate job, which finds its token gone and stops)
+            await webhook_store.release_turns(db, turns)
+            raise
     return len(turns)
 
 
