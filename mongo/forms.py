@@ -82,7 +82,8 @@ async def record_submission(db: AsyncDatabase, signup: dict, event: dict) -> dic
     replaced; when its last confirmation email went is kept). Returns the signup as it
     was before, or None when it is new."""
     before = None
-    signup = {**signup, "expires_ms": ms_of(signup["expires_at"])}
+    # a confirmed signup (single opt-in) has no expiry: "" never runs out
+    signup = {**signup, "expires_ms": ms_of(signup["expires_at"]) if signup["expires_at"] else NEVER_MS}
     for _ in range(2):  # the expiry job may delete the signup between the two writes
         try:
             await db.form_signups.insert_one(outbox.inserted_with(signup, [event]))
