@@ -80,19 +80,36 @@ def words_category(text: str) -> str | None:
     return reasons.CATEGORY_OF[reason] if reason else None
 
 
+# the server refused the envelope sender (Exim's "after MAIL FROM:<…>", Postfix's "in reply to
+# MAIL FROM command"): an address it calls unknown there is *ours*, not the recipient's
+_SENDER_STAGE = re.compile(r"after mail from|in reply to mail from|mail from command", re.I)
+
+
+def _vague(code: str) -> bool:
+    """x.0.0, or no code: it says a failure happened, not what kind."""
+    return not code or code.endswith(".0.0")
+
+
 def reason_of(code: str, text: str) -> str:
     by_code, strong = reasons.reason_from_code(code) if code else (None, False)
     if strong:
         return by_code
-    return reasons.reason_from_words(text) or by_code or reasons.UNDEFINED
+    reason = reasons.reason_from_words(text)
+    if not reason and _vague(code):
+        # "451 Could not load DRD" under a 4.0.0 status: the basic reply code still says something
+        basic = BASIC.search(text or "")
+        reason = reasons.BASIC_REASONS.get(basic.group(1)) if basic else None
+    return reason or by_code or reasons.UNDEFINED
 
 
 def classify(code: str, diagnostic: str = "", action: str = "", *, notice: str = "") -> Verdict:
     """`code` as `status_from` gives it; `notice`: the report's own words around the failure,
-    read when the diagnostic alone says nothing."""
+    read when the diagnostic and a vague code (x.0.0, none) say nothing."""
     reason = reason_of(code, diagnostic)
-    if reason == reasons.UNDEFINED and not code and notice:
+    if reason == reasons.UNDEFINED and _vague(code) and notice:
         reason = reasons.reason_from_words(notice) or reason
+    if reason in (reasons.USERUNKNOWN, reasons.HOSTUNKNOWN) and _SENDER_STAGE.search(diagnostic or ""):
+        reason = reasons.REJECTED
     category = reasons.CATEGORY_OF[reason]
     if action.lower() == "delayed" or code[:1] == "4":
         return Verdict(TRANSIENT, category, reason)

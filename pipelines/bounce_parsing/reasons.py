@@ -113,7 +113,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "please slow down", "too fast", "try again later (ratelimit")),
     (NORELAYING, ("relay", "relaying", "not a gateway", "not local host", "no relay", "we do not relay")),
     (POLICYVIOLATION, ("policy", "prohibited", "not permitted", "not allowed")),
-    (REJECTED, ("sender address rejected", "sender rejected", "sender denied", "domain of sender",
+    (REJECTED, ("sender address rejected", "unroutable sender", "sender rejected", "sender denied", "domain of sender",
                 "sender domain", "sender verify failed", "bad sender", "invalid sender", "sender is not",
                 "mail rejected", "not accepting mail", "we don't accept", "access denied",
                 "all recipient addresses rejected")),

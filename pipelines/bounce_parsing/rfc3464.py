@@ -12,6 +12,7 @@ from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 
 from .classify import classify, clean_diagnostic, is_success, status_from
+from .text_reports import notice_text
 from .model import Bounce
 
 # Actions that say the mail went through, or would (`deliverable`: an address check,
@@ -57,7 +58,7 @@ def _comment(status_field: str) -> str:
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     blocks = delivery_status_blocks(msg)
-    bounces = bounces_of(blocks) if blocks else []
+    bounces = bounces_of(blocks, notice=lambda: notice_text(msg)) if blocks else []
     return ("rfc3464", bounces) if bounces else None
 
 
@@ -78,10 +79,15 @@ def blocks_in_text(text: str) -> list[Message]:
     return [HeaderParser().parsestr(b.strip() + "\n") for b in blocks]
 
 
-def bounces_of(blocks: list[Message]) -> list[Bounce]:
+def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
+    """`notice`: gives the report's own text; read only for a report about one recipient
+    whose block says nothing but a vague status (Google's "Address not found" with a bare
+    `Status: 5.0.0`): the text of a report about several could be about any of them."""
     per_message, recipients = blocks[0], blocks[1:]
     if per_message.get("Final-Recipient") or per_message.get("Original-Recipient"):
         per_message, recipients = Message(), blocks  # no per-message block given
+    named = [b for b in recipients if b.get("Final-Recipient") or b.get("Original-Recipient")]
+    own_words = notice() if len(named) == 1 else ""
     reporting = str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip()
     bounces = []
     for block in recipients:
@@ -95,7 +101,7 @@ def bounces_of(blocks: list[Message]) -> list[Bounce]:
         action = action if action == "delayed" else "failed"  # `failure`, `error`: senders' own words
         # X.400 gateways put the remote server's reply in a field of their own
         verdict = classify(status, f"{status_field} {diagnostic} {block.get('X400-Supplementary-Info') or ''}",
-                           action)
+                           action, notice=own_words)
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
         remote = remote.split()[0].rstrip(".") if remote else ""
         bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",

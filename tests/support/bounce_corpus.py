@@ -29,7 +29,7 @@ EXPECTED = {
     "dsn_01": ("rfc3464", T, "mailbox_full"),
     "dsn_02": ("rfc3464", T, "system"),
     "dsn_03": ("rfc3464", T, "message"),
-    "dsn_04": ("rfc3464", U, "other"),
+    "dsn_04": ("rfc3464", T, "mailbox_full"),  # bare 5.0.0; the notice says "disk quota exceeded"
     "dsn_05": ("rfc3464", T, "system"),
     "dsn_06": ("rfc3464", T, "system"),
     "dsn_07": ("rfc3464", T, "system"),
@@ -43,7 +43,7 @@ EXPECTED = {
     "dsn_15": ("rfc3464", P, "address"),
     "dsn_16": ("rfc3464", P, "address"),
     "dsn_17": ("rfc3464", T, "mailbox_full"),
-    "dsn_18": ("rfc3464", U, "other"),
+    "dsn_18": ("rfc3464", P, "address"),  # bare 5.0.0; the notice says "Domain does not exist"
     "exim_01": ("exim", P, "address"),
     "groupwise_01": ("groupwise", P, "address"),
     "groupwise_02": ("exchange", P, "address"),
