@@ -89,6 +89,9 @@ def _command() -> list[str]:
 
 
 def _answers(url: str) -> bool:
+    path = urllib.parse.unquote(url.removeprefix("mongodb://"))
+    if path.endswith(".sock") and not os.path.exists(path):
+        return False  # no store has started there: no need to wait for one to answer
     client = MongoClient(url, serverSelectionTimeoutMS=500, connectTimeoutMS=500)
     try:
         client.admin.command("ping")
@@ -120,6 +123,8 @@ def start(data_dir: Path, port: int | None = None, *, detached: bool = False) ->
             existing.chmod(PRIVATE_FILE_MODE)
     if port is None:
         url = socket_url(data_dir)
+        if _answers(url):  # a second one would see the first answer and pass for started
+            raise RuntimeError(f"a store already serves {data_dir}")
         listen = ["--socket", str(data_dir.resolve() / "store.sock")]
     else:
         url = f"mongodb://127.0.0.1:{port}"
