@@ -40,9 +40,6 @@ class Settings:
     # How long a client may take to send a request body, seconds (then 408 and the connection
     # is closed): a body trickled in slowly must not hold a connection for ever.
     request_body_timeout_seconds: float = 60.0
-    # How long a client may take to send a request body, seconds (then 408 and the connection
-    # is closed): a body trickled in slowly must not hold a connection for ever.
-    request_body_timeout_seconds: float = 60.0
     # How long an API request waits for an unreachable store before answering 503.
     front_store_wait_seconds: float = 0.5
     # Delivery.
