@@ -13,7 +13,7 @@ from mongo import lists as list_store
 from mongo import memberships
 from mongo import tags as tag_store
 from pipelines import segment_rules, views
-from pipelines.errors import ValidationFailed
+from pipelines.errors import NotFound, ValidationFailed
 
 from .lookup import found, no_such
 from .pagination import PageQuery, paged
@@ -42,8 +42,9 @@ def check_attributes(attributes: dict[str, Any], path: str = "attributes") -> No
 
 
 async def checked_filter(conditions: dict, path: str = "conditions") -> dict:
-    """Compile `conditions` and check that the tags and lists they name exist here
-    (lists must be static: dynamic membership is not stored on contacts)."""
+    """Compile `conditions` and check that the tags and lists they name exist here: an
+    unknown id answers 404 not_found with its `path`, as every other cross-reference does
+    (lists must be static: dynamic membership is not stored on contacts, a 400)."""
     compiled = segment_rules.compile_conditions(conditions, path)
     refs = segment_rules.references(conditions, path)
     workspace_id = caller().workspace_id
@@ -51,12 +52,12 @@ async def checked_filter(conditions: dict, path: str = "conditions") -> dict:
         known = await tag_store.existing_ids(db(), workspace_id, list(refs["tags"]))
         for tag_id, where in refs["tags"].items():
             if tag_id not in known:
-                raise ValidationFailed(f"{where}: no tag {tag_id!r} in this workspace.", path=where)
+                raise NotFound(f"{where}: no tag {tag_id!r} in this workspace.", path=where)
     if refs["lists"]:
         found = {d["_id"]: d for d in await list_store.get_many(db(), workspace_id, list(refs["lists"]))}
         for list_id, where in refs["lists"].items():
             if list_id not in found:
-                raise ValidationFailed(f"{where}: no list {list_id!r} in this workspace.", path=where)
+                raise NotFound(f"{where}: no list {list_id!r} in this workspace.", path=where)
             if found[list_id]["type"] != "static":
                 raise ValidationFailed(f"{where}: rules can name static lists only.", path=where)
     return compiled

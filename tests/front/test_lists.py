@@ -25,12 +25,16 @@ def test_create_static_list_by_default_with_no_members(tenant):
     ({"name": "L", "type": "dynamic", "conditions": {"match": "all", "rules": [
         {"field": "age", "operator": "gt", "value": 3}, {"field": "age", "operator": "near", "value": 1}]}},
      "conditions.rules[1].operator"),
-    ({"name": "L", "type": "dynamic", "conditions": {"rules": [
-        {"field": "tags", "operator": "equals", "value": "no-such-tag"}]}}, "conditions.rules[0].value"),
     ({"name": "L", "colour": "red"}, "colour"),
 ])
 def test_create_refuses_invalid_lists_with_their_path(tenant, payload, path):
     assert_error(tenant.post("/lists", json=payload), 400, "validation_error", path)
+
+
+def test_rules_naming_an_unknown_tag_answer_404_with_its_path(tenant):
+    assert_error(tenant.post("/lists", json={"name": "L", "type": "dynamic", "conditions": {"rules": [
+        {"field": "tags", "operator": "equals", "value": "no-such-tag"}]}}),
+        404, "not_found", "conditions.rules[0].value")
 
 
 def test_rules_may_name_static_lists_but_not_dynamic_ones(tenant):

@@ -248,10 +248,6 @@ def test_create_get_patch_list_and_delete_a_segment(tenant):
      "conditions.rules[0].value"),
     ({"name": "S", "conditions": {"match": "all", "rules": [rule("a.b", "equals", 1)]}},
      "conditions.rules[0].field"),
-    ({"name": "S", "conditions": {"match": "all", "rules": [rule("tags", "equals", "missing-tag")]}},
-     "conditions.rules[0].value"),
-    ({"name": "S", "conditions": {"match": "all", "rules": [rule("lists", "in", ["missing-list"])]}},
-     "conditions.rules[0].value[0]"),
     ({"name": "S", "conditions": {"match": "all", "rules": [{"field": "age", "operator": "gt", "value": 1, "x": 1}]}},
      "conditions.rules[0].x"),
     ({"name": "S", "conditions": {"match": "all", "rules": [rule("age", "gt", 1)] * 101}}, "conditions.rules"),
@@ -270,10 +266,20 @@ def test_patch_with_invalid_conditions_changes_nothing(tenant):
     assert tenant.get(f"/segments/{segment['id']}").json()["data"]["conditions"] == conditions
 
 
+@pytest.mark.parametrize("rules, path", [
+    ([rule("tags", "equals", "missing-tag")], "conditions.rules[0].value"),
+    ([rule("age", "gt", 1), rule("lists", "in", ["missing-list"])], "conditions.rules[1].value[0]"),
+])
+def test_rules_naming_an_unknown_tag_or_list_answer_404_with_its_path(tenant, rules, path):
+    # as every other cross-reference (a campaign's list, an automation step's tag) answers
+    assert_error(tenant.post("/segments", json={"name": "S", "conditions": {"match": "all", "rules": rules}}),
+                 404, "not_found", path)
+
+
 def test_another_workspaces_tag_is_not_a_valid_rule_value(service, tenant):
     theirs = make_tag(service.tenant(), "theirs")
     assert_error(tenant.post("/segments", json={"name": "S", "conditions": {
-        "rules": [rule("tags", "equals", theirs["id"])]}}), 400, "validation_error", "conditions.rules[0].value")
+        "rules": [rule("tags", "equals", theirs["id"])]}}), 404, "not_found", "conditions.rules[0].value")
 
 
 def test_unknown_or_foreign_segments_answer_404_everywhere(service, tenant):
