@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from email.message import EmailMessage
 
-from .model import Bounce
+from . import classify, reasons
+from .model import TRANSIENT, Bounce
 from .text_reports import ADDRESS, first_text, isp_bounces
 
 _HEAD = re.compile(r"Delivery to the following recipients? (failed permanently|has been delayed|"
@@ -27,6 +28,10 @@ _RETURNED = re.compile(r"(?:The error that the other server returned was|"
 _BY_SERVER = re.compile(r"by ([\w.-]+\.[a-z]{2,})\.? \[", re.I)
 # without a remote reply (a timeout, a TLS or DNS failure) Gmail's own technical words say why
 _TECHNICAL = re.compile(r"Technical details of (?:permanent|temporary) failure:\s*\n(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
+# Gmail's "(state N)" says at which step the remote server refused: 15 to 18 are the refusals
+# of a recipient it had accepted or of the message's data (after RCPT, at DATA), which Sisimai's
+# Gmail reading calls filtered whatever vague words ("Header error") the server gave
+_FILTERED_STATE = re.compile(r"\(state 1[5-8]\)", re.I)
 
 
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
@@ -35,5 +40,10 @@ def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
         return None
     action = "failed" if "permanently" in head.group(1).lower() else "delayed"
     reply = _RETURNED.search(text) or _TECHNICAL.search(text)
-    return isp_bounces("gmail", text, ADDRESS.findall(head.group(2)), reply, action=action,
-                       server=_BY_SERVER, default_mta="", notice=head.group(0))
+    found = isp_bounces("gmail", text, ADDRESS.findall(head.group(2)), reply, action=action,
+                        server=_BY_SERVER, default_mta="", notice=head.group(0))
+    if found and _FILTERED_STATE.search(" ".join(text.split())):
+        found = found[0], [b if reasons.reason_from_code(b.smtp_status)[1] else
+                           b.replace(type=TRANSIENT, reason=reasons.FILTERED, category=classify.POLICY)
+                           for b in found[1]]
+    return found

@@ -160,7 +160,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (EXPIRED, ("retry time", "retry timeout", "giving up", "gave up", "could not deliver for", "expired",
                "too long", "delivery time", "queue time", "maximum time", "not yet been delivered",
                "timeout exceeded", "message timed out")),
-    (NETWORKERROR, ("timed out", "timeout", "connection refused", "no route to host", "network is unreachable",
+    (NETWORKERROR, ("timed out", "timeout", "connection refused", "requests to connect", "socket error", "no route to host", "network is unreachable",
                     "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
                     "name service error", "malformed or unexpected name server reply", "too many hops", "loop")),
     (MAILERERROR, ("mailer error", "mailer failed")),

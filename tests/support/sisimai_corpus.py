@@ -97,6 +97,21 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-03": [("kijitora@example.net", "filtered")],
     "lhost-postfix-08": [("kijitora@example.com", "expired")],
     "lhost-postfix-40": [("kijitora@example.com", "systemerror")],
+    "lhost-amazonses-21": [("kijitora@example.com", "norelaying")],
+    "lhost-amazonworkmail-02": [("sabineko@example.jp", "filtered")],
+    "lhost-amazonworkmail-04": [("chatoraneko@example.jp", "mailboxfull")],
+    "lhost-amazonworkmail-05": [("sabatora@example.libsisimai.org", "expired")],
+    "lhost-exchange2003-07": [("kijitora@example.org", "userunknown")],
+    "lhost-exchange2007-02": [("john.smith@eu.a.b.c", "emailtoolarge")],
+    "lhost-exchange2007-03": [("jh1669@txstate.edu", "mailboxfull")],
+    "lhost-exim-59": [("kijitora@icloud.example.com", "userunknown")],
+    "lhost-ezweb-07": [("this-local-part-does-not-exist@ezweb.ne.jp", "userunknown")],
+    "lhost-gmail-03": [("kijitora@example.co.jp", "filtered")],
+    "lhost-gmail-05": [("shironeko@example.jp", "securityerror")],
+    "lhost-gmail-09": [("kijitora@9jo.example.jp", "expired")],
+    "lhost-gmail-16": [("mailboxfull@bouncehammer.jp", "mailboxfull")],
+    "lhost-gmail-18": [("kijitora@example.or.jp", "userunknown")],
+    "lhost-gmail-19": [("neko-nyaan@google.example.com", "mailboxfull")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
@@ -115,6 +130,8 @@ KNOWN_MISSES = {
     # Google sample 09 with the same words are userunknown)
     ("lhost-postfix-03", "kijitora@example.net"),
     ("lhost-gsuite-08", "otsu-sakaba-hunter-neko-nyaaaaaaan@ezweb.ne.jp"),
+    # "550 5.2.1 <filtered@example.jp>... User Unknown": as lhost-dragonfly-09 above
+    ("lhost-amazonworkmail-02", "sabineko@example.jp"),
 }
 # samples that are no bounce at all (an Amazon SES delivery notice): they must bounce nobody
 NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com"}
