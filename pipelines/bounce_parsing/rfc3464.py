@@ -11,7 +11,7 @@ import re
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 
-from .classify import classify, clean_diagnostic, is_success, status_from
+from .classify import BASIC, ENHANCED, classify, clean_diagnostic, is_success, status_from
 from .text_reports import notice_text
 from .model import Bounce
 
@@ -79,6 +79,17 @@ def blocks_in_text(text: str) -> list[Message]:
     return [HeaderParser().parsestr(b.strip() + "\n") for b in blocks]
 
 
+def _line_about(address: str, text: str, everyone: list[str]) -> str:
+    """The notice's own line about `address` when its DSN block gives no Diagnostic-Code
+    (OpenSMTPD: `bob@example.org: 550 5.7.26 … authentication checks failed` above a bare
+    `Status: 5.0.0`): the one line naming it, and no other failed address, with a reply code."""
+    wanted = address.lower()
+    others = [o.lower() for o in everyone if o and o.lower() != wanted]
+    return next((line.strip() for line in text.splitlines()
+                 if wanted in line.lower() and not any(o in line.lower() for o in others)
+                 and (ENHANCED.search(line) or BASIC.search(line))), "")
+
+
 def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
     """`notice`: gives the report's own text; read only for a report about one recipient
     whose block says nothing but a vague status (Google's "Address not found" with a bare
@@ -87,7 +98,9 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
     if per_message.get("Final-Recipient") or per_message.get("Original-Recipient"):
         per_message, recipients = Message(), blocks  # no per-message block given
     named = [b for b in recipients if b.get("Final-Recipient") or b.get("Original-Recipient")]
-    own_words = notice() if len(named) == 1 else ""
+    text = notice() if any(not b.get("Diagnostic-Code") for b in named) else ""
+    own_words = text if len(named) == 1 else ""
+    everyone = [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named]
     reporting = str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip()
     bounces = []
     for block in recipients:
@@ -95,7 +108,8 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
         action = (str(block.get("Action") or "").split() or ["failed"])[0].lower()
         if not (final or original) or action in _NOT_FAILURES or is_success(str(block.get("Status") or "")):
             continue
-        diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or ""))
+        diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or "")
+                                      or _line_about(final or original, text, everyone))
         status_field = str(block.get("Status") or "")
         status = status_from(status_field, diagnostic)
         action = action if action == "delayed" else "failed"  # `failure`, `error`: senders' own words
