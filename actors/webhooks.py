@@ -3,8 +3,9 @@
 A lane (one per subscription, mongo/webhooks.py) has at most one job in flight. A turn
 leases a bounded batch of the lane's due deliveries, sends them concurrently up to the
 endpoint's limit over the worker loop's kept-alive connections, records every attempt and
-outcome in bulk, and, when the lane has more due, enqueues the lane again at the back of
-the queue. So lanes take turns round robin: one workspace's backlog or one slow endpoint
+outcome in bulk (while the next batch goes out), takes batches for up to
+TURN_SLICE_SECONDS, and, when the lane has more due, enqueues the lane again at the back
+of the queue. So lanes take turns round robin: one workspace's backlog or one slow endpoint
 holds one worker slot at a time, and another lane's event waits for at most one turn of
 each busy lane. Retries wait in the store; the scheduler wakes a lane when its next
 delivery is due, or when its job was lost (its lease on the lane ran out)."""
@@ -12,6 +13,7 @@ delivery is due, or when its job was lost (its lease on the lane ran out)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import dramatiq
@@ -25,6 +27,9 @@ from . import metrics, runtime
 # How long a lane's job is presumed alive, queued or running, before the scheduler gives
 # the lane a new one: one turn's lease, and a minute's wait in the queue behind other lanes.
 LANE_LEASE_SECONDS = lease_seconds() + 60
+# A turn goes on with the lane's next batch while it has lasted less than this: a fast
+# endpoint's backlog is not paid a queue round trip per batch, and a turn still ends soon.
+TURN_SLICE_SECONDS = 1.0
 
 _sessions: dict[int, tuple[asyncio.AbstractEventLoop, outbound_http.Session]] = {}
 
@@ -57,25 +62,41 @@ async def take_webhook_turn(webhook_id: str, token: str) -> None:
 
 
 async def _turn(db, lane: dict) -> bool:
-    """One batch of the lane's due deliveries, attempted and recorded. True when the lane
-    may have more due now (the batch was full)."""
+    """Batches of the lane's due deliveries, attempted and recorded, for up to
+    TURN_SLICE_SECONDS. True when the lane may have more due now (its last batch was full)."""
     settings, webhook_id = runtime.settings(), lane["_id"]
     subscription = await webhook_store.get(db, lane["workspace_id"], webhook_id)
     if subscription is None:  # deleted: what still waits in its lane is cancelled
         await webhook_store.cancel_lane(db, webhook_id)
         return False
     limit = max(1, settings.webhook_endpoint_concurrency) * TURN_ROUNDS
-    due = await webhook_store.due_in_lane(db, webhook_id, limit)
-    claim = uuid.uuid4().hex
-    batch = await webhook_store.claim(db, webhook_id, due, claim, lease_seconds())
-    if batch:
-        results = await send_batch(batch, subscription, secret_key=settings.secret_key,
-                                   allow_private=settings.allow_private_targets,
-                                   concurrency=settings.webhook_endpoint_concurrency, session=_session())
-        outcomes = [outcome_of(d, r, settings.webhook_retry_scale) for d, r in zip(batch, results)]
-        await webhook_store.record_attempts(db, [o.attempt for o in outcomes])
-        await webhook_store.finish(db, claim, [(d["_id"], o.changes) for d, o in zip(batch, outcomes)])
-        for outcome in outcomes:
-            metrics.count_webhook_attempt(outcome.changes.get("status", "pending"))
-    return len(due) == limit
+    started, recording = time.monotonic(), None
+    try:
+        while True:
+            due = await webhook_store.due_in_lane(db, webhook_id, limit)
+            claim = uuid.uuid4().hex
+            batch = await webhook_store.claim(db, webhook_id, due, claim, lease_seconds())
+            if batch:
+                results = await send_batch(batch, subscription, secret_key=settings.secret_key,
+                                           allow_private=settings.allow_private_targets,
+                                           concurrency=settings.webhook_endpoint_concurrency, session=_session())
+                outcomes = [outcome_of(d, r, settings.webhook_retry_scale) for d, r in zip(batch, results)]
+                if recording is not None:
+                    await recording
+                # recorded while the next batch is claimed and sent: the endpoint is not
+                # left idle for the writes' round trips
+                recording = asyncio.ensure_future(_record(db, claim, batch, outcomes))
+            if len(due) < limit:
+                return False
+            if time.monotonic() - started >= TURN_SLICE_SECONDS:
+                return True
+    finally:
+        if recording is not None:
+            await recording
 
+
+async def _record(db, claim: str, batch: list[dict], outcomes: list) -> None:
+    await asyncio.gather(webhook_store.record_attempts(db, [o.attempt for o in outcomes]),
+                         webhook_store.finish(db, claim, [(d["_id"], o.changes) for d, o in zip(batch, outcomes)]))
+    for outcome in outcomes:
+        metrics.count_webhook_attempt(outcome.changes.get("status", "pending"))
