@@ -111,7 +111,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "too many smtp sessions", "too many sessions")),
     (SPEEDING, ("rate limit", "ratelimit", "too many messages", "sending rate", "throttl",
                 "please slow down", "too fast", "try again later (ratelimit")),
-    (NORELAYING, ("relay", "relaying", "not a gateway", "not local host", "no relay", "we do not relay")),
+    # Amazon SES refusing a sender identity it has not verified: we may not send through it
+    (NORELAYING, ("address is not verified", "relay", "relaying", "not a gateway", "not local host", "no relay", "we do not relay")),
     (POLICYVIOLATION, ("policy", "prohibited", "not permitted", "not allowed")),
     (REJECTED, ("sender address rejected", "unroutable sender", "sender rejected", "sender denied", "domain of sender",
                 "sender domain", "sender verify failed", "bad sender", "invalid sender", "sender is not",
@@ -163,7 +164,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (NETWORKERROR, ("timed out", "timeout", "connection refused", "requests to connect", "socket error", "no route to host", "network is unreachable",
                     "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
                     "name service error", "malformed or unexpected name server reply", "too many hops", "loop")),
-    (MAILERERROR, ("mailer error", "mailer failed")),
+    # a local delivery program (procmail, a pipe) failed: Postfix's "Command output:", "x-unix"
+    (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix")),
     (SYSTEMFULL, ("system full", "disk full", "out of disk", "insufficient system storage")),
     (SYSTEMERROR, ("system error", "internal error", "server error", "system config", "temporarily",
                    "temporary failure", "try again", "service unavailable", "service currently unavailable",

@@ -80,11 +80,17 @@ def _informative(text: str) -> bool:
     return bool(ENHANCED.search(text) or BASIC.search(text) or words_category(text))
 
 
+_SUCCESS_REPLY = re.compile(r"^[ \t]*(?:out:|<<<)?[ \t]*2\d\d[ -].*$", re.I | re.M)
+
+
 def reply_for(address: str, notice: str, others: list[str]) -> str:
     """What the notice says about `address`: the paragraph that names it (with the next
     one when that has the reply and names no other failed address), else the notice's
     lines that carry a status code or telling words, else "". `others`: the other failed
     addresses of the same notice."""
+    # a session transcript's successful replies ("Out: 250-STARTTLS", "<<< 250 2.1.5 Ok") say
+    # what went right, not why the delivery failed
+    notice = _SUCCESS_REPLY.sub("", notice)
     paragraphs = [p for p in re.split(r"\n[ \t]*\n", notice) if p.strip()]
     wanted = address.lower()
     local = wanted.split("@")[0]

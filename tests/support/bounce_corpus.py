@@ -57,7 +57,7 @@ EXPECTED = {
     "newmailru_01": ("simplematch", T, "mailbox_full"),
     "postfix_01": ("postfix", P, "address"),
     "postfix_02": ("postfix", T, "system"),
-    "postfix_03": ("postfix", U, "other"),
+    "postfix_03": ("postfix", T, "system"),  # "Command died with status 17 … Command output:": a mailer error
     "postfix_04": ("postfix", T, "mailbox_full"),
     "postfix_05": ("postfix", U, "other"),
     "qmail_01": ("qmail", U, "other"),

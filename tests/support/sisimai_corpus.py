@@ -133,6 +133,14 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-sendmail-58": [("info@example.jp", "authfailure")],
     "lhost-sendmail-59": [("info@example.jp", "authfailure")],
     "lhost-sendmail-60": [("kijitora-cat@google.example.com", "authfailure")],
+    "lhost-postfix-72": [("kijitora@mail.example.ru", "authfailure")],
+    "lhost-postfix-74": [("kijitora@y.example.ca", "rejected")],
+    "lhost-postfix-75": [("kijitora@libsisimai.net", "systemerror")],
+    "lhost-postfix-76": [("this-local-part-does-not-exist@rakumail.jp", "userunknown")],
+    "lhost-postfix-77": [("neko@example.co.jp", "norelaying")],
+    "lhost-postfix-78": [("neko@example.co.jp", "notcompliantrfc")],
+    "lhost-postfix-79": [("nekko@c.example.co.jp", "mailererror")],
+    "lhost-postfix-80": [("xxxx@xxxx.com", "blocked")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
