@@ -104,7 +104,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "spamhaus", "spamcop", "sorbs", "barracuda", "banned", "your ip", "your host", "client host",
                "connection refused by", "has been blocked", "have been blocked", "are blocked", "is blocked",
                "temporarily blocked", "blocked for", "not accepting mail from", "messages from",
-               "refused mail from", "not accepting connections", "too many unwanted", "sender ip", "server ip", "dynamic ip", "dial-up",
+               "refused mail from", "not accepting connections", "invalid ip", "too many unwanted", "sender ip", "server ip", "dynamic ip", "dial-up",
                "dialup", "residential", "your network", "not allowed to connect", "open proxy", "is listed",
                "are listed", "listed at", "listed on", "blocked")),
     (TOOMANYCONN, ("too many recipients", "too many rcpt", "too many connections", "too many concurrent", "too many simultaneous", "connection limit",

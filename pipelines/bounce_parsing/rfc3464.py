@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
+from email.utils import getaddresses
 
-from .classify import BASIC, ENHANCED, classify, clean_diagnostic, is_success, status_from
+from . import reasons
+from .classify import BASIC, ENHANCED, OTHER, classify, clean_diagnostic, is_success, status_from
+from .model import UNDETERMINED, Bounce
 from .text_reports import notice_text
-from .model import Bounce
 
 # Actions that say the mail went through, or would (`deliverable`: an address check,
 # RFC 3464 §2.3.3 and its updates): not bounces; nor is any block with a 2.x.x status.
@@ -59,7 +61,27 @@ def _comment(status_field: str) -> str:
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     blocks = delivery_status_blocks(msg)
     bounces = bounces_of(blocks, notice=lambda: notice_text(msg)) if blocks else []
+    if blocks and not any(b.get("Final-Recipient") or b.get("Original-Recipient") for b in blocks):
+        # a failure report that names no recipient at all (Postfix's "Delivery report
+        # unavailable"): the message it returns says whom it was for; why is not known
+        bounces = [Bounce(email=address, type=UNDETERMINED, category=OTHER, reason=reasons.UNDEFINED,
+                          source="dsn", action="failed") for address in _returned_to(msg)]
     return ("rfc3464", bounces) if bounces else None
+
+
+def _returned_to(msg: EmailMessage) -> list[str]:
+    """The To/Cc addresses of the message a report returns (message/rfc822 or its headers)."""
+    for part in msg.walk():
+        kind = part.get_content_type()
+        if kind == "message/rfc822" and isinstance(part.get_payload(), list) and part.get_payload():
+            headers = part.get_payload()[0]
+        elif kind == "text/rfc822-headers":
+            headers = HeaderParser().parsestr((part.get_payload(decode=True) or b"").decode("latin-1"))
+        else:
+            continue
+        found = getaddresses([str(v) for v in (headers.get_all("To") or []) + (headers.get_all("Cc") or [])])
+        return list(dict.fromkeys(a.lower() for _, a in found if "@" in a))
+    return []
 
 
 def says_delivered(msg: EmailMessage) -> bool:

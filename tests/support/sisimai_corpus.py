@@ -141,6 +141,15 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-78": [("neko@example.co.jp", "notcompliantrfc")],
     "lhost-postfix-79": [("nekko@c.example.co.jp", "mailererror")],
     "lhost-postfix-80": [("xxxx@xxxx.com", "blocked")],
+    "lhost-exim-61": [("xxxx@xxxx.net", "userunknown")],
+    "lhost-office365-13": [("kijitora-nyaan@neko.kyoto.example.jp", "userunknown")],
+    "lhost-postfix-16": [("kijitora@example.go.jp", "hasmoved")],
+    "lhost-postfix-64": [("xxxx@wanadoo.fr", "undefined")],
+    "lhost-postfix-65": [("nyaan@example.org", "securityerror")],
+    "lhost-postfix-67": [("kijitora@aol.example.jp", "policyviolation")],
+    "lhost-postfix-68": [("kijitora@yahoo.example.co.jp", "policyviolation")],
+    "lhost-postfix-69": [("kijitora@yahoo.example.com", "policyviolation")],
+    "lhost-yahoo-14": [("kijitora@example.org", "blocked")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
