@@ -9,6 +9,7 @@ One module per report format or provider style, all producing the same `Bounce`:
   `classify.clean_diagnostic`;
 - `microsoft` — Exchange-style text-only NDRs ("Remote Server returned '550 5.1.1 …'");
 - `gmail` — Gmail's older text-only "Delivery to the following recipient failed";
+- `ses` — Amazon SES bounce events mailed as JSON by an SNS email subscription;
 - `mta_texts` — every other text-only style a mail server writes (qmail, Exim, Postfix,
   sendmail, SMTP32, GroupWise, old Exchange, Yahoo, …), the addresses found by
   `flufl.bounce`;
@@ -29,14 +30,14 @@ import email.policy
 import re
 from email.message import EmailMessage
 
-from . import arf, gmail, microsoft, mta_texts, notices, rfc3464
+from . import arf, gmail, microsoft, mta_texts, notices, rfc3464, ses
 from .matching import Matched, match, sent_to
 from .model import Bounce
 
 __all__ = ["Bounce", "Matched", "Report", "parse_report", "find_message_id", "match", "sent_to"]
 
 _OUR_MESSAGE_ID = re.compile(r"(?:bounce\+|<)(msg_[0-9a-f]{32})[@>]")
-PARSERS = (arf.parse, rfc3464.parse, microsoft.parse, gmail.parse)
+PARSERS = (arf.parse, rfc3464.parse, ses.parse, microsoft.parse, gmail.parse)
 
 
 @dataclasses.dataclass(frozen=True)

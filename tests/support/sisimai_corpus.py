@@ -150,6 +150,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-68": [("kijitora@yahoo.example.co.jp", "policyviolation")],
     "lhost-postfix-69": [("kijitora@yahoo.example.com", "policyviolation")],
     "lhost-yahoo-14": [("kijitora@example.org", "blocked")],
+    "lhost-amazonses-08": [("e@neko.nyaan.example.org", "securityerror")],
+    "lhost-amazonses-10": [("bounce@simulator.amazonses.com", "userunknown")],
+    "lhost-gsuite-11": [("kijitora@example.jp", "rejected")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
@@ -174,8 +177,9 @@ KNOWN_MISSES = {
     # address failure, but never permanent while the sender still retries; Sisimai: notaccept, hard
     ("lhost-opensmtpd-12", "neko@nyaan.jp"),
 }
-# samples that are no bounce at all (an Amazon SES delivery notice): they must bounce nobody
-NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com"}
+# samples that are no bounce at all (Amazon SES delivery notices): they must bounce nobody
+NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com",
+               "lhost-amazonses-13": "complaint@simulator.amazonses.com"}  # an SNS "Delivery" event
 MID = "msg_" + "5b" * 16
 
 
