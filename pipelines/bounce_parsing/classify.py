@@ -91,6 +91,8 @@ def _vague(code: str) -> bool:
 
 
 def reason_of(code: str, text: str) -> str:
+    if outranking := reasons.outranking_reason(text):
+        return outranking
     by_code, strong = reasons.reason_from_code(code) if code else (None, False)
     if strong:
         return by_code

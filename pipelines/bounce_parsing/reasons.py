@@ -172,6 +172,11 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "local error", "deferred", "mail system", "i/o error", "system")),
     (SYNTAXERROR, ("syntax error", "command unrecognized", "unrecognized command", "bad sequence")),
 )
+# words that outrank even a strong code: Facebook answers "550 5.1.1 RCP-P2 … Refused due to
+# recipient preferences" for an address that exists but whose owner's settings refuse us
+OUTRANKING_PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (FILTERED, ("recipient preferences", "recipient's preferences")),
+)
 _PATTERNS = [(reason, re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, words)) + ")"))
              for reason, words in PHRASES]
 
@@ -179,10 +184,20 @@ _PATTERNS = [(reason, re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, w
 _NOT_WORDS = re.compile(r"\S+@\S+|\S*://\S+")
 
 
-def reason_from_words(text: str) -> str | None:
+def _lowered(text: str) -> str:
     # addresses and links are no words: a local part (`blocked@…`) or a URL's path is no reason
-    lowered = " ".join(_NOT_WORDS.sub(" ", (text or "").lower()).split())
+    return " ".join(_NOT_WORDS.sub(" ", (text or "").lower()).split())
+
+
+def reason_from_words(text: str) -> str | None:
+    lowered = _lowered(text)
     return next((reason for reason, pattern in _PATTERNS if pattern.search(lowered)), None)
+
+
+def outranking_reason(text: str) -> str | None:
+    """A reason the words give that no status code overrides (OUTRANKING_PHRASES)."""
+    lowered = _lowered(text)
+    return next((reason for reason, words in OUTRANKING_PHRASES if any(w in lowered for w in words)), None)
 
 
 def reason_from_code(code: str) -> tuple[str | None, bool]:

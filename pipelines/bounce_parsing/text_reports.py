@@ -99,7 +99,7 @@ def reply_for(address: str, notice: str, others: list[str]) -> str:
         found = next((i for i, p in enumerate(paragraphs)
                       if re.search(rf"(?<![\w.]){re.escape(local)}(?![\w@])", p.lower())), None)
     if found is not None:
-        block = paragraphs[found]
+        block = _own_lines(paragraphs[found], wanted, [o.lower() for o in others])
         following = paragraphs[found + 1] if found + 1 < len(paragraphs) else ""
         if not _informative(block) and following and not any(o.lower() in following.lower() for o in others):
             block = f"{block}\n{following}"
@@ -108,6 +108,18 @@ def reply_for(address: str, notice: str, others: list[str]) -> str:
             return _tidy(block)
     lines = [line for line in notice.splitlines() if _informative(line)]
     return _tidy("\n".join(lines[:3]))
+
+
+def _own_lines(block: str, wanted: str, others: list[str]) -> str:
+    """The lines of `block` about `wanted` when it lists several failed addresses with no
+    blank line between them (GMX): from the line naming it to the next naming another."""
+    lines = block.splitlines()
+    start = next((i for i, line in enumerate(lines) if wanted in line.lower()), None)
+    if start is None or not any(o in block.lower() for o in others):
+        return block
+    end = next((i for i in range(start + 1, len(lines))
+                if any(o in lines[i].lower() for o in others) and wanted not in lines[i].lower()), len(lines))
+    return "\n".join(lines[start:end])
 
 
 def _tidy(text: str) -> str:

@@ -153,6 +153,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-amazonses-08": [("e@neko.nyaan.example.org", "securityerror")],
     "lhost-amazonses-10": [("bounce@simulator.amazonses.com", "userunknown")],
     "lhost-gsuite-11": [("kijitora@example.jp", "rejected")],
+    "lhost-amavis-01": [("neko@example.co.jp", "userunknown")],
+    "lhost-facebook-03": [("kijitora@facebook.com", "filtered")],
+    "lhost-gmx-03": [("mikeneko@example.co.jp", "userunknown"), ("sabineko@example.co.jp", "mailboxfull")],
+    "lhost-imailserver-01": [("kijitora@example.com", "userunknown")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
