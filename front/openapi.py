@@ -125,12 +125,23 @@ def _linked_operations(paths: dict, creator: str, prefix: str, field: str) -> di
         id_name = prefix.rsplit("{", 1)[1].rstrip("}")
         for method, operation in operations.items():
             parameters = {f"path.{id_name}": f"$response.body#/data/{field}"}
+            unfilled = False
             for parameter in operation.get("parameters", []):
-                if parameter["in"] == "path" and parameter["name"] in LINKED_FIELDS:
+                if parameter["in"] != "path" or parameter["name"] == id_name:
+                    continue
+                if parameter["name"] in LINKED_FIELDS:
                     parameters[f"path.{parameter['name']}"] = f"$response.body#/data/{LINKED_FIELDS[parameter['name']]}"
+                else:
+                    unfilled = True
+            if unfilled:
+                # an id the answer does not give (an automation's step_id): a link would send
+                # a made-up one, whose 404 reads as "the resource just created is gone" (ST302)
+                continue
             links[operation["operationId"]] = {"operationId": operation["operationId"], "parameters": parameters}
     for (path, method), (name, source) in LINKED_QUERIES.items():
-        if creator in ("/api/v1/webhooks", "/api/v1/webhooks/triggers") and path in paths:
+        # only from the triggers form: a subscription POST /webhooks made and this deleted
+        # reads to schemathesis as one still there (it knows /webhooks/{id} DELETEs), ST302
+        if creator == "/api/v1/webhooks/triggers" and path in paths:
             operation_id = paths[path][method]["operationId"]
             links[operation_id] = {"operationId": operation_id, "parameters": {f"query.{name}": f"$response.body#/data/{source}"}}
     return links

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from typing_extensions import TypeAliasType
 
 from pipelines import json_text
 from pipelines.addresses import normalize
@@ -88,10 +90,37 @@ def _at_most(max_bytes: int):
     return AfterValidator(check)
 
 
-def JsonObject(max_bytes: int) -> Any:  # noqa: N802 - a type, used as one
+# What a BSON document can hold: 64-bit integers (front/validation.py refuses larger ones
+# anywhere in a body, which failed later in the store as a 500).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# A free-form JSON value as the document says it (components/schemas/JsonValue): anything
+# but an integer beyond 64 bits. Used for the document only: values are checked by
+# validation.parse_body, not parsed into this union. (Its `number` branch admits any
+# number, as JSON Schema cannot tell 1e30 from an integer literal; a narrower one, `not
+# integer`, made generators draw 5.0 for integer fields meeting it, which those refuse.)
+JsonValue = TypeAliasType("JsonValue", Union[
+    Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)], float, str, bool, None,
+    list["JsonValue"], dict[str, "JsonValue"]])
+
+
+class FreeJson:
+    """Documents a free-form field as `outline(value)`, where `value` is the reference to
+    JsonValue: pydantic hands that reference out only while it writes the document (a
+    reference written by hand names no schema it knows). The default outline is an
+    object of JSON values."""
+    def __init__(self, outline: Callable[[dict], dict] = lambda value: {"type": "object",
+                                                                       "additionalProperties": value}):
+        self.outline = outline
+
+    def __get_pydantic_json_schema__(self, core_schema, handler):
+        return self.outline(handler(TypeAdapter(JsonValue).core_schema))
+
+
+def JsonObject(max_bytes: int, documented: FreeJson | None = None) -> Any:  # noqa: N802 - a type, used as one
     """A free-form JSON object of at most `max_bytes` serialised (bounded, so a document
-    stays far below the store's 16 MB)."""
-    return Annotated[dict[str, Any], _at_most(max_bytes)]
+    stays far below the store's 16 MB), documented as an object of JSON values or as
+    `documented` says."""
+    return Annotated[dict[str, Any], _at_most(max_bytes), documented or FreeJson()]
 
 
 class Strict(BaseModel):

@@ -16,6 +16,7 @@ from quart_schema import document_querystring, document_request
 from pipelines.errors import ValidationFailed
 
 from .runtime import runtime, settings
+from .types import INT64_MAX, INT64_MIN
 
 M = TypeVar("M", bound=BaseModel)
 # On a view taking a JSON body: whether the body may be left out (the OpenAPI document
@@ -77,9 +78,9 @@ async def json_body(allow_empty: bool = False) -> bytes:
     return raw
 
 
-# What a BSON document can hold: 64-bit integers and finite doubles. JSON allows more
-# (1e999 parses as infinity, integers are unbounded), which failed later in the store as a 500.
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# What a BSON document can hold: 64-bit integers (types.INT64_*, said in the document) and
+# finite doubles. JSON allows more (1e999 parses as infinity, integers are unbounded), which
+# failed later in the store as a 500.
 # The longest string any field takes, bytes (UTF-8), unless its own limit is lower (most
 # are) or the HTML limit is higher: a last bound so no value meets the store's 16 MB
 # document limit as a 500. Free-form objects have their own bounds (front/types.JsonObject).
@@ -99,7 +100,7 @@ def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_
             _fail(loc, f"longer than any field takes ({max_string_bytes // 1024} KB).")
         return
     if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
+        if not INT64_MIN <= value <= INT64_MAX:
             _fail(loc, "Integer out of range (64-bit).")
     elif isinstance(value, float):
         if math.isinf(value) or math.isnan(value):

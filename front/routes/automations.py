@@ -32,7 +32,7 @@ from ..pagination import PageQuery, paged
 from ..resource_routes import list_route
 from ..responses import one
 from ..runtime import caller, db
-from ..types import EmailAddress, Id, Strict
+from ..types import EmailAddress, FreeJson, Id, Strict
 from ..validation import body, query
 
 bp = Blueprint("automations", __name__, url_prefix="/api/v1")
@@ -41,6 +41,9 @@ log = logging.getLogger("postroom.front")
 AutomationName = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 StepId = Annotated[str, StringConstraints(pattern=step_rules.STEP_ID.pattern)]
 StepType = Literal[step_rules.STEP_TYPES]
+# A step's config or a trigger's trigger_config: which fields each type takes is said per
+# type (the models' oneOf); their values are JSON values (no integer beyond 64 bits)
+Config = Annotated[dict[str, Any], FreeJson()]
 CONFIG_HELP = ("The step type's settings (README \"Automations\" has the table). Omitted fields take the "
                "type's defaults on create and keep their value on update.")
 
@@ -59,7 +62,7 @@ class StepIn(Strict):
     id: StepId | None = Field(None, description="Optional id of your own (1-64 letters, digits, _ or -), so "
                                                 "branches can name steps created in the same request.")
     step_type: StepType
-    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    config: Config | None = Field(None, description=CONFIG_HELP)
 
 
 def _trigger_schemas() -> list[dict]:
@@ -81,7 +84,7 @@ class CreateAutomation(Strict):
     model_config = ConfigDict(json_schema_extra={"oneOf": _trigger_schemas()})
     name: AutomationName
     trigger_type: Literal[TRIGGER_TYPES]
-    trigger_config: dict[str, Any] | None = Field(None, description=(
+    trigger_config: Config | None = Field(None, description=(
         "Per trigger type (README); `reentry`: never (default), after_exit, always."))
     steps: Annotated[list[StepIn], Field(max_length=step_rules.MAX_STEPS)] = Field(default_factory=list)
 
@@ -91,14 +94,14 @@ class UpdateAutomation(Strict):
     status: Literal["draft", "active", "paused"] = Field(None, description=(
         "draft → active, active → paused, paused → active; anything else is 409 conflict."))
     trigger_type: Literal[TRIGGER_TYPES] = None
-    trigger_config: dict[str, Any] | None = None
+    trigger_config: Config | None = None
 
 
 class AddStep(Strict):
     model_config = ConfigDict(json_schema_extra={"oneOf": _step_schemas()})
     id: StepId | None = None
     step_type: StepType
-    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    config: Config | None = Field(None, description=CONFIG_HELP)
     position: Annotated[int, Field(ge=0)] | None = Field(None, description="0-based; default: after the last step.")
 
 
@@ -106,7 +109,7 @@ class BatchStep(Strict):
     id: StepId | None = Field(None, description="An existing step keeps its id (runs at it stay there); "
                                                 "without id (or a new one) the step is created.")
     step_type: StepType | None = Field(None, description="Required for a new step.")
-    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    config: Config | None = Field(None, description=CONFIG_HELP)
 
 
 class ReplaceSteps(Strict):
@@ -117,7 +120,7 @@ class ReplaceSteps(Strict):
 
 class UpdateStep(Strict):
     step_type: StepType = None
-    config: dict[str, Any] | None = Field(None, description=CONFIG_HELP)
+    config: Config | None = Field(None, description=CONFIG_HELP)
     position: Annotated[int, Field(ge=0)] = Field(None, description="Move the step to this 0-based position.")
 
 

@@ -22,7 +22,7 @@ from pipelines.clock import in_seconds, now_iso
 from pipelines.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
 from pipelines.contact_search import search_filter
 from pipelines.errors import ConfirmationRequired, Conflict, ValidationFailed
-from pipelines.segment_rules import compile_conditions
+from pipelines.segment_rules import ATTRIBUTE_NAME, compile_conditions
 from pipelines.workflows import update_contact as updating
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page
@@ -32,12 +32,18 @@ from ..pagination import PageQuery, page
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one, streamed
 from ..runtime import caller, db
-from ..types import EmailAddress, Id, Name100, Strict, Uuid
+from ..types import EmailAddress, FreeJson, Id, Name100, Strict, Uuid
 from ..validation import body, query
 
 bp = Blueprint("contacts", __name__, url_prefix="/api/v1")
 
 MAX_BULK_DELETE = 5000
+
+# Names the rule language can address, values any JSON (no integer beyond 64 bits); null
+# drops a key (audience.check_attributes also bounds each value's size)
+Attributes = Annotated[dict[str, Any], FreeJson(lambda value: {
+    "type": "object", "maxProperties": MAX_ATTRIBUTES, "additionalProperties": value,
+    "propertyNames": {"pattern": ATTRIBUTE_NAME.pattern}})]
 
 
 class CreateContact(Strict):
@@ -45,7 +51,7 @@ class CreateContact(Strict):
                                             "per workspace among live contacts, compared case-insensitively.")
     first_name: Name100 | None = None
     last_name: Name100 | None = None
-    attributes: dict[str, Any] = Field(default_factory=dict, description=(
+    attributes: Attributes = Field(default_factory=dict, description=(
         "Custom values (up to 100; names of letters, digits, _ and -). Null values are dropped."))
     subscribed: bool = Field(True, description="Default true.")
     list_id: Uuid | None = Field(None, description="Adds the new contact to this static list (a UUID; "
@@ -56,7 +62,7 @@ class UpdateContact(Strict):
     email: EmailAddress = Field(None, description="A new address; must not belong to another live contact.")
     first_name: Name100 | None = Field(None, description="null clears.")
     last_name: Name100 | None = Field(None, description="null clears.")
-    attributes: dict[str, Any] = Field(None, description=(
+    attributes: Attributes = Field(None, description=(
         "Merged into the existing attributes: given keys are set, a key set to null is removed, "
         "keys not given are kept."))
     subscribed: bool = Field(None, description="Changing it records contact.subscribed / contact.unsubscribed.")

@@ -25,7 +25,7 @@ from ..pagination import PageQuery, paged
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import JsonObject, Strict
+from ..types import FreeJson, JsonObject, Strict
 from ..validation import body, query
 
 bp = Blueprint("templates", __name__, url_prefix="/api/v1")
@@ -42,12 +42,15 @@ STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}],
                   "serialised. Validated; unknown fields are kept for the editor. See the README for each "
                   "block's content.")
 MAX_STRUCTURE_BYTES = 512 * 1024
-# The outline pipelines/email_blocks.py checks first (each block's content is checked by type)
-Structure = Annotated[JsonObject(MAX_STRUCTURE_BYTES), Field(json_schema_extra={
-    "required": ["blocks"], "properties": {"blocks": {"type": "array", "items": {
-        "type": "object", "required": ["id", "type", "content"], "properties": {
-            "id": {"type": "string", "minLength": 1}, "type": {"enum": list(email_blocks.BLOCK_TYPES)},
-            "content": {"type": "object"}}}}}})]
+# The outline pipelines/email_blocks.py checks first (each block's content is checked by type);
+# unknown fields are kept, any JSON value
+Structure = JsonObject(MAX_STRUCTURE_BYTES, FreeJson(lambda value: {
+    "type": "object", "additionalProperties": value, "required": ["blocks"], "properties": {"blocks": {
+        "type": "array", "items": {
+            "type": "object", "additionalProperties": value, "required": ["id", "type", "content"], "properties": {
+                "id": {"type": "string", "minLength": 1, "maxLength": 100},
+                "type": {"enum": list(email_blocks.BLOCK_TYPES)},
+                "content": {"type": "object", "additionalProperties": value}}}}}}))
 
 
 class CreateTemplate(Strict):
@@ -57,14 +60,15 @@ class CreateTemplate(Strict):
         {"required": ["json_structure"], "properties": {"json_structure": {"type": "object"}}},
     ]})
     name: Name = Field(description="Required, 1–200 characters.")
-    html: str | None = Field(None, description=HTML_HELP + " Required unless json_structure is given.")
+    # str, not str | None: null is refused (said so in the document too)
+    html: str = Field(None, description=HTML_HELP + " Required unless json_structure is given.")
     description: Description | None = Field(None, description="Optional, up to 2000 characters.")
     json_structure: Structure | None = Field(None, description=STRUCTURE_HELP)
 
 
 class UpdateTemplate(Strict):
-    name: Name | None = Field(None, description="1–200 characters; null is refused.")
-    html: str | None = Field(None, description="The email HTML (max 256 KB) with merge tags, checked as on create; "
+    name: Name = Field(None, description="1–200 characters; null is refused.")
+    html: str = Field(None, description="The email HTML (max 256 KB) with merge tags, checked as on create; "
                                                "sent as stored. null is refused. Without it the stored html is kept.")
     description: Description | None = Field(None, description="null clears it.")
     json_structure: Structure | None = Field(None, description=STRUCTURE_HELP + " null clears it. "
@@ -101,9 +105,6 @@ def content_changes(data: Strict, *, render_html: bool, stored_structure: dict |
     the json_structure given (else `stored_structure`) instead of coming from the request."""
     given = data.model_fields_set
     changes = {k: getattr(data, k) for k in ("name", "description", "json_structure", "html") if k in given}
-    for field in ("name", "html"):
-        if field in changes and changes[field] is None:
-            raise ValidationFailed(f"{field}: may not be null.", path=field)
     if changes.get("json_structure") is not None:
         validate_structure(changes["json_structure"])
     if not render_html:
