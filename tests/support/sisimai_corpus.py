@@ -157,6 +157,11 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-facebook-03": [("kijitora@facebook.com", "filtered")],
     "lhost-gmx-03": [("mikeneko@example.co.jp", "userunknown"), ("sabineko@example.co.jp", "mailboxfull")],
     "lhost-imailserver-01": [("kijitora@example.com", "userunknown")],
+    "lhost-messagingserver-12": [("pseudo-local-part-kijitora-neko-nyaan@mac.com", "mailboxfull")],
+    "lhost-receivingses-03": [("temperror@neko.example.jp", "onhold")],
+    "lhost-receivingses-05": [("exceedlimit@neko.example.jp", "emailtoolarge")],
+    "lhost-receivingses-08": [("jp1rb6cm3@mozmail.com", "emailtoolarge")],
+    "lhost-x2-07": [("kijitora@example.co.jp", "networkerror")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
@@ -180,6 +185,8 @@ KNOWN_MISSES = {
     # "No MX found for domain" in a *delayed* notice (4.0.0, the message still queued): an
     # address failure, but never permanent while the sender still retries; Sisimai: notaccept, hard
     ("lhost-opensmtpd-12", "neko@nyaan.jp"),
+    # "450 4.0.0 Temporary failure": a transient system error to us; Sisimai leaves it onhold
+    ("lhost-receivingses-03", "temperror@neko.example.jp"),
 }
 # samples that are no bounce at all (Amazon SES delivery notices): they must bounce nobody
 NOT_BOUNCES = {"lhost-amazonses-12": "success@simulator.amazonses.com",
