@@ -85,6 +85,9 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (ONHOLD, ("on hold", "onhold")),  # the receiver itself cannot tell yet
     # Google Groups: the group refuses the post (not a member, or no such group): a refusal of us
     (REJECTED, ("permission to post", "google groups", "googlegroups")),
+    # EZweb (au) answers a recipient's own filter with an address-less "550 : User unknown"
+    # (the unknown address itself it names: "550 <bob@ezweb.ne.jp>: User unknown")
+    (FILTERED, ("550 : user unknown",)),
     # Microsoft 365's answer for a recipient its directory does not know
     (USERUNKNOWN, ("recipient address rejected: access denied",)),
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",
