@@ -165,6 +165,15 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-messagingserver-08": [("otsu-sakaba-hunter-neko-nyaaaaaaan@ezweb.ne.jp", "filtered")],
     "lhost-messagingserver-09": [("otsu-sakaba-hunter-neko-nyaaaaaaan@ezweb.ne.jp", "userunknown")],
     "lhost-x2-05": [("kijitora@y.example.com", "expired")],
+    "lhost-opensmtpd-10": [("postmaster@cx.libsisimai.org", "hostunknown")],
+    "lhost-qmail-09": [("neko@example.co.jp", "blocked")],
+    "lhost-qmail-12": [("nyaan@example.org", "notaccept")],
+    "lhost-qmail-13": [("nekochan@cx.libsisimai.com", "hostunknown")],
+    "lhost-qmail-14": [("pseudo-local-part-of-google-gmail@gmail.com", "authfailure")],
+    "lhost-qmail-15": [("pseudo-local-part-of-microsoft-outlook@outlook.com", "authfailure")],
+    "lhost-qmail-16": [("userunknown@libsisimai.net", "userunknown")],
+    "lhost-qmail-17": [("userunknown@libsisimai.net", "userunknown"), ("mailboxfull@libsisimai.net", "mailboxfull")],
+    "lhost-qmail-18": [("userunknown@libsisimai.net", "userunknown")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
