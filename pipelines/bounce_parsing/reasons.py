@@ -130,7 +130,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "mailbox exceeds", "exceeds allowed size", "mailbox size", "no space left")),
     (EMAILTOOLARGE, ("too large", "too big", "size limit", "message size", "exceeds the maximum", "message length",
                      "exceeds size", "maximum message size", "size exceeds", "message is larger",
-                     "exceeded the maximum")),
+                     "exceeded the maximum", "line limit exceeded")),
     (EXCEEDLIMIT, ("recipient limit", "recipients exceeded")),
     (CONTENTERROR, ("content error", "invalid header", "header error", "malformed", "mime", "attachment",
                    "8-bit", "8bit", "line too long", "bare lf", "improper")),

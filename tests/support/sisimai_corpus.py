@@ -174,6 +174,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-qmail-16": [("userunknown@libsisimai.net", "userunknown")],
     "lhost-qmail-17": [("userunknown@libsisimai.net", "userunknown"), ("mailboxfull@libsisimai.net", "mailboxfull")],
     "lhost-qmail-18": [("userunknown@libsisimai.net", "userunknown")],
+    "lhost-exim-58": [("kijitora@example.us", "emailtoolarge")],
+    "lhost-gmail-15": [("mikeneko@libsisimai.org", "expired")],
+    "lhost-sendmail-55": [("nyaan@example.jp", "mailererror")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
