@@ -7,15 +7,16 @@ whichever of them the message was sent to (matching.py)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 from email.utils import getaddresses
 
 from . import reasons
-from .classify import BASIC, ENHANCED, OTHER, classify, clean_diagnostic, is_success, status_from
-from .model import UNDETERMINED, Bounce
-from .text_reports import notice_text
+from .classify import BASIC, ENHANCED, OTHER, POLICY, Verdict, classify, clean_diagnostic, is_success, status_from
+from .model import PERMANENT, TRANSIENT, UNDETERMINED, Bounce
+from .text_reports import notice_text, reply_for
 
 # Actions that say the mail went through, or would (`deliverable`: an address check,
 # RFC 3464 §2.3.3 and its updates): not bounces; nor is any block with a 2.x.x status.
@@ -101,6 +102,9 @@ def blocks_in_text(text: str) -> list[Message]:
     return [HeaderParser().parsestr(b.strip() + "\n") for b in blocks]
 
 
+_AT_DATA = re.compile(r"in reply to end of data|^\s*>>> data\s*$|after end of data", re.I | re.M)
+
+
 def _line_about(address: str, text: str, everyone: list[str]) -> str:
     """The notice's own line about `address` when its DSN block gives no Diagnostic-Code
     (OpenSMTPD: `bob@example.org: 550 5.7.26 … authentication checks failed` above a bare
@@ -120,6 +124,7 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
     if per_message.get("Final-Recipient") or per_message.get("Original-Recipient"):
         per_message, recipients = Message(), blocks  # no per-message block given
     named = [b for b in recipients if b.get("Final-Recipient") or b.get("Original-Recipient")]
+    notice = functools.cache(notice)
     text = notice() if any(not b.get("Diagnostic-Code") for b in named) else ""
     own_words = text if len(named) == 1 else ""
     everyone = [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named]
@@ -138,6 +143,13 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
         # X.400 gateways put the remote server's reply in a field of their own
         verdict = classify(status, f"{status_field} {diagnostic} {block.get('X400-Supplementary-Info') or ''}",
                            action, notice=own_words)
+        if verdict.reason == reasons.USERUNKNOWN and not reasons.reason_from_code(status)[1]:
+            # "User unknown" in answer to DATA, not to RCPT TO: the server took the recipient and
+            # then refused the message (a filter's words); only a strong 5.1.1 still means unknown
+            about = notice() if len(named) == 1 else reply_for(final or original, notice(),
+                                                               [e for e in everyone if e != (final or original)])
+            if _AT_DATA.search(about):
+                verdict = Verdict(TRANSIENT if verdict.type == PERMANENT else verdict.type, POLICY, reasons.FILTERED)
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
         remote = remote.split()[0].rstrip(".") if remote else ""
         bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",
