@@ -9,6 +9,8 @@ import uuid
 import httpx
 import pytest
 
+from mongo import outbox
+from pipelines.clock import now_ms
 from tests.support.api import assert_error
 from tests.support.audience import events, make_contact, make_list
 from tests.support.automations import make_automation, outcomes, run_of, runs, trigger, wait_run
@@ -291,7 +293,8 @@ def test_an_event_read_twice_starts_nothing_new(service, tenant):
     joined = [e for e in events(service, tenant, "list.member_added") if e["data"]["contact"]["id"] == contact["id"]]
 
     async def unread(db):  # as if the scheduler died before marking the event read
-        await db.outbox.update_one({"_id": joined[0]["_id"]}, {"$set": {"automations_pending": True}})
+        await db.outbox.update_one({"_id": joined[0]["_id"]},
+                                   {"$set": {"automations_pending": True, outbox.AUTOMATIONS_MS: now_ms()}})
     service.store.run(unread)
     barrier = make_contact(tenant, address("barrier"), list_id=members["id"])  # read after the replayed event
     wait_until(lambda: any(r["contact"]["id"] == barrier["id"] for r in runs(tenant, flow["id"], "completed")),
