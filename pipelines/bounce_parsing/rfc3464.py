@@ -143,9 +143,10 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
         # X.400 gateways put the remote server's reply in a field of their own
         verdict = classify(status, f"{status_field} {diagnostic} {block.get('X400-Supplementary-Info') or ''}",
                            action, notice=own_words)
-        if verdict.reason == reasons.USERUNKNOWN and not reasons.reason_from_code(status)[1]:
-            # "User unknown" in answer to DATA, not to RCPT TO: the server took the recipient and
-            # then refused the message (a filter's words); only a strong 5.1.1 still means unknown
+        if verdict.reason == reasons.USERUNKNOWN and re.fullmatch(r"[45]\.[07]\.\d+", status):
+            # "User unknown" in answer to DATA, not to RCPT TO, under a vague or policy status
+            # (5.0.0, 5.7.1): the server took the recipient and then refused the message, a
+            # filter's words; an addressing status (5.1.1, 5.5.0 "Invalid recipient") still means unknown
             about = notice() if len(named) == 1 else reply_for(final or original, notice(),
                                                                [e for e in everyone if e != (final or original)])
             if _AT_DATA.search(about):

@@ -185,6 +185,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-sendmail-53": [("sironeko@example.com", "securityerror")],
     "lhost-sendmail-54": [("kijitora@neko.example.jp", "expired")],
     "lhost-yahoo-12": [("kijitora@example.jp", "rejected")],
+    "lhost-sendmail-44": [("kijitora@rokujo.example.jp", "contenterror")],
+    "lhost-sendmail-45": [("pseudo-local-part-kijitora-nyaaan@orange.fr", "userunknown")],
+    "lhost-sendmail-46": [("pseudo-local-part-kijitora-nyaaan@laposte.net", "userunknown")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
