@@ -188,6 +188,11 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-sendmail-44": [("kijitora@rokujo.example.jp", "contenterror")],
     "lhost-sendmail-45": [("pseudo-local-part-kijitora-nyaaan@orange.fr", "userunknown")],
     "lhost-sendmail-46": [("pseudo-local-part-kijitora-nyaaan@laposte.net", "userunknown")],
+    "lhost-postfix-54": [("neko-nyaan@example.ne.jp", "rejected")],
+    "lhost-postfix-56": [("nyaan@qq.example.com", "networkerror")],
+    "lhost-postfix-58": [("neko-1718501322@gmail.com", "badreputation")],
+    "lhost-postfix-59": [("kijitora@ggl.example.org", "speeding")],
+    "lhost-sendmail-42": [("nekochan@libsisimai.org", "hostunknown")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
