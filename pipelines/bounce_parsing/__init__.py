@@ -52,6 +52,28 @@ def find_message_id(text: str) -> str | None:
     return match_.group(1) if match_ else None
 
 
+# a whole delivery report pasted into a text notice (OCN forwards its relays' Postfix reports
+# so): from its first header line to the end
+_PASTED_REPORT = re.compile(r"^(?:From MAILER-DAEMON[^\n]*\n)?Return-Path:[^\n]*\n(?:[\w-]+:.*\n(?:[ \t].*\n)*)*?"
+                            r"Content-Type: multipart/report;[^\n]*(?:\n[ \t][^\n]*)*report-type=delivery-status",
+                            re.I | re.M)
+
+
+def _forwarded_report(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
+    """The failures of a delivery report a notice quotes whole as its text (not as an
+    attachment): read like any report, once (a pasted report inside it is not looked for)."""
+    for part in msg.walk():
+        if part.get_content_type() != "text/plain":
+            continue
+        text = part.get_content() if hasattr(part, "get_content") else str(part.get_payload())
+        found = _PASTED_REPORT.search(text)
+        if found:
+            inner = email.message_from_string(text[found.start():], policy=email.policy.default)
+            report = next((f for f in (parser(inner) for parser in PARSERS) if f), None)
+            return ("forwarded-" + report[0], report[1]) if report else None
+    return None
+
+
 def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | None:
     msg: EmailMessage = email.message_from_bytes(raw, policy=email.policy.default)
     found = next((f for f in (parser(msg) for parser in PARSERS) if f), None)
@@ -59,7 +81,7 @@ def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | 
         # a DSN that names only successes (delivered, relayed, 2.x.x): understood, and no bounce;
         # nothing is guessed from its text
         found = ("rfc3464-success", [])
-    found = found or mta_texts.parse_raw(raw, msg) or notices.parse(msg)
+    found = found or mta_texts.parse_raw(raw, msg) or _forwarded_report(msg) or notices.parse(msg)
     if not found:
         return None
     style, bounces = found

@@ -193,6 +193,8 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-58": [("neko-1718501322@gmail.com", "badreputation")],
     "lhost-postfix-59": [("kijitora@ggl.example.org", "speeding")],
     "lhost-sendmail-42": [("nekochan@libsisimai.org", "hostunknown")],
+    "lhost-postfix-49": [("toraneko@neko.example.co.jp", "blocked")],
+    "lhost-postfix-50": [("soto-neko-nyaan@ntt.example.com", "blocked")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
