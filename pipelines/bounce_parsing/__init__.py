@@ -33,6 +33,7 @@ from email.message import EmailMessage
 from . import arf, gmail, microsoft, mta_texts, notices, rfc3464, ses
 from .matching import Matched, match, sent_to
 from .model import Bounce
+from .text_reports import first_text
 
 __all__ = ["Bounce", "Matched", "Report", "parse_report", "find_message_id", "match", "sent_to"]
 
@@ -62,16 +63,13 @@ _PASTED_REPORT = re.compile(r"^(?:From MAILER-DAEMON[^\n]*\n)?Return-Path:[^\n]*
 def _forwarded_report(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     """The failures of a delivery report a notice quotes whole as its text (not as an
     attachment): read like any report, once (a pasted report inside it is not looked for)."""
-    for part in msg.walk():
-        if part.get_content_type() != "text/plain":
-            continue
-        text = part.get_content() if hasattr(part, "get_content") else str(part.get_payload())
-        found = _PASTED_REPORT.search(text)
-        if found:
-            inner = email.message_from_string(text[found.start():], policy=email.policy.default)
-            report = next((f for f in (parser(inner) for parser in PARSERS) if f), None)
-            return ("forwarded-" + report[0], report[1]) if report else None
-    return None
+    text = first_text(msg)
+    found = _PASTED_REPORT.search(text)
+    if not found:
+        return None
+    inner = email.message_from_string(text[found.start():], policy=email.policy.default)
+    report = next((f for f in (parser(inner) for parser in PARSERS) if f), None)
+    return ("forwarded-" + report[0], report[1]) if report else None
 
 
 def parse_report(raw: bytes, *, verp_message_id: str | None = None) -> Report | None:
