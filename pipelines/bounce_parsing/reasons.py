@@ -117,7 +117,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "please slow down", "too fast", "try again later (ratelimit")),
     # Amazon SES refusing a sender identity it has not verified: we may not send through it
     (NORELAYING, ("address is not verified", "relay", "relaying", "not a gateway", "not local host", "no relay", "we do not relay")),
-    (POLICYVIOLATION, ("policy", "prohibited", "not permitted", "not allowed")),
+    (POLICYVIOLATION, ("policy", "prohibited", "not permitted", "not allowed", "protocol violation")),
     (REJECTED, ("sender address rejected", "unroutable sender", "sender rejected", "sender denied", "domain of sender",
                 "sender domain", "sender verify failed", "bad sender", "invalid sender", "sender is not",
                 "mail rejected", "not accepting mail", "we don't accept", "access denied",

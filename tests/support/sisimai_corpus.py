@@ -195,6 +195,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-sendmail-42": [("nekochan@libsisimai.org", "hostunknown")],
     "lhost-postfix-49": [("toraneko@neko.example.co.jp", "blocked")],
     "lhost-postfix-50": [("soto-neko-nyaan@ntt.example.com", "blocked")],
+    "lhost-postfix-41": [("kijitora@example.org", "policyviolation")],
+    "lhost-postfix-42": [("kijitora@example.com", "policyviolation")],
+    "lhost-postfix-44": [("kijitora@example.jp", "norelaying")],
+    "lhost-postfix-45": [("kijitora@example.net", "mailboxfull")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
