@@ -264,7 +264,8 @@ def idempotency_parameter(mode: str) -> dict:
         "description": ("Required. " if required else "Optional. ")
         + "The first request executes and its response is kept for an hour; a replay with the same "
           "body answers that response, another body answers 409 idempotency_conflict.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        # an empty value counts as none (front/idempotency.py): refused only where one is required
+        "schema": {"type": "string", "minLength": 1 if required else 0, "maxLength": MAX_KEY_LENGTH},
     }
 
 

@@ -93,23 +93,30 @@ def _at_most(max_bytes: int):
 # What a BSON document can hold: 64-bit integers (front/validation.py refuses larger ones
 # anywhere in a body, which failed later in the store as a 500).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-# A free-form JSON value as the document says it (components/schemas/JsonValue): anything
-# but an integer beyond 64 bits. Used for the document only: values are checked by
-# validation.parse_body, not parsed into this union. (Its `number` branch admits any
-# number, as JSON Schema cannot tell 1e30 from an integer literal; a narrower one, `not
-# integer`, made generators draw 5.0 for integer fields meeting it, which those refuse.)
+# A BSON key is a C string: a key holding NUL cannot be stored (validation refuses it).
+NO_NUL = {"pattern": "^[^\\u0000]*$"}
+# A free-form JSON value as the document says it (components/schemas/JsonValue): anything,
+# with numbers within 64-bit integer bounds and keys without NUL (the store's limits). Used
+# for the document only: values are checked by validation.parse_body, not parsed into this.
+# One bounded `number`: JSON Schema cannot tell 1e30 from an integer literal, so the
+# integer bound is said of every number (larger floats are in fact stored); a `not
+# integer` float branch made generators draw 5.0 for integer fields, which refuse it.
 JsonValue = TypeAliasType("JsonValue", Union[
-    Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)], float, str, bool, None,
-    list["JsonValue"], dict[str, "JsonValue"]])
+    Annotated[float, Field(ge=INT64_MIN, le=INT64_MAX)], str, bool, None, list["JsonValue"],
+    Annotated[dict[str, "JsonValue"], Field(json_schema_extra={"propertyNames": NO_NUL})]])
+
+
+def _free_object(value: dict) -> dict:
+    return {"type": "object", "propertyNames": NO_NUL, "additionalProperties": value}
 
 
 class FreeJson:
     """Documents a free-form field as `outline(value)`, where `value` is the reference to
     JsonValue: pydantic hands that reference out only while it writes the document (a
-    reference written by hand names no schema it knows). The default outline is an
-    object of JSON values."""
-    def __init__(self, outline: Callable[[dict], dict] = lambda value: {"type": "object",
-                                                                       "additionalProperties": value}):
+    reference written by hand names no schema it knows). The default outline is an object
+    of JSON values. (A client generator that resolves references to models and enums
+    only, as openapi-python-client, cannot follow it: JsonValue is a union.)"""
+    def __init__(self, outline: Callable[[dict], dict] = _free_object):
         self.outline = outline
 
     def __get_pydantic_json_schema__(self, core_schema, handler):

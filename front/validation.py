@@ -110,6 +110,8 @@ def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_
             _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, dict):
         for name, item in value.items():
+            if "\x00" in name:  # a BSON key is a C string: the store failed on it, a 500
+                _fail(loc + (name,), "a key must not contain the NUL character (U+0000).")
             _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):

@@ -25,7 +25,7 @@ from ..pagination import PageQuery, paged
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
 from ..runtime import caller, db, settings
-from ..types import FreeJson, JsonObject, Strict
+from ..types import NO_NUL, FreeJson, JsonObject, Strict
 from ..validation import body, query
 
 bp = Blueprint("templates", __name__, url_prefix="/api/v1")
@@ -45,12 +45,13 @@ MAX_STRUCTURE_BYTES = 512 * 1024
 # The outline pipelines/email_blocks.py checks first (each block's content is checked by type);
 # unknown fields are kept, any JSON value
 Structure = JsonObject(MAX_STRUCTURE_BYTES, FreeJson(lambda value: {
-    "type": "object", "additionalProperties": value, "required": ["blocks"], "properties": {"blocks": {
-        "type": "array", "items": {
-            "type": "object", "additionalProperties": value, "required": ["id", "type", "content"], "properties": {
+    "type": "object", "propertyNames": NO_NUL, "additionalProperties": value, "required": ["blocks"],
+    "properties": {"blocks": {"type": "array", "items": {
+            "type": "object", "propertyNames": NO_NUL, "additionalProperties": value,
+            "required": ["id", "type", "content"], "properties": {
                 "id": {"type": "string", "minLength": 1, "maxLength": 100},
                 "type": {"enum": list(email_blocks.BLOCK_TYPES)},
-                "content": {"type": "object", "additionalProperties": value}}}}}}))
+                "content": {"type": "object", "propertyNames": NO_NUL, "additionalProperties": value}}}}}}))
 
 
 class CreateTemplate(Strict):

@@ -155,6 +155,12 @@ def test_numbers_the_store_cannot_hold_answer_400_not_500(tenant, number, path):
     assert_error(post_raw(tenant, "/email/send", body), 400, "validation_error", path)
 
 
+def test_a_key_holding_nul_answers_400_not_500(tenant):
+    # a BSON key is a C string; schemathesis found the store's refusal as a 500
+    body = b'{"name": "T", "json_structure": {"blocks": [], "ui": {"a\\u0000b": 1}}}'
+    assert_error(post_raw(tenant, "/templates", body), 400, "validation_error", "json_structure.ui.a\x00b")
+
+
 def test_largest_storable_numbers_are_accepted(tenant):
     body = (b'{"to": "a@example.org", "subject": "x", "text": "y", "template_data": '
             b'{"big": 9223372036854775807, "small": -9223372036854775808, "real": 1.5e300}}')
