@@ -199,6 +199,12 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-42": [("kijitora@example.com", "policyviolation")],
     "lhost-postfix-44": [("kijitora@example.jp", "norelaying")],
     "lhost-postfix-45": [("kijitora@example.net", "mailboxfull")],
+    "lhost-postfix-29": [("kijitora@gmail.example.com", "notcompliantrfc")],
+    "lhost-postfix-31": [("kijitora@gmail.com", "userunknown")],
+    "lhost-postfix-33": [("userunknown@libsisimai.org", "userunknown")],
+    "lhost-postfix-37": [("nyaan@example.org", "expired")],
+    "lhost-postfix-38": [("kijitora@example.org", "blocked")],
+    "lhost-sendmail-38": [("kijitora@example.com", "spamdetected")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
