@@ -122,7 +122,9 @@ def classify(code: str, diagnostic: str = "", action: str = "", *, notice: str =
     return Verdict(TRANSIENT, category, reason)
 
 
-_TYPE_PREFIX = re.compile(r"^\s*(smtp|x-postfix|x-unix|x-local)\s*;\s*", re.I)
+# the diagnostic-type (RFC 3464 §2.3.6): smtp, or any X- type an MTA names itself by
+# (X-Postfix, X-Unix, AOL's X-Outbound-Mail-Relay): no words of the failure
+_TYPE_PREFIX = re.compile(r"^\s*(smtp|x-[\w.-]+)\s*;\s*", re.I)
 
 
 def clean_diagnostic(text: str) -> str:

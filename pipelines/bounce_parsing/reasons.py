@@ -88,6 +88,9 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # EZweb (au) answers a recipient's own filter with an address-less "550 : User unknown"
     # (the unknown address itself it names: "550 <bob@ezweb.ne.jp>: User unknown")
     (FILTERED, ("550 : user unknown",)),
+    # the domain's name servers answer nonsense for its MX (AOL: 5.4.4 "Malformed or unexpected
+    # name server reply"): the domain takes no mail, before "malformed" reads as the message's fault
+    (HOSTUNKNOWN, ("unexpected name server reply",)),
     # Microsoft 365's answer for a recipient its directory does not know
     (USERUNKNOWN, ("recipient address rejected: access denied",)),
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",
@@ -167,7 +170,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "timeout exceeded", "message timed out")),
     (NETWORKERROR, ("timed out", "timeout", "connection refused", "requests to connect", "socket error", "no route to host", "network is unreachable",
                     "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
-                    "name service error", "malformed or unexpected name server reply", "too many hops", "loop")),
+                    "name service error", "too many hops", "loop")),
     # a local delivery program (procmail, a pipe) failed: Postfix's "Command output:", "x-unix"
     (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix")),
     (SYSTEMFULL, ("system full", "disk full", "out of disk", "insufficient system storage")),

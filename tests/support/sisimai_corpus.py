@@ -205,6 +205,11 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-postfix-37": [("nyaan@example.org", "expired")],
     "lhost-postfix-38": [("kijitora@example.org", "blocked")],
     "lhost-sendmail-38": [("kijitora@example.com", "spamdetected")],
+    "lhost-sendmail-37": [("kijitora@nyaan.example.com", "userunknown")],
+    "rhost-aol-05": [("nyan@haineko.org", "hostunknown")],
+    "rhost-aol-06": [("neko@libsisimai.org", "notaccept")],
+    "rhost-outlook-01": [("kijitora@example.jp", "mailboxfull")],
+    "rhost-outlook-02": [("kijitora@example.jp", "userunknown")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
