@@ -149,7 +149,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "unknown domain", "domain unknown", "no mx", "mx record", "dns lookup failure", "dns error",
                    "non-existent domain", "nxdomain", "name server", "cannot route", "unable to route",
                    "not our domain", "domain is not hosted", "hostname lookup", "invalid domain",
-                   "domain name not found", "host or domain name not found")),
+                   "domain name not found", "host or domain name not found",
+                   "domain is not reachable")),  # Outlook.com: "… because the domain is not reachable. Please check the domain"
     (NOTACCEPT, ("not accepting network messages", "does not accept mail", "not accept any mail", "null mx", "nullmx", "accepts no mail",
                  "not accepting any mail")),
     (USERUNKNOWN, ("user unknown", "unknown user", "does not exist", "doesn't exist", "no such user",

@@ -210,6 +210,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "rhost-aol-06": [("neko@libsisimai.org", "notaccept")],
     "rhost-outlook-01": [("kijitora@example.jp", "mailboxfull")],
     "rhost-outlook-02": [("kijitora@example.jp", "userunknown")],
+    "lhost-exim-42": [("kijitora@example.net", "requireptr")],
+    "lhost-exim-47": [("kijitora@example.net", "blocked")],
+    "rhost-outlook-03": [("kijitora@example.jp", "hostunknown")],
+    "rhost-outlook-04": [("sabineko@example.co.jp", "userunknown"), ("mikeneko@example.co.jp", "mailboxfull")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
