@@ -85,6 +85,9 @@ def words_category(text: str) -> str | None:
 _SENDER_STAGE = re.compile(r"after mail from|in reply to mail from|mail from command", re.I)
 
 
+_CONNECTION_STAGE = re.compile(r"after (?:ehlo|helo|initial connection)|refused to talk to me", re.I)
+
+
 def _vague(code: str) -> bool:
     """x.0.0, or no code: it says a failure happened, not what kind."""
     return not code or code.endswith(".0.0")
@@ -110,6 +113,10 @@ def classify(code: str, diagnostic: str = "", action: str = "", *, notice: str =
     reason = reason_of(code, diagnostic)
     if reason == reasons.UNDEFINED and _vague(code) and notice:
         reason = reasons.reason_from_words(notice) or reason
+    if reason == reasons.UNDEFINED and _CONNECTION_STAGE.search(f"{diagnostic} {notice}"):
+        # refused before any sender or recipient was named (Exim's "after EHLO", "after initial
+        # connection"): the server refuses *us*, whatever it calls it
+        reason = reasons.BLOCKED
     if reason in (reasons.USERUNKNOWN, reasons.HOSTUNKNOWN) and _SENDER_STAGE.search(diagnostic or ""):
         reason = reasons.REJECTED
     category = reasons.CATEGORY_OF[reason]

@@ -173,7 +173,7 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
                     "name service error", "too many hops", "loop")),
     # a local delivery program (procmail, a pipe) failed: Postfix's "Command output:", "x-unix"
-    (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix")),
+    (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix", "pipe to |")),
     (SYSTEMFULL, ("system full", "disk full", "out of disk", "insufficient system storage")),
     (SYSTEMERROR, ("system error", "internal error", "server error", "system config", "temporarily",
                    "temporary failure", "try again", "service unavailable", "service currently unavailable",

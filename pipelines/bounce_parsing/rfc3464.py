@@ -62,12 +62,28 @@ def _comment(status_field: str) -> str:
 def parse(msg: EmailMessage) -> tuple[str, list[Bounce]] | None:
     blocks = delivery_status_blocks(msg)
     bounces = bounces_of(blocks, notice=lambda: notice_text(msg)) if blocks else []
+    if not bounces and blocks and (delivered_to := _failed_for_unaddressable(msg, blocks)):
+        # Exim names a pipe or file as the Final-Recipient ("|/usr/bin/x …") when a local
+        # delivery fails; the address it was delivering for is its X-Failed-Recipients
+        block, failed = delivered_to
+        block.replace_header("Final-Recipient", f"rfc822; {failed}")
+        bounces = bounces_of(blocks, notice=lambda: notice_text(msg))
     if blocks and not any(b.get("Final-Recipient") or b.get("Original-Recipient") for b in blocks):
         # a failure report that names no recipient at all (Postfix's "Delivery report
         # unavailable"): the message it returns says whom it was for; why is not known
         bounces = [Bounce(email=address, type=UNDETERMINED, category=OTHER, reason=reasons.UNDEFINED,
                           source="dsn", action="failed") for address in _returned_to(msg)]
     return ("rfc3464", bounces) if bounces else None
+
+
+def _failed_for_unaddressable(msg: EmailMessage, blocks: list[Message]) -> tuple[Message, str] | None:
+    """The one recipient block whose Final-Recipient is no address, with the one address the
+    notice's X-Failed-Recipients names; None unless both are single."""
+    named = [b for b in blocks if b.get("Final-Recipient")]
+    failed = [a for _, a in getaddresses(msg.get_all("X-Failed-Recipients") or []) if "@" in a]
+    if len(named) != 1 or len(failed) != 1 or address_of(named[0].get("Final-Recipient")):
+        return None
+    return named[0], failed[0]
 
 
 def _returned_to(msg: EmailMessage) -> list[str]:
@@ -126,7 +142,7 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
     named = [b for b in recipients if b.get("Final-Recipient") or b.get("Original-Recipient")]
     notice = functools.cache(notice)
     text = notice() if any(not b.get("Diagnostic-Code") for b in named) else ""
-    own_words = text if len(named) == 1 else ""
+    own_words = notice() if len(named) == 1 else ""
     everyone = [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named]
     reporting = str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip()
     bounces = []

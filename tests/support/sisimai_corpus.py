@@ -214,6 +214,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-exim-47": [("kijitora@example.net", "blocked")],
     "rhost-outlook-03": [("kijitora@example.jp", "hostunknown")],
     "rhost-outlook-04": [("sabineko@example.co.jp", "userunknown"), ("mikeneko@example.co.jp", "mailboxfull")],
+    "lhost-exim-43": [("kijitora@example.net", "requireptr")],
+    "lhost-exim-44": [("kijitora@example.com", "mailererror")],
+    "lhost-exim-48": [("kijitora@example.net", "requireptr")],
+    "lhost-exim-49": [("kijitora@example.com", "blocked")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
