@@ -91,6 +91,9 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the domain's name servers answer nonsense for its MX (AOL: 5.4.4 "Malformed or unexpected
     # name server reply"): the domain takes no mail, before "malformed" reads as the message's fault
     (HOSTUNKNOWN, ("unexpected name server reply",)),
+    # cPanel's Exim, when the lookup of the recipient's domain fails: "The account or domain
+    # may not exist, they may be blacklisted, or missing the proper dns entries"
+    (HOSTUNKNOWN, ("account or domain may not exist",)),
     # Microsoft 365's answer for a recipient its directory does not know
     (USERUNKNOWN, ("recipient address rejected: access denied",)),
     (REQUIREPTR, ("reverse dns", "ptr record", "(ptr)", "no ptr", "rdns", "reverse lookup", "reverse hostname",

@@ -222,6 +222,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "lhost-exim-39": [("kijitora@example.net", "requireptr")],
     "lhost-exim-53": [("kijitora@example.com", "mailererror")],
     "lhost-exim-54": [("kijitora@example.org", "blocked")],
+    "lhost-exim-31": [("kijitora@example.net", "hostunknown")],
+    "lhost-exim-33": [("pseudo-local-part-kijitora-nyaan@comcast.net", "requireptr")],
+    "lhost-exim-35": [("kijitora@example.com", "blocked")],
+    "lhost-exim-55": [("kijitora@example.com", "spamdetected")],
 }
 # (sample, recipient) we classify otherwise than Sisimai, and why (kept honest, not hidden)
 KNOWN_MISSES = {
