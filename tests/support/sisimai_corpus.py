@@ -1,7 +1,7 @@
 """Real-world bounces from Sisimai's set-of-emails (BSD 2-Clause; the licence and where each
 file comes from: tests/e2e/bounce_corpus/sisimai/README.md), shipped in our tree, with the
 recipients each sample is about and Sisimai's own expected reason for each (its test
-tables, `IsExpected` in rb-sisimai's test/public/lhost-*.rb).
+tables, `IsExpected` in rb-sisimai's test/public/lhost-*.rb and rhost-*.rb).
 
 Sisimai's reason maps onto our model as Sisimai itself judges it: `permanent` where its
 hardbounce flag is set (userunknown, hostunknown, hasmoved, notaccept), `undetermined` for
