@@ -4,7 +4,9 @@ not bare dicts."""
 
 import datetime as dt
 import importlib
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,17 +17,39 @@ import pytest
 PACKAGE = "postroom_client"
 
 
+# What a user of openapi-python-client sets, as the README's contract notes say: the CSV
+# import's body read as bytes, and the self-referring JsonValue (which the generator
+# cannot follow: it resolves references to models and enums only) read as any JSON value.
+GENERATOR_CONFIG = "content_type_overrides:\n  text/csv: application/octet-stream\n"
+
+
+def for_codegen(document: dict) -> dict:
+    """The served document with JsonValue as any JSON value (`{}`), everything else as served."""
+    document["components"]["schemas"]["JsonValue"] = {}
+    return document
+
+
 @pytest.fixture
 def generated(service, tmp_path):
-    spec = tmp_path / "openapi.yaml"
-    spec.write_text(httpx.get(service.base_url + "/openapi.yaml", timeout=30).text)
+    spec = tmp_path / "openapi.json"
+    served = httpx.get(service.base_url + "/openapi.json", timeout=30)
+    assert served.status_code == 200 and "JsonValue" in served.json()["components"]["schemas"]
+    spec.write_text(json.dumps(for_codegen(served.json())))
+    config = tmp_path / "generator.yaml"
+    config.write_text(GENERATOR_CONFIG)
     bin_dir = Path(sys.executable).parent  # the generator's formatter (ruff) lives beside it
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path", str(spec),
-                           "--meta", "none", "--output-path", str(tmp_path / PACKAGE)],
+                           "--config", str(config), "--meta", "none", "--output-path", str(tmp_path / PACKAGE)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    # Every operation is generated. The one thing the generator leaves out is the narrowed
+    # model of each step type's alternative (StepIn's oneOf, whose config fields take any
+    # JSON value): the operations still take and return steps, as the StepIn model.
+    assert "Endpoint will not be generated" not in output, output
+    skipped = re.findall(r"Unable to process schema /components/schemas/(\S+):", output)
+    assert all(re.fullmatch(r"StepIn_type_\d+", name) for name in skipped), output
     sys.path.insert(0, str(tmp_path))
     try:
         yield lambda name: importlib.import_module(f"{PACKAGE}.{name}")
@@ -67,12 +91,14 @@ def test_a_generated_client_reads_a_send_answer_by_its_status(service, tenant, g
     client = generated("client").AuthenticatedClient(base_url=service.base_url, token=tenant.key)
     models = generated("models")
     send = generated("api.default.post_email_send")
-    body = models.PostEmailSendSendEmail.from_dict({"to": "typed@example.org", "subject": "Hi", "text": "x"})
+    # The body is one of three alternatives by its content (html, text, template_id: the
+    # document's oneOf); this one is the text email's, the other fields ride along with it
+    body = models.PostEmailSendBodyType1.from_dict({"to": "typed@example.org", "subject": "Hi", "text": "x"})
     queued = send.sync_detailed(client=client, body=body)
     assert queued.status_code == 202 and isinstance(queued.parsed.data, models.EmailAccepted)
     assert queued.parsed.data.to == ["typed@example.org"] and queued.parsed.data.status == "queued"
     later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
-    scheduled = send.sync_detailed(client=client, body=models.PostEmailSendSendEmail.from_dict(
+    scheduled = send.sync_detailed(client=client, body=models.PostEmailSendBodyType1.from_dict(
         {"to": "typed@example.org", "subject": "Later", "text": "x", "send_at": later}))
     assert scheduled.status_code == 201 and isinstance(scheduled.parsed.data, models.EmailScheduled)
     assert isinstance(scheduled.parsed.data.scheduled_at, dt.datetime)
