@@ -11,7 +11,7 @@ from mongo import outbox
 from mongo import webhooks as webhook_store
 from pipelines.clock import in_seconds, now_iso, now_ms
 from pipelines.webhook_events import NEVER_MS, OFF_LANE, plan_deliveries
-from tests.support.http_receiver import HttpReceiver
+from tests.support.http_receiver import HttpReceiver, subscribe
 from tests.support.polling import wait_until
 
 
@@ -20,14 +20,6 @@ def receiver():
     server = HttpReceiver().start()
     yield server
     server.stop()
-
-
-def subscribe(tenant, receiver, event="contact.created"):
-    response = tenant.post("/webhooks/triggers", json={"targetUrl": receiver.url, "event": event})
-    assert response.status_code == 201, response.text
-    data = response.json()["data"]
-    receiver.trust(data["id"], data["secret"])
-    return data
 
 
 def record(service, tenant, event, data):

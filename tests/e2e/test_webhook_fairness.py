@@ -16,7 +16,7 @@ import pytest
 from mongo import webhooks as webhook_store
 from pipelines.clock import now_iso
 from pipelines.webhook_events import plan_deliveries
-from tests.support.http_receiver import HttpReceiver
+from tests.support.http_receiver import HttpReceiver, subscribe
 from tests.support.polling import wait_until
 from tests.support.services import run_postroom
 
@@ -38,14 +38,6 @@ def receivers():
     yield start
     for server in started:
         server.stop()
-
-
-def subscribe(tenant, receiver, event="contact.created"):
-    response = tenant.post("/webhooks/triggers", json={"targetUrl": receiver.url, "event": event})
-    assert response.status_code == 201, response.text
-    data = response.json()["data"]
-    receiver.trust(data["id"], data["secret"])
-    return data
 
 
 def backlog(service, tenant, hook, count: int) -> None:

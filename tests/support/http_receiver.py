@@ -150,3 +150,13 @@ class HttpReceiver:
                 return result
             time.sleep(0.05)
         raise AssertionError(f"receiver never saw {what}; got {[(r.status, r.headers.get('x-service-event')) for r in self.received()]}")
+
+
+def subscribe(tenant, receiver: HttpReceiver, event: str = "contact.created") -> dict:
+    """A webhook subscription of `tenant` to `event` at `receiver`, whose signatures the
+    receiver then checks with the subscription's secret."""
+    response = tenant.post("/webhooks/triggers", json={"targetUrl": receiver.url, "event": event})
+    assert response.status_code == 201, response.text
+    data = response.json()["data"]
+    receiver.trust(data["id"], data["secret"])
+    return data
