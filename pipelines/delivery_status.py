@@ -17,7 +17,7 @@ from .clock import ms_of
 
 # No `rendered`: the render step writes nothing for a message that renders (its MIME
 # travels in the send job, not the store: one write less per message on the hot path),
-# and clients never see one (the API's statuses: README "Email API").
+# and clients never see one (the API's statuses: docs/email.md).
 ORDER = {
     "scheduled": 0, "queued": 0, "sending": 2, "sent": 3,
     "delivered": 4, "opened": 5, "clicked": 6,

@@ -3,7 +3,7 @@ nothing leaves the machine. Both report per-recipient outcomes the same way, and
 ever raises: whatever goes wrong becomes an `Outcome` for each recipient it touched, so
 one message's trouble never reaches the job's other messages.
 
-SMTP, as decided (README "Email API and throttled sending"):
+SMTP, as decided (docs/email.md):
 - EHLO names `ehlo_choice`'s name: configurable, else a public DNS name; never `localhost`
   or an address literal.
 - `smtps://` is implicit TLS; on `smtp://` STARTTLS is used whenever the server offers

@@ -115,7 +115,8 @@ def _comment_and_docstring_text(path: Path) -> list[tuple[int, str]]:
 
 def test_files_named_in_readme_and_comments_exist():
     missing = []
-    sources = [(ROOT / "README.md", list(enumerate((ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 1)))]
+    sources = [(doc, list(enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)))
+               for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]]
     sources += [(p, _comment_and_docstring_text(p)) for p in _production_files()]
     for path, texts in sources:
         for lineno, text in texts:

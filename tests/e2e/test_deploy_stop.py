@@ -11,7 +11,7 @@ check afterwards:
 - SIGKILL to the pool's supervisor (its children notice and stop the same way): nobody
   is lost, and a second copy can only go to a recipient whose SMTP transaction was in
   flight when the stop came (accepted by the sink, not yet recorded) — the bound the
-  README's "Guarantees under faults" states."""
+  docs/guarantees.md states."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fair turns on the `webhooks` queue (README "Webhooks (decisions)"): one workspace's
+"""Fair turns on the `webhooks` queue (docs/webhooks.md): one workspace's
 backlog behind a slow endpoint, or one slow endpoint of a workspace, never holds another
 subscription's events. Real front, scheduler, worker pool and RabbitMQ; the receivers are
 real HTTP servers on loopback, the slow ones answering each request after a delay.

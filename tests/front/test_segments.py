@@ -46,7 +46,7 @@ def seeded(service):
         if bounced:
             service.store.run(contact_store.mark_bounced, tenant.workspace_id, email)
         # creation times a month apart: the embedded store's find compares timestamp-like
-        # strings at one-second precision (its count does not), see README "Audience"
+        # strings at one-second precision (its count does not), see docs/audience.md
         created_at = f"2024-{len(people) + 1:02d}-15T12:00:00.000000Z"
         service.store.run(set_created_at, contact["id"], created_at)
         people.append({**contact, "bounced": bounced, "tags": [tags[n] for n in tag_names],

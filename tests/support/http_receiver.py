@@ -1,6 +1,6 @@
 """A real HTTP server on loopback, in a thread, standing in for a customer's webhook
 receiver. It records every request, checks signatures with the verification helper
-published in README.md (extracted and executed, so the README cannot drift from what the
+published in docs/webhooks.md (extracted and executed, so the docs cannot drift from what the
 tests prove), and can be scripted: answer the next N requests with an error, answer
 slowly, or be down (port closed) and come back on the same port."""
 
@@ -14,18 +14,15 @@ import threading
 import time
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-README_SECTION = "## Webhooks (decisions)"
+WEBHOOK_DOCS = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
 
 
 def readme_verifier():
-    """The `verify_signature` function exactly as README.md publishes it."""
-    text = README.read_text()
-    section = text.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README's webhook section has no python verification helper"
+    """The `verify_signature` function exactly as docs/webhooks.md publishes it."""
+    match = re.search(r"```python\n(.*?)```", WEBHOOK_DOCS.read_text(), re.S)
+    assert match, "docs/webhooks.md has no python verification helper"
     namespace: dict = {}
-    exec(compile(match.group(1), "README.md#verify_signature", "exec"), namespace)
+    exec(compile(match.group(1), "docs/webhooks.md#verify_signature", "exec"), namespace)
     return namespace["verify_signature"]
 
 
