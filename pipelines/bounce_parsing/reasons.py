@@ -122,7 +122,11 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (SPEEDING, ("rate limit", "ratelimit", "too many messages", "sending rate", "throttl",
                 "please slow down", "too fast", "try again later (ratelimit")),
     # Amazon SES refusing a sender identity it has not verified: we may not send through it
-    (NORELAYING, ("address is not verified", "relay", "relaying", "not a gateway", "not local host", "no relay", "we do not relay")),
+    # never "relay" alone: it is in host names (relay.example.com) a notice quotes
+    (NORELAYING, ("address is not verified", "relay access denied", "relay denied", "relay not permitted",
+                  "relay not allowed", "relay prohibited", "unable to relay", "cannot relay", "can't relay",
+                  "not permitted to relay", "relaying", "not a gateway", "not local host", "no relay",
+                  "we do not relay", "to relay mail", "relay quota")),
     (POLICYVIOLATION, ("policy", "prohibited", "not permitted", "not allowed", "protocol violation")),
     (REJECTED, ("sender address rejected", "unroutable sender", "sender rejected", "sender denied", "domain of sender",
                 "sender domain", "sender verify failed", "bad sender", "invalid sender", "sender is not",
@@ -176,7 +180,8 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
                     "name service error", "too many hops", "loop")),
     # a local delivery program (procmail, a pipe) failed: Postfix's "Command output:", "x-unix"
-    (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix", "pipe to |")),
+    (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix", "pipe to |",
+                   "delivery program", "mail program", "exited abnormally", "command died", "command failed")),
     (SYSTEMFULL, ("system full", "disk full", "out of disk", "insufficient system storage")),
     (SYSTEMERROR, ("system error", "internal error", "server error", "system config", "temporarily",
                    "temporary failure", "try again", "service unavailable", "service currently unavailable",

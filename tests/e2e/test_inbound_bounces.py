@@ -79,7 +79,7 @@ class Case:
     kind: str               # bounce | complaint
     type: str               # permanent | transient | undetermined
     smtp_status: str | None  # null in the API when the report has none
-    diagnostic: str         # words the recorded diagnostic_code contains
+    diagnostic: str | None  # words the recorded diagnostic_code contains (None: the report has none)
     isp: str
     action: str | None      # failed | delayed | null (complaints)
     message_status: str     # the message's status once the report is applied
@@ -118,9 +118,12 @@ CASES = [
          "delayed", "delivered", None, False),
     Case("postfix_expired", "example.org", "bounce", T, "4.4.1", "Connection timed out", "example.org",
          "failed", "bounced", None, False),
-    # undetermined: no Status, no code, no known phrase
-    Case("no_status_dsn", "example.edu", "bounce", U, None, "local delivery program exited abnormally",
+    # no Status and no code: the words decide (a local delivery program failed: a mailer error)
+    Case("no_status_dsn", "example.edu", "bounce", T, None, "local delivery program exited abnormally",
          "example.edu", "failed", "bounced", None, False),
+    # undetermined: no Status, no diagnostic, no words about the failure (the notice quotes a
+    # relay host's name, which is no relaying refusal)
+    Case("no_reason_dsn", "example.edu", "bounce", U, None, None, "example.edu", "failed", "bounced", None, False),
     # RFC 5965 ARF complaints (generic to the VERP address; Yahoo and Microsoft JMRP feedback loops)
     Case("arf_abuse", "example.com", "complaint", P, None, "complaint (abuse)", "example.com",
          None, "delivered", "complaint", False),
@@ -134,7 +137,7 @@ CASES = [
 # why each sample failed (classify.py); complaints have no category
 CATEGORY = {"rfc3464_permanent": "address", "gmail_dsn": "address", "outlook_dsn": "address", "gmail_text": "address",
             "exchange_text": "address", "yahoo_failure": "address", "rfc3464_transient": "mailbox_full",
-            "postfix_expired": "system", "no_status_dsn": "other"}
+            "postfix_expired": "system", "no_status_dsn": "system", "no_reason_dsn": "other"}
 
 
 def test_every_shared_sample_report_goes_through_the_inbound_port():
@@ -159,7 +162,10 @@ def test_a_report_through_the_inbound_port_is_recorded_and_applied(service, tena
                                    "action")} == \
         {"message_id": message_id, "email": recipient, "kind": case.kind, "type": case.type,
          "smtp_status": case.smtp_status, "isp_name": case.isp, "source": case.source, "action": case.action}
-    assert case.diagnostic in record["diagnostic_code"]
+    if case.diagnostic is None:
+        assert record["diagnostic_code"] is None
+    else:
+        assert case.diagnostic in record["diagnostic_code"]
     assert record["category"] == CATEGORY.get(case.sample)
     assert record["feedback_type"] == ("abuse" if case.kind == "complaint" else None)
     assert tenant.get(f"/bounces/{record['id']}").json()["data"] == record
@@ -256,7 +262,7 @@ def test_transient_bounces_older_than_7_days_do_not_count_towards_the_third(serv
 
 def test_undetermined_bounces_do_not_count_towards_the_soft_bounce_rule(service, tenant):
     recipient = f"mixed-{uuid.uuid4().hex[:6]}@example.org"
-    for sample in ("no_status_dsn", "no_status_dsn", "postfix_expired", "rfc3464_transient"):
+    for sample in ("no_reason_dsn", "no_reason_dsn", "postfix_expired", "rfc3464_transient"):
         message_id = sent_message(service, tenant, recipient)
         submit(service, load(sample, recipient=recipient, message_id=message_id),
                f"bounce+{message_id}@{BOUNCE_DOMAIN}")
