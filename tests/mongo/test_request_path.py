@@ -43,7 +43,7 @@ def test_a_domain_added_checked_or_deleted_through_this_process_changes_the_map_
                                       "verified": False})
     assert private_db.run(domains.verified_map, ws_id) == {"kept.example": False}
     private_db.run(domains.save_check, ws_id, domain_id, records=[], verified=True,
-              return_path_host="pr-bounces.kept.example", return_path_verified=True)
+              return_path_host="pr-bounces.kept.example", return_path_verified=True, dmarc={})
     assert private_db.run(domains.verified_map, ws_id) == {"kept.example": True}
     private_db.run(domains.delete, ws_id, domain_id)
     assert private_db.run(domains.verified_map, ws_id) == {}
