@@ -122,8 +122,9 @@ class NoMailInLogs(logging.Filter):
         redacted = redact_urls(message)
         if redacted != message:
             record.msg, record.args = redacted, None
-        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
-            # The formatter prints exc_text as it is, instead of formatting exc_info.
+        if record.exc_info and record.exc_info[1] is not None:
+            # The formatter prints exc_text as it is, instead of formatting exc_info; made from
+            # the exception each time, since a handler that ran first may have set it whole
             record.exc_text = safe_traceback(record.exc_info[1])
         elif record.exc_text:
             record.exc_text = redact_urls(record.exc_text)
