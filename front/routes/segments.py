@@ -54,7 +54,8 @@ RULE_SCHEMA = {"allOf": [
         "value": {"type": "string", "format": "date-time"}}}),
     _when({"field": {"enum": ["tags", "lists"]}}, {"properties": {
         "operator": {"enum": ["equals", "not_equals", "contains", "not_contains", "in", "exists", "not_exists"]},
-        "value": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string"}}]}}}),
+        "value": {"anyOf": [{"type": "string", "minLength": 1},
+                            {"type": "array", "items": {"type": "string", "minLength": 1}}]}}}),
     _when({"field": {"enum": ["email", "first_name", "last_name"]}}, {"properties": {"value": {"anyOf": [
         {**_TEXT, "minLength": 1}, {"type": "array", "items": {**_TEXT, "minLength": 1}}]}}}),
 ]}
