@@ -77,7 +77,8 @@ class StartRenderPool(dramatiq.Middleware):
             for _ in range(processes):   # each submit finding no idle process starts one
                 pool.submit(_ready)
 
-    def before_worker_shutdown(self, broker, worker) -> None:
+    def after_worker_shutdown(self, broker, worker) -> None:
+        # after Dramatiq has joined the jobs in hand: a stop lets them finish their renders
         global _pool
         with _pool_lock:
             pool, _pool = _pool, None
