@@ -30,13 +30,16 @@ from mongo import automation_runs as run_store
 from mongo import campaign_audience, contacts, lists, memberships, messages, send_limits, suppressions, tags
 from mongo import templates, workspaces
 from mongo.automations import load_many as load_automations
-from pipelines import automation_runs as runs
-from pipelines import automation_steps as step_rules
-from pipelines import delivery_status, outbound_http, throttle, views
-from pipelines.automation_runs import Move, entry
-from pipelines.clock import now_iso, utcnow
-from pipelines.errors import PostroomError
-from pipelines.personalise import contact_fields
+from pipelines.automations import runs
+from pipelines.automations import steps as step_rules
+from pipelines import views
+from pipelines.messages import delivery_status
+from pipelines.adapters import http_client as outbound_http
+from pipelines.messages import throttle
+from pipelines.automations.runs import Move, entry
+from pipelines.core.clock import now_iso, utcnow
+from pipelines.core.errors import PostroomError
+from pipelines.templates.personalise import contact_fields
 from pipelines.workflows import start_campaign
 
 from . import runtime

@@ -7,7 +7,7 @@ import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.stub import StubBroker
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 from . import runtime
 from .event_loop import AsyncIO

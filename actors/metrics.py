@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from pipelines.destination_class import domain_class
+from pipelines.messages.destination_class import domain_class
 
 MESSAGES = Counter("postroom_messages_total",
                    "Messages by delivery outcome (delivered, deferred, bounced, failed) and destination domain class",

@@ -22,7 +22,7 @@ import dramatiq.errors
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 import pika.exceptions
 
-from pipelines.group_commit import grouped
+from pipelines.core.group_commit import grouped
 from pipelines.workflows.publisher import PublishFailed
 
 __all__ = ["PublishFailed", "RENDER_CHUNK", "describe", "publish", "publish_chunks", "publish_coalesced",
@@ -151,7 +151,7 @@ async def publish_coalesced(actor, ids: Sequence, *, tag: str = "",
                             more: Callable[[list[str]], tuple] = lambda tags: ()) -> None:
     """`actor(chunk, *more(tags))` for every RENDER_CHUNK ids, as publish_chunks, sharing
     chunks with the calls made on this event loop while an earlier publish of `actor` is
-    in flight (pipelines.group_commit). `tag`: what this caller says of its ids (a render
+    in flight (pipelines.core.group_commit). `tag`: what this caller says of its ids (a render
     job's born claim); `more` is given the tags of the ids its chunk carries. Grouping:
     at low load every call publishes at once as before; under load, e.g. a front answering
     many single sends at the same time, a render job carries many messages instead of one,

@@ -5,7 +5,7 @@ delivers webhooks and applies bounces for every workspace. So `render_all` runs 
 of worker processes (POSTROOM_RENDER_PROCESSES; 0 runs it in a thread instead), a slice of
 SLICE_MESSAGES messages at a time: a job waits for its slice before it queues the next,
 so jobs take turns in the pool's queue and a light job waits behind at most one slice of
-each heavy one, each slice bounded by the render budget (pipelines/render_budget.py).
+each heavy one, each slice bounded by the render budget (pipelines/templates/render_budget.py).
 
 Processes, not threads: a thread shares the GIL, and every I/O step of the loop waits for
 the rendering thread to let go of it (bench/render_offload measures both). The pool is
@@ -26,7 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import dramatiq
 
-from pipelines.render_message import RenderContext, RenderResult, render_all
+from pipelines.templates.render_message import RenderContext, RenderResult, render_all
 
 from . import gc_tuning, runtime
 

@@ -8,8 +8,8 @@ import asyncio
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo.client import connect
-from pipelines.settings import Settings
-from pipelines.transport import transport_for
+from pipelines.core.settings import Settings
+from pipelines.adapters.smtp_client import transport_for
 from pipelines.workflows.publisher import Publisher
 
 _settings: Settings | None = None
@@ -76,7 +76,7 @@ def transport():
 
 async def drain() -> None:
     """The worker is stopping: the jobs in hand finish, but start no new SMTP transaction
-    (pipelines/transport.py `_Starts`); what they had not started goes back to the queue."""
+    (pipelines/adapters/smtp_client.py `_Starts`); what they had not started goes back to the queue."""
     resources = _resources()
     resources["draining"] = True
     if "transport" in resources:

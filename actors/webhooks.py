@@ -19,8 +19,8 @@ import uuid
 import dramatiq
 
 from mongo import webhooks as webhook_store
-from pipelines import outbound_http
-from pipelines.webhook_delivery import TURN_ROUNDS, lease_seconds, outcome_of, send_batch
+from pipelines.adapters import http_client as outbound_http
+from pipelines.webhooks.delivery import TURN_ROUNDS, lease_seconds, outcome_of, send_batch
 
 from . import metrics, runtime
 
@@ -45,7 +45,7 @@ def _session() -> outbound_http.Session:
 
 
 # Dramatiq's own retries cover only store or broker errors around a turn; the HTTP retry
-# schedule is ours (pipelines/retry_schedule.py) and never raises. A retried turn keeps
+# schedule is ours (pipelines/messages/retry_schedule.py) and never raises. A retried turn keeps
 # its token, so it still holds its lane.
 @dramatiq.actor(queue_name="webhooks", max_retries=5, min_backoff=1000, max_backoff=30_000)
 async def take_webhook_turn(webhook_id: str, token: str) -> None:

@@ -30,7 +30,7 @@ from pymongo import MongoClient
 from bench.stack import Stack, tree
 from bench.store_scale import FILLERS
 from mongo.client import connect
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 
 LEASE_SECONDS = 30
 

@@ -149,10 +149,10 @@ def wait_count(counter, target: int, timeout: float) -> float:
 
 def prebuilt(count: int) -> list[tuple[str, list[str], bytes]]:
     """The pipeline's messages, built ahead: the same template and template_data rendered
-    by the same code (pipelines.personalise, pipelines.mime), so the same size."""
-    from pipelines.clock import utcnow
-    from pipelines.mime import compose
-    from pipelines.personalise import compile_content, recipient_data, render_content, system_fields
+    by the same code (pipelines.templates.personalise, pipelines.messages.mime), so the same size."""
+    from pipelines.core.clock import utcnow
+    from pipelines.messages.mime import compose
+    from pipelines.templates.personalise import compile_content, recipient_data, render_content, system_fields
     content, out = compile_content(TEMPLATE_SUBJECT, TEMPLATE_HTML, None), []
     for i, (to, template_data) in enumerate(recipients(count)):
         system = system_fields(workspace={"_id": "bench"}, contact_id=None, email=to, message_id=f"b{i}",
@@ -234,7 +234,7 @@ def print_cpu(label: str, used: dict[str, float], wall: float) -> None:
 def make_tenant(url: str, database: str) -> str:
     from mongo import api_keys, workspaces
     from mongo.client import connect
-    from pipelines.sender import workspace_local_part
+    from pipelines.messages.sender import workspace_local_part
 
     async def go():
         client, db = connect(url, database)

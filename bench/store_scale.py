@@ -35,10 +35,10 @@ from pymongo import AsyncMongoClient, monitoring
 
 from mongo import messages, outbox, webhooks
 from mongo.indexes import prepare_store
-from pipelines import delivery_status
-from pipelines.clock import in_seconds, now_iso, now_ms
-from pipelines.delivery_status import NEVER_MS
-from pipelines.webhook_events import plan_deliveries
+from pipelines.messages import delivery_status
+from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.messages.delivery_status import NEVER_MS
+from pipelines.webhooks.events import plan_deliveries
 
 MAX_RATIO = 2.0
 # Below this difference (ms) two timings are the same: the machine's noise (up to ~7 ms on a
@@ -391,7 +391,7 @@ def scale_settings(url: str, database: str):
     job is due, so none is published; the broker is there for the jobs that look up the
     publisher anyway)."""
     from actors import broker as broker_setup
-    from pipelines.settings import Settings
+    from pipelines.core.settings import Settings
     settings = Settings.from_env({"POSTROOM_MONGODB_URL": url, "POSTROOM_MONGODB_DATABASE": database,
                                   "POSTROOM_SECRET_KEY": "scale-" + uuid.uuid4().hex,
                                   "POSTROOM_DATA_DIR": tempfile.mkdtemp(prefix="postroom-scale-")})

@@ -10,7 +10,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from actors import broker as broker_setup
 from mongo import processes
 from mongo.client import connect
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 from . import access_log, auth, errors, metrics, openapi, path_ids
 from .routes import register_all

@@ -12,8 +12,9 @@ from mongo import contacts as contact_store
 from mongo import lists as list_store
 from mongo import memberships
 from mongo import tags as tag_store
-from pipelines import segment_rules, views
-from pipelines.errors import NotFound, ValidationFailed
+from pipelines import views
+from pipelines.audience import segment_rules
+from pipelines.core.errors import NotFound, ValidationFailed
 
 from .lookup import found, no_such
 from .pagination import PageQuery, paged

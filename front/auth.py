@@ -14,9 +14,9 @@ from quart import Quart, g, request
 from mongo import api_keys as key_store
 from mongo import rate_windows
 from mongo import workspaces as workspace_store
-from pipelines import api_keys
-from pipelines.clock import iso
-from pipelines.errors import Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed
+from pipelines.core import api_keys
+from pipelines.core.clock import iso
+from pipelines.core.errors import Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed
 
 from .lookup import found
 from .runtime import Caller, db, settings

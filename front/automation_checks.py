@@ -1,5 +1,5 @@
 """What the automation blueprint checks beyond a body's shape: step configs per step type
-(pipelines.automation_steps) and the things they name — a template, a static list,
+(pipelines.automations.steps) and the things they name — a template, a static list,
 another automation, a webhook target the outbound guard accepts, other steps of the same
 automation — and, once an automation may run, that every step is complete. Each problem answers with the path of
 the offending config field: 404 not_found when it names nothing of this workspace (a
@@ -17,11 +17,11 @@ from mongo import forms as form_store
 from mongo import lists as list_store
 from mongo import tags as tag_store
 from mongo import templates as template_store
-from pipelines import automation_steps as steps_rules
-from pipelines.automation_steps import field_path
-from pipelines import automation_triggers as trigger_rules
-from pipelines.errors import NotFound, ValidationFailed
-from pipelines.outbound_http import target_problem
+from pipelines.automations import steps as steps_rules
+from pipelines.automations.steps import field_path
+from pipelines.automations import triggers as trigger_rules
+from pipelines.core.errors import NotFound, ValidationFailed
+from pipelines.core.targets import target_problem
 
 from .runtime import caller, db, settings
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from actors.runtime import publisher
-from pipelines.errors import PostroomError
+from pipelines.core.errors import PostroomError
 from pipelines.workflows.publisher import Publisher, not_queued
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ from pymongo.errors import ConnectionFailure
 from quart import Quart, jsonify
 from werkzeug.exceptions import HTTPException
 
-from pipelines.errors import UNAVAILABLE_RETRY_AFTER_SECONDS, PostroomError, RateLimited, ServiceUnavailable
+from pipelines.core.errors import UNAVAILABLE_RETRY_AFTER_SECONDS, PostroomError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("postroom.front")
 

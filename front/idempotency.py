@@ -12,7 +12,7 @@ from pymongo.errors import PyMongoError
 from quart import current_app, g, request
 
 from mongo import idempotency as store
-from pipelines.errors import Conflict, PostroomError, ValidationFailed
+from pipelines.core.errors import Conflict, PostroomError, ValidationFailed
 
 from .runtime import caller, db, settings
 

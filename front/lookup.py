@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Awaitable
 from types import ModuleType
 
-from pipelines.errors import NotFound
+from pipelines.core.errors import NotFound
 
 from .responses import one
 from .runtime import caller, db

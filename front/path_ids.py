@@ -21,7 +21,7 @@ class UuidConverter(BaseConverter):
 
 
 class MessageIdConverter(BaseConverter):
-    """A message id (pipelines.ids.new_message_id, and the campaign fan-out's hashed ones)."""
+    """A message id (pipelines.core.ids.new_message_id, and the campaign fan-out's hashed ones)."""
     regex = r"msg_[0-9a-f]{32}"
     openapi_schema = {"type": "string", "pattern": "^msg_[0-9a-f]{32}$"}
 

@@ -9,7 +9,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 from quart import current_app, g
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 from .body_parsing import BodyParsers
 

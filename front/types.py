@@ -10,12 +10,12 @@ from typing import Annotated, Any, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from pipelines import json_text
-from pipelines.addresses import normalize
+from pipelines.core import json_text
+from pipelines.audience.addresses import normalize
 
 # An RFC 2047 encoded word (`=?utf-8?q?…?=`): address parsers decode it, so in an address it
 # would say something else than what was checked. Refused in addresses. (In a display name
-# or a subject it is harmless text: pipelines/header_encoding.py encodes such text itself,
+# or a subject it is harmless text: pipelines/messages/header_encoding.py encodes such text itself,
 # so it arrives as the literal characters.)
 _ENCODED_WORD = re.compile(r"=\?.*\?=", re.DOTALL)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from quart import request
 from quart_schema import document_querystring, document_request
 
-from pipelines.errors import ValidationFailed
+from pipelines.core.errors import ValidationFailed
 
 from .runtime import runtime, settings
 from .types import INT64_MAX, INT64_MIN

@@ -15,8 +15,8 @@ import functools
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import utcnow
-from pipelines.group_commit import grouped
+from pipelines.core.clock import utcnow
+from pipelines.core.group_commit import grouped
 
 INDEXES: dict[str, list] = {}  # every read and write goes by `_id`
 
@@ -51,7 +51,7 @@ async def bump(db: AsyncDatabase, workspace_id: str, day: str | None = None, **f
 async def bump_many(db: AsyncDatabase, increments: dict[tuple[str, str], dict[str, int]]) -> None:
     """Many counters in one round trip: {(workspace_id, day): {"delivered": 3, ...}}. The
     bumps of concurrent callers (a worker's jobs finishing at once) are summed into one
-    write (pipelines.group_commit); each caller returns once the write holding its own
+    write (pipelines.core.group_commit); each caller returns once the write holding its own
     has landed."""
     wanted = {key: {k: v for k, v in fields.items() if v} for key, fields in increments.items()}
     wanted = {key: fields for key, fields in wanted.items() if fields}

@@ -3,9 +3,9 @@ from __future__ import annotations
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines import api_keys
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.core import api_keys
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 from .recent import Recent
 

@@ -1,4 +1,4 @@
-"""Automation runs (`automation_runs`, shape in pipelines/automation_runs.py) and the
+"""Automation runs (`automation_runs`, shape in pipelines/automations/runs.py) and the
 re-entry guard (`automation_entries`, one per automation and contact with `after_exit`).
 
 Every write to a run is a compare-and-set on its integer `version` (never on a timestamp),
@@ -14,9 +14,9 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines import automation_runs as runs
-from pipelines.automation_triggers import run_id as derive_run_id, run_source
-from pipelines.clock import in_seconds, now_iso, utcnow
+from pipelines.automations import runs
+from pipelines.automations.triggers import run_id as derive_run_id, run_source
+from pipelines.core.clock import in_seconds, now_iso, utcnow
 
 from . import outbox
 
@@ -169,7 +169,7 @@ async def page(db: AsyncDatabase, automation_id: str, status: str | None, *, lim
 
 
 async def transition(db: AsyncDatabase, run: dict, update: dict, automation: dict) -> bool:
-    """Apply `update` (pipelines.automation_runs.transition) if the run is still at the
+    """Apply `update` (pipelines.automations.runs.transition) if the run is still at the
     version we read. A run completing carries flow.completed in the same write; an ended
     run frees its re-entry claim."""
     events = []

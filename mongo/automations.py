@@ -15,8 +15,8 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 INDEXES: dict[str, list] = {
     "automations": [

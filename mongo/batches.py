@@ -14,8 +14,8 @@ from collections import Counter
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
-from pipelines.delivery_status import BATCH_OUTCOMES
+from pipelines.core.clock import now_iso
+from pipelines.messages.delivery_status import BATCH_OUTCOMES
 
 INDEXES: dict[str, list] = {}  # read and bumped by `_id` only
 

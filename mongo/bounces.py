@@ -1,5 +1,5 @@
 """Bounce and complaint records (`bounces`), one per report and recipient, `_id` derived
-from the report (pipelines.bounce_effects.bounce_id) so a redelivered report writes
+from the report (pipelines.bounces.effects.bounce_id) so a redelivered report writes
 nothing new."""
 
 from __future__ import annotations

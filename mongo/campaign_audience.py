@@ -22,9 +22,9 @@ import re
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines import campaign_fanout
-from pipelines.clock import ms_of
-from pipelines.segment_rules import compile_conditions
+from pipelines.campaigns import fanout as campaign_fanout
+from pipelines.core.clock import ms_of
+from pipelines.audience.segment_rules import compile_conditions
 
 from . import contacts, suppressions
 

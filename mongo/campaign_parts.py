@@ -17,8 +17,8 @@ from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.clock import ms_of, now_iso, now_ms
-from pipelines.delivery_status import NEVER_MS
+from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.messages.delivery_status import NEVER_MS
 
 INDEXES = {
     "campaign_parts": [IndexModel([("campaign_id", ASCENDING), ("done", ASCENDING)], name="campaign_open"),

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.campaign_fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
-from pipelines.campaign_stats import COUNTERS, PENDING_STATUSES
-from pipelines.clock import ms_of, now_iso, now_ms
-from pipelines.delivery_status import NEVER_MS
-from pipelines import delivery_status
+from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
+from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
+from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.messages.delivery_status import NEVER_MS
+from pipelines.messages import delivery_status
 
 from . import campaign_parts, messages
 from .documents import get_owned

@@ -28,9 +28,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines import views
-from pipelines.clock import now_iso
-from pipelines.contact_csv import ContactRow
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.audience.contact_csv import ContactRow
+from pipelines.core.ids import new_uuid
 
 from . import contacts, outbox, suppressions
 from .lists import joining_events

@@ -12,9 +12,9 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.clock import iso, ms_of, now_iso, now_ms, utcnow
-from pipelines.delivery_status import NEVER_MS
-from pipelines.ids import new_uuid
+from pipelines.core.clock import iso, ms_of, now_iso, now_ms, utcnow
+from pipelines.messages.delivery_status import NEVER_MS
+from pipelines.core.ids import new_uuid
 
 from . import activity, versions
 from .contacts import live

@@ -4,7 +4,7 @@ Document shape (other features rely on it):
 
     _id             UUID string
     workspace_id    owning workspace
-    email           the address as normalised by pipelines.addresses (domain lower-cased)
+    email           the address as normalised by pipelines.audience.addresses (domain lower-cased)
     email_key       the whole address lower-cased: lookups and uniqueness use it
     first_name      string or None
     last_name       string or None
@@ -42,9 +42,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines import views
-from pipelines.addresses import contact_key, match_key
-from pipelines.clock import ms_of, now_iso
-from pipelines.ids import new_uuid
+from pipelines.audience.addresses import contact_key, match_key
+from pipelines.core.clock import ms_of, now_iso
+from pipelines.core.ids import new_uuid
 
 from . import grouped_reads, outbox, versions
 

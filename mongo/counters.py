@@ -11,7 +11,7 @@ from __future__ import annotations
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.group_commit import grouped
+from pipelines.core.group_commit import grouped
 
 
 async def add(db: AsyncDatabase, collection: str, _id: str, cost: int, set_on_insert: dict) -> int:

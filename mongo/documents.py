@@ -10,8 +10,8 @@ from pymongo import ASCENDING, DESCENDING, InsertOne, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 DUPLICATE_KEY = 11000
 NEWEST_FIRST = [("created_at", DESCENDING), ("_id", ASCENDING)]

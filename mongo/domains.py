@@ -5,7 +5,7 @@ records (the DNS records to publish, with their last check), dkim_selector,
 dkim_private_key (sealed), dkim_public_key, verification_token, return_path_host
 (`pr-bounces.<domain>`), return_path_verified (the last check's answer: bounces must reach
 us through it now, so unlike `verified` it does not stick), dmarc (the recommended record
-with the last check's answer, pipelines/dns_records.py; absent on domains added before
+with the last check's answer, pipelines/domains/dns_records.py; absent on domains added before
 it), created_at, last_checked_at.
 The unique (workspace_id, domain) index makes a second add a duplicate."""
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 
 from .documents import get_owned, insert_new
 from .recent import Recent

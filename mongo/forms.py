@@ -4,9 +4,9 @@ forms: `{_id, workspace_id, name, list_ids, fields: [{name, type, label, require
 double_opt_in, title, description, submit_label, thank_you_text, confirmation_text,
 confirmation_email_subject, confirmation_email_text, from_name, redirect_url,
 confirmed_redirect_url, allowed_origins, created_at, updated_at}` — texts left unset are
-None (pipelines.forms fills the defaults when shown).
+None (pipelines.audience.forms fills the defaults when shown).
 
-form_signups: one per form and address (`_id` = pipelines.forms.signup_id), `{workspace_id,
+form_signups: one per form and address (`_id` = pipelines.audience.forms.signup_id), `{workspace_id,
 form_id, email, first_name, last_name, attributes, status: pending|confirmed,
 client_address, created_at, submitted_at, expires_at, last_sent_at ("" before the first
 confirmation email), message_id, confirmed_at}`. A submission carries its
@@ -19,8 +19,8 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.clock import ms_of, now_iso, now_ms
-from pipelines.delivery_status import NEVER_MS
+from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.messages.delivery_status import NEVER_MS
 
 from . import documents, outbox
 from .documents import NEWEST_FIRST, delete_owned, get_owned, update_owned

@@ -1,7 +1,7 @@
 """Reads of documents by one field's values (`field: {$in: [...]}`), shared by concurrent
 callers: a lookup asked while an identical one (same collection, field, other filters and
 projection) is in flight waits and goes to the store with every other such lookup, as one
-find over all their values (pipelines.group_commit). Each caller gets the documents whose
+find over all their values (pipelines.core.group_commit). Each caller gets the documents whose
 `field` is among its own values, read after it asked — never a copy older than its
 question, so nothing here is a cache.
 
@@ -18,7 +18,7 @@ import json
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.group_commit import grouped
+from pipelines.core.group_commit import grouped
 
 
 async def find_in(db: AsyncDatabase, collection: str, field: str, values, *, where: dict | None = None,

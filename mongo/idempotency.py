@@ -12,7 +12,7 @@ import uuid
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.clock import in_seconds, ms_in, now_iso, now_ms
+from pipelines.core.clock import in_seconds, ms_in, now_iso, now_ms
 
 from . import versions
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import ms_in, ms_of, now_iso
-from pipelines.delivery_status import NEVER_MS
+from pipelines.core.clock import ms_in, ms_of, now_iso
+from pipelines.messages.delivery_status import NEVER_MS
 
 INDEXES: dict[str, list] = {
     # `enqueued_ms`: the integer twin of enqueued_at the stale sweep ranges over (a date-like

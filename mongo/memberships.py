@@ -14,7 +14,7 @@ from typing import Callable
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 
 from . import outbox, versions
 from .documents import delete_owned

@@ -11,7 +11,7 @@ import functools
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.group_commit import grouped
+from pipelines.core.group_commit import grouped
 
 from . import messages
 
@@ -21,7 +21,7 @@ DUPLICATE_KEY = 11000
 async def insert_new(db: AsyncDatabase, docs: list[dict]) -> None:
     """Insert every message not stored yet (unordered: one refused document does not stop
     the others); raises on anything but ids already present. Inserts made while another
-    is in flight go to the store together (pipelines.group_commit), each caller answered
+    is in flight go to the store together (pipelines.core.group_commit), each caller answered
     for its own documents alone."""
     if docs:
         await grouped(("insert_messages", id(db.client), db.name), functools.partial(_insert_groups, db), docs)

@@ -6,7 +6,7 @@ History entries are appended with `$addToSet`, not `$push`: each entry carries i
 timestamp so the two are the same on MongoDB, and the embedded store corrupts arrays of
 sub-documents on `$push` (see tests/mongo/test_store_behaviour.py).
 
-Every status write is a `pipelines.delivery_status.Transition` (built there, from its one
+Every status write is a `pipelines.messages.delivery_status.Transition` (built there, from its one
 table), turned into a guarded update here (`apply`). Hot writes are bulk, by `_id` with
 flat filters (an `$or` beside `_id` makes the embedded store scan), and `$set` only small
 fields — or, for a message its writer holds read whole, replace it whole (Held)."""
@@ -20,9 +20,9 @@ from pymongo import ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines import delivery_status
-from pipelines.clock import in_seconds, now_iso, now_ms
-from pipelines.delivery_status import NEVER_MS, Transition
+from pipelines.messages import delivery_status
+from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.messages.delivery_status import NEVER_MS, Transition
 
 
 def watched(doc: dict) -> dict:

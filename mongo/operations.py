@@ -10,8 +10,8 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_ms, parse_iso, utcnow
-from pipelines.delivery_status import NEVER_MS
+from pipelines.core.clock import now_ms, parse_iso, utcnow
+from pipelines.messages.delivery_status import NEVER_MS
 
 from . import webhooks
 

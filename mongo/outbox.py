@@ -18,10 +18,10 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.automation_triggers import CONSUMED_EVENTS
-from pipelines.clock import ms_in, ms_of, now_iso
-from pipelines.delivery_status import NEVER_MS
-from pipelines.ids import new_uuid
+from pipelines.automations.triggers import CONSUMED_EVENTS
+from pipelines.core.clock import ms_in, ms_of, now_iso
+from pipelines.messages.delivery_status import NEVER_MS
+from pipelines.core.ids import new_uuid
 
 from .documents import insert_all_new
 from . import webhooks

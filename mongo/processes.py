@@ -13,7 +13,7 @@ import socket
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 
 log = logging.getLogger("postroom.processes")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import ms_in, now_ms
+from pipelines.core.clock import ms_in, now_ms
 
 from . import counters
 

@@ -1,5 +1,5 @@
 """Segments: `{_id, workspace_id, name, description, conditions, created_at, updated_at}`.
-`conditions` are kept as given (validated by pipelines.segment_rules at save) and compiled
+`conditions` are kept as given (validated by pipelines.audience.segment_rules at save) and compiled
 to a filter on each use, so a change to the compiler applies to every stored segment."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The store behind pipelines/throttle.py: shared counts every worker process sees.
+"""The store behind pipelines/messages/throttle.py: shared counts every worker process sees.
 
 - Windows (per-key email rate, per-domain rate): buckets of W/6 seconds in the
   `rate_windows` collection the front's request limits use (`_id` = "send:<key>:<bucket>",
@@ -19,9 +19,9 @@ import time
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import ms_in, now_iso, now_ms
-from pipelines.ids import new_uuid
-from pipelines.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
+from pipelines.core.clock import ms_in, now_iso, now_ms
+from pipelines.core.ids import new_uuid
+from pipelines.messages.throttle import DomainLimit, Grant, Lease, SendLimits, plan_counter_id, recipient_domains
 
 from . import counters, grouped_reads, rate_windows
 
@@ -34,7 +34,7 @@ INDEXES: dict[str, list] = {
 
 
 class StoreLimiterBackend:
-    """`pipelines.throttle.LimiterBackend` over the store."""
+    """`pipelines.messages.throttle.LimiterBackend` over the store."""
 
     def __init__(self, db: AsyncDatabase):
         self.db = db

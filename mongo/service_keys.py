@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 
 from .recent import Recent
 

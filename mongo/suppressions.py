@@ -10,9 +10,9 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.addresses import match_key
-from pipelines.clock import now_iso
-from pipelines.mail_streams import MARKETING, blocked_addresses
+from pipelines.audience.addresses import match_key
+from pipelines.core.clock import now_iso
+from pipelines.messages.mail_streams import MARKETING, blocked_addresses
 
 from . import grouped_reads
 
@@ -83,5 +83,5 @@ async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str])
 async def suppressed_among(db: AsyncDatabase, workspace_id: str, emails: list[str], *,
                            stream: str = MARKETING) -> set[str]:
     """The addresses (as given) among `emails` that mail of `stream` may not go to
-    (pipelines.mail_streams: a marketing unsubscribe does not hold back transactional mail)."""
+    (pipelines.messages.mail_streams: a marketing unsubscribe does not hold back transactional mail)."""
     return blocked_addresses(stream, await reasons_among(db, workspace_id, emails))

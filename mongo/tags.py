@@ -10,9 +10,9 @@ from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from pipelines.automation_triggers import TAG_ADDED_EVENT
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.automations.triggers import TAG_ADDED_EVENT
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 from . import documents, memberships, outbox
 from .documents import get_owned, insert_new, name_search, update_owned

@@ -22,8 +22,8 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.clock import ms_of, now_iso, now_ms
-from pipelines.webhook_events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
+from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
 from . import documents, grouped_reads, versions
 from .documents import get_owned

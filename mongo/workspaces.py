@@ -3,8 +3,8 @@ from __future__ import annotations
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 from .recent import Recent
 

@@ -6,7 +6,7 @@
   read twice — a crash before it was marked — inserts nothing new. A run waiting for the
   contact's event (found by the (workspace, contact, wait_event) index) moves on.
 - `hand_due_runs_to_engine`: runs whose `wake_ms` has passed go to the `automations` queue
-  (an index-bound range on an integer; see pipelines/automation_runs.py).
+  (an index-bound range on an integer; see pipelines/automations/runs.py).
 - `start_date_triggered_runs`: once a day per date_attribute automation, from its time of
   day on, the contacts whose date attribute has its anniversary (plus the offset) today."""
 
@@ -20,12 +20,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
 from mongo import campaign_audience, contacts, messages, outbox
-from pipelines import automation_runs as runs
-from pipelines import automation_steps as step_rules
-from pipelines import automation_triggers as triggers
-from pipelines.automation_runs import Move, entry
-from pipelines.clock import utcnow
-from pipelines.settings import Settings
+from pipelines.automations import runs
+from pipelines.automations import steps as step_rules
+from pipelines.automations import triggers
+from pipelines.automations.runs import Move, entry
+from pipelines.core.clock import utcnow
+from pipelines.core.settings import Settings
 
 from .job_passes import drain
 

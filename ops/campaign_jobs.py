@@ -12,10 +12,11 @@ from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_parts, campaigns, outbox, send_limits, workspaces
-from pipelines import send_jobs, throttle
-from pipelines.clock import in_seconds, ms_in, parse_iso
-from pipelines.errors import PostroomError
-from pipelines.settings import Settings
+from pipelines.messages import send_jobs
+from pipelines.messages import throttle
+from pipelines.core.clock import in_seconds, ms_in, parse_iso
+from pipelines.core.errors import PostroomError
+from pipelines.core.settings import Settings
 from pipelines.workflows import render_chunk, start_campaign
 
 log = logging.getLogger("postroom.scheduler")

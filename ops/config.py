@@ -6,7 +6,7 @@ import os
 import secrets
 import time
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 from . import embedded_store
 

@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mongo import contact_import, lists, segments, tags, workspaces
-from pipelines.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
-from pipelines.segment_rules import compile_conditions
+from pipelines.audience.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
+from pipelines.audience.segment_rules import compile_conditions
 from pipelines.workflows import bulk_import
 
 from . import config

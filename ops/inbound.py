@@ -2,7 +2,7 @@
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
 DSNs come back; also `bounce+<message id>@pr-bounces.<custom domain>`, the return-path host
-of a workspace's domain, pipelines/dns_records.py), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
+of a workspace's domain, pipelines/domains/dns_records.py), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
 `unsubscribe+<message id>@<bounce domain>` (List-Unsubscribe by mail, applied at once),
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
@@ -29,13 +29,13 @@ from actors.metrics import count_feedback_report
 from actors.runtime import publisher
 from mongo import domains, inbound_reports, processes
 from mongo.client import connect
-from pipelines.clock import now_iso
-from pipelines.dkim import txt_value
-from pipelines.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
-from pipelines.ids import new_uuid
-from pipelines.mime import message_id_from_verp
-from pipelines.transport import ehlo_choice
-from pipelines.unsubscribe_headers import message_id_from_mailto
+from pipelines.core.clock import now_iso
+from pipelines.messages.dkim import txt_value
+from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
+from pipelines.core.ids import new_uuid
+from pipelines.messages.mime import message_id_from_verp
+from pipelines.adapters.smtp_client import ehlo_choice
+from pipelines.messages.unsubscribe_headers import message_id_from_mailto
 from pipelines.workflows.bounce_reports import handle_report
 from pipelines.workflows.dkim_keys import shared_key
 from pipelines.workflows import unsubscribe

@@ -24,7 +24,7 @@ from dramatiq.broker import MessageProxy
 from dramatiq.message import Message
 from pymongo.errors import BulkWriteError, OperationFailure
 
-from pipelines.errors import short_text
+from pipelines.core.errors import short_text
 
 from .log_format import JsonFormatter
 

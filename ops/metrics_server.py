@@ -17,7 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from actors.metrics import SCHEDULER_LAG
 from mongo.operations import oldest_waiting
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 log = logging.getLogger("postroom.metrics")
 

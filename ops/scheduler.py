@@ -15,11 +15,11 @@ from pymongo.errors import ConnectionFailure
 
 from mongo import batches, idempotency, messages, processes, rate_windows
 from mongo.client import connect
-from pipelines import delivery_status
-from pipelines.clock import ms_of, now_ms
-from pipelines.delivery_status import NEVER_MS
-from pipelines.errors import one_line
-from pipelines.settings import Settings
+from pipelines.messages import delivery_status
+from pipelines.core.clock import ms_of, now_ms
+from pipelines.messages.delivery_status import NEVER_MS
+from pipelines.core.errors import one_line
+from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import PublishFailed
 
 from . import automation_jobs, campaign_jobs, inbound, metrics_server, store_jobs, webhook_jobs
@@ -43,7 +43,7 @@ async def promote_due_messages(db: AsyncDatabase, settings: Settings) -> int:
 
 
 async def promote_due_retries(db: AsyncDatabase, settings: Settings) -> int:
-    """SMTP retries that waited in the store (pipelines/retry_schedule.py): rendered
+    """SMTP retries that waited in the store (pipelines/messages/retry_schedule.py): rendered
     again when due (the same Message-ID and Date; the MIME was not kept)."""
     taken = [d["_id"] for d in await messages.due_retries(db)
              if await messages.take_due_retry(db, d["_id"], d["attempts"])]

@@ -16,7 +16,7 @@ from actors import event_loop, gc_tuning
 from front.app import create_app
 from mongo.client import connect
 from mongo.indexes import prepare_store
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 from . import metrics_server
 from .scheduler import run_forever

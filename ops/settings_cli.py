@@ -14,8 +14,8 @@ import json
 import sys
 
 from mongo import send_limits, workspaces
-from pipelines.addresses import normalize
-from pipelines.dns_records import valid_hostname
+from pipelines.audience.addresses import normalize
+from pipelines.domains.dns_records import valid_hostname
 
 from . import config
 from .cli_support import run_store

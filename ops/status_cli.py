@@ -19,7 +19,7 @@ import sys
 from datetime import timedelta
 
 from mongo import operations, processes
-from pipelines.clock import in_seconds, iso, parse_iso, utcnow
+from pipelines.core.clock import in_seconds, iso, parse_iso, utcnow
 
 from . import config
 from .cli_support import run_store

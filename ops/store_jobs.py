@@ -5,7 +5,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contact_removal, forms, outbox, send_limits
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 
 async def relay_stranded(db: AsyncDatabase, settings: Settings) -> int:

@@ -22,9 +22,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import outbox
 from mongo import webhooks as webhook_store
-from pipelines.clock import now_iso
-from pipelines.settings import Settings
-from pipelines.webhook_events import plan_deliveries
+from pipelines.core.clock import now_iso
+from pipelines.core.settings import Settings
+from pipelines.webhooks.events import plan_deliveries
 
 DISPATCH_BATCH = 500
 # Dispatch stops taking new batches after this long in one tick (the rest waits a tick).

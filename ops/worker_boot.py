@@ -1,7 +1,7 @@
 """The worker's composition root, imported by each worker process (ops/worker_process.py)."""
 
 from actors import broker as _broker_setup
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 settings = Settings.from_env()
 broker = _broker_setup.setup(settings)

@@ -4,9 +4,12 @@ Pure: a stored document (and the counts or rendered parts the caller looked up) 
 
 from __future__ import annotations
 
-from . import campaign_stats, dkim, dns_records, forms
-from .automation_runs import ms_iso
-from .delivery_status import BATCH_OUTCOMES
+from pipelines.campaigns import stats as campaign_stats
+from pipelines.messages import dkim
+from pipelines.domains import dns_records
+from pipelines.audience import forms
+from pipelines.automations.runs import ms_iso
+from pipelines.messages.delivery_status import BATCH_OUTCOMES
 
 
 def activity(doc: dict) -> dict:

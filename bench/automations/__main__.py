@@ -148,7 +148,7 @@ def due_pass_times(url: str, sizes: list[int], due: int = 100, repeat: int = 5) 
     runs of which `due` have come due; the handed-off runs are made due again between passes."""
     from mongo import automation_runs as run_store
     from mongo.indexes import ensure_indexes
-    from pipelines import automation_runs as runs
+    from pipelines.automations import runs
 
     async def go(db):
         await ensure_indexes(db)

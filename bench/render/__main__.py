@@ -5,7 +5,7 @@
 
 A ~20 KB newsletter with a dozen merge tags, one conditional and a five-item loop is
 rendered once per contact by
-  1. ours: merge-tag source compiled once (pipelines.merge_compile: generated Python),
+  1. ours: merge-tag source compiled once (pipelines.templates.merge_compile: generated Python),
      rendered N times;
   2. the ceiling: the same template hand-written in Jinja2 (plain Environment, autoescape);
   3. the floor: str.replace of each tag with its escaped value (the conditional and the
@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import escape
 
 from bench.newsletter import OURS, _layout, contacts
-from pipelines.merge_compile import compile_template
+from pipelines.templates.merge_compile import compile_template
 
 from . import stages
 

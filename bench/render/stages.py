@@ -16,14 +16,14 @@ import time
 
 from bench.newsletter import OURS
 from bench.stack import TEMPLATE_SUBJECT, recipients
-from pipelines import dkim
-from pipelines.mail_streams import shared_headers
-from pipelines.mime import compose
-from pipelines.personalise import render_content
-from pipelines.render_message import (RenderContext, message_content, message_data, origination_date, render_one,
+from pipelines.messages import dkim
+from pipelines.messages.mail_streams import shared_headers
+from pipelines.messages.mime import compose
+from pipelines.templates.personalise import render_content
+from pipelines.templates.render_message import (RenderContext, message_content, message_data, origination_date, render_one,
                                       rendered_parts)
-from pipelines.settings import Settings
-from pipelines.text import html_to_text
+from pipelines.core.settings import Settings
+from pipelines.templates.text import html_to_text
 
 SETTINGS = Settings(secret_key="k" * 32)
 WORKSPACE = {"_id": "ws1", "settings": {"company_name": "Shop Ltd", "company_address": "1 Main St\nSpringfield"}}

@@ -7,7 +7,7 @@ sequential request/response exchanges over TCP with a server in another process 
 store, RabbitMQ and SMTP are all other processes), on the worker's event loop. Its
 latency is measured alone, then while a heavy render job runs beside it on the same loop:
 --heavy messages whose template spends most of the render budget (two nested loops over
-200 items), rendered by the real pipelines.render_message.render_all with DKIM signing,
+200 items), rendered by the real pipelines.templates.render_message.render_all with DKIM signing,
   - inline: on the event loop (what the worker did before);
   - thread: asyncio.to_thread (shares the GIL with the loop);
   - process: actors.render_pool (a spawn'd process pool, slices of 20 messages).
@@ -23,9 +23,9 @@ import statistics
 import time
 
 from actors import render_pool, runtime
-from pipelines import dkim
-from pipelines.render_message import RenderContext, render_all
-from pipelines.settings import Settings
+from pipelines.messages import dkim
+from pipelines.templates.render_message import RenderContext, render_all
+from pipelines.core.settings import Settings
 
 HEAVY_HTML = "<p>{{#each rows}}{{#each rows}}{{this}} {{/each}}<br>{{/each}}</p>{{unsubscribe_url}}"
 

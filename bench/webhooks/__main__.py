@@ -108,7 +108,7 @@ class Receiver:
 
 async def _bare(url: str, jobs: list[tuple[str, str, str, str]], connections: int) -> None:
     """POST every job `(secret, webhook id, delivery id, body)` signed, `connections` in flight."""
-    from pipelines import webhook_signing
+    from pipelines.webhooks import signing as webhook_signing
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(limits=limits, timeout=30, trust_env=False) as client:
         todo = iter(jobs)
@@ -126,8 +126,8 @@ async def _bare(url: str, jobs: list[tuple[str, str, str, str]], connections: in
 # --- Postroom's run --------------------------------------------------------------------------
 
 def _deliveries(hooks: list[dict], workspace_id: str, count: int) -> list[dict]:
-    from pipelines.clock import now_iso
-    from pipelines.webhook_events import plan_deliveries
+    from pipelines.core.clock import now_iso
+    from pipelines.webhooks.events import plan_deliveries
     now = now_iso()
     subscriptions = [{"_id": h["id"], "workspace_id": workspace_id, "events": [EVENT], "active": True,
                       "created_at": now} for h in hooks]

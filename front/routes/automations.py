@@ -1,7 +1,7 @@
 """Automations: flows of steps run for each contact a trigger brings in (README
 "Automations"). The engine is actors/automations.py; triggers are read from the outbox by
-ops/automation_jobs.py; step and trigger rules are pipelines/automation_steps.py and
-pipelines/automation_triggers.py."""
+ops/automation_jobs.py; step and trigger rules are pipelines/automations/steps.py and
+pipelines/automations/triggers.py."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from quart import Blueprint
 
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
-from pipelines import automation_runs as run_rules
-from pipelines import automation_steps as step_rules
-from pipelines import automation_triggers as trigger_rules
+from pipelines.automations import runs as run_rules
+from pipelines.automations import steps as step_rules
+from pipelines.automations import triggers as trigger_rules
 from pipelines import views
-from pipelines.automation_triggers import TRIGGER_TYPES
-from pipelines.clock import now_iso
-from pipelines.errors import Conflict, ServerError, ValidationFailed
+from pipelines.automations.triggers import TRIGGER_TYPES
+from pipelines.core.clock import now_iso
+from pipelines.core.errors import Conflict, ServerError, ValidationFailed
 
 from ..audience import contact_or_404
 from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
@@ -50,7 +50,7 @@ CONFIG_HELP = ("The step type's settings (README \"Automations\" has the table).
 
 def _step_schemas() -> list[dict]:
     """One alternative per step type: the config fields it takes (their values are checked
-    by pipelines/automation_steps.py, described in CONFIG_HELP and the README)."""
+    by pipelines/automations/steps.py, described in CONFIG_HELP and the README)."""
     return [{"properties": {"step_type": {"const": step_type}, "config": {"anyOf": [
         {"type": "object", "additionalProperties": False,
          "properties": {name: {} for name in step_rules.config_fields(step_type)}}, {"type": "null"}]}}}

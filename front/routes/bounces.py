@@ -11,8 +11,8 @@ from quart import Blueprint
 
 from mongo import bounces as bounce_store
 from pipelines import views
-from pipelines.clock import iso, parse_iso
-from pipelines.errors import ValidationFailed
+from pipelines.core.clock import iso, parse_iso
+from pipelines.core.errors import ValidationFailed
 
 from ..pagination import PageQuery
 from ..resource_routes import page_of, read_route

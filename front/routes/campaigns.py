@@ -9,10 +9,11 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import campaigns as campaign_store
-from pipelines import campaign_stats, views
-from pipelines.clock import future_within, iso, now_iso
-from pipelines.errors import Conflict, ValidationFailed
-from pipelines.ids import new_uuid
+from pipelines import views
+from pipelines.campaigns import stats as campaign_stats
+from pipelines.core.clock import future_within, iso, now_iso
+from pipelines.core.errors import Conflict, ValidationFailed
+from pipelines.core.ids import new_uuid
 from pipelines.workflows import cancel_campaign, start_campaign
 
 from ..enqueue import enqueue

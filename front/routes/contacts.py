@@ -18,11 +18,11 @@ from mongo import lists as lists_store
 from mongo import segments as segment_store
 from mongo import tags as tag_store
 from pipelines import views
-from pipelines.clock import in_seconds, now_iso
-from pipelines.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
-from pipelines.contact_search import search_filter
-from pipelines.errors import ConfirmationRequired, Conflict, ValidationFailed
-from pipelines.segment_rules import ATTRIBUTE_NAME, compile_conditions
+from pipelines.core.clock import in_seconds, now_iso
+from pipelines.audience.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
+from pipelines.audience.contact_search import search_filter
+from pipelines.core.errors import ConfirmationRequired, Conflict, ValidationFailed
+from pipelines.audience.segment_rules import ATTRIBUTE_NAME, compile_conditions
 from pipelines.workflows import update_contact as updating
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page

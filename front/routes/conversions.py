@@ -7,8 +7,8 @@ from pydantic import Field
 from quart import Blueprint
 
 from mongo import outbox, tracking
-from pipelines.clock import now_iso
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
 
 from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, amount_text

@@ -1,5 +1,5 @@
 """Sending domains: add (a DKIM key pair and the DNS records to publish, and the DMARC
-record we recommend), list, read, verify against DNS (DMARC only warns), remove. Record shape and verification rules: pipelines/dns_records.py."""
+record we recommend), list, read, verify against DNS (DMARC only warns), remove. Record shape and verification rules: pipelines/domains/dns_records.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from pydantic import AfterValidator, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import domains as domain_store
-from pipelines import dkim, dns_records
+from pipelines.messages import dkim
+from pipelines.adapters.dns_client import DnsPythonResolver
+from pipelines.domains import dns_records
 from pipelines import views
-from pipelines.clock import now_iso
-from pipelines.errors import Conflict, ValidationFailed
-from pipelines.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.errors import Conflict, ValidationFailed
+from pipelines.core.ids import new_uuid
 
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery
@@ -78,7 +80,7 @@ read_route(bp, "/domains/<uuid:domain_id>", "get_domain", domain_store, "domain"
 @bp.post("/domains/<uuid:domain_id>/verify")
 async def verify_domain(domain_id: str):
     doc = await owned(domain_store, domain_id, "domain")
-    resolver = dns_records.DnsPythonResolver(settings().dns_resolver)
+    resolver = DnsPythonResolver(settings().dns_resolver)
     records = dns_records.with_return_path(doc["records"], doc["domain"], settings().bounce_domain)
     checked_at = now_iso()
     check = await dns_records.verify(records, resolver, checked_at=checked_at)

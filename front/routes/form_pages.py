@@ -16,8 +16,9 @@ from quart import Blueprint, g, redirect, render_template, request
 from actors.runtime import publisher
 from mongo import forms as form_store
 from mongo import workspaces as workspace_store
-from pipelines import forms, links
-from pipelines.errors import NotFound, PostroomError, RateLimited, ValidationFailed
+from pipelines.audience import forms
+from pipelines.messages import links
+from pipelines.core.errors import NotFound, PostroomError, RateLimited, ValidationFailed
 from pipelines.workflows import form_signup
 
 from ..errors import error_response

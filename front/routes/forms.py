@@ -14,9 +14,12 @@ from quart import Blueprint, render_template
 
 from mongo import forms as form_store
 from mongo import lists as list_store
-from pipelines import forms, links, merge_tags, views
-from pipelines.errors import NotFound, PostroomError, ValidationFailed
-from pipelines.segment_rules import ATTRIBUTE_NAME
+from pipelines import views
+from pipelines.audience import forms
+from pipelines.messages import links
+from pipelines.templates import merge_tags
+from pipelines.core.errors import NotFound, PostroomError, ValidationFailed
+from pipelines.audience.segment_rules import ATTRIBUTE_NAME
 from pipelines.workflows import accept_email, form_signup
 
 from ..lookup import owned, updated

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import lists as list_store
-from pipelines.errors import ValidationFailed
+from pipelines.core.errors import ValidationFailed
 
 from ..audience import changed_fields, checked_filter, contacts_page, list_views, members_changed, members_filter
 from ..lookup import owned, updated

@@ -1,6 +1,6 @@
 """Recipient-facing pages, no API key: open pixel, click redirect, unsubscribe (page and
 RFC 8058 one-click POST), preferences. Every link carries a token signed for its purpose
-(pipelines/links.py); a token that does not verify answers 404 (the pixel excepted: a
+(pipelines/messages/links.py); a token that does not verify answers 404 (the pixel excepted: a
 mail client always gets its image, but nothing is recorded). A link of a message with
 several recipients names none of them: its pages ask which of the message's addresses is
 meant and act on that one only."""
@@ -13,7 +13,7 @@ import functools
 from quart import Blueprint, redirect, render_template, request
 
 from mongo import recipient_pages, suppressions
-from pipelines import links
+from pipelines.messages import links
 from pipelines.workflows import record_engagement
 from pipelines.workflows import unsubscribe as opt_out
 

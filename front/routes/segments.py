@@ -1,5 +1,5 @@
 """Rule-based segments: CRUD, estimate and matching contacts. The rule language is
-pipelines/segment_rules.py (also used by dynamic lists)."""
+pipelines/audience/segment_rules.py (also used by dynamic lists)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from quart import Blueprint
 
 from mongo import contacts as contact_store
 from mongo import segments as segment_store
-from pipelines import segment_rules
+from pipelines.audience import segment_rules
 from pipelines import views
 
 from ..audience import changed_fields, checked_filter, contacts_page
@@ -37,7 +37,7 @@ def _when(condition: dict, then: dict) -> dict:
     return {"if": {"properties": condition, "required": list(condition)}, "then": then}
 
 
-# What pipelines/segment_rules.py checks beyond each part's type, said in the document:
+# What pipelines/audience/segment_rules.py checks beyond each part's type, said in the document:
 # the value each operator takes, and the operators and values of the named contact fields.
 RULE_SCHEMA = {"allOf": [
     _when({"operator": {"enum": ["contains", "not_contains", "starts_with"]}},

@@ -9,8 +9,8 @@ from quart import Blueprint
 
 from mongo import suppressions as suppression_store
 from pipelines import views
-from pipelines.addresses import normalize
-from pipelines.errors import Conflict, NotFound
+from pipelines.audience.addresses import normalize
+from pipelines.core.errors import Conflict, NotFound
 
 from ..lookup import found
 from ..pagination import PageQuery

@@ -10,7 +10,7 @@ from quart import Blueprint
 from mongo import memberships
 from mongo import tags as tag_store
 from pipelines import views
-from pipelines.errors import Conflict
+from pipelines.core.errors import Conflict
 
 from ..audience import contacts_page, members_changed
 from ..lookup import owned

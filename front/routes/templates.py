@@ -14,11 +14,12 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import templates as template_store
-from pipelines import email_blocks, merge_tags
+from pipelines.templates import email_blocks
+from pipelines.templates import merge_tags
 from pipelines import views
-from pipelines.email_blocks import merge_tag_error_in, validate_structure
-from pipelines.email_blocks_html import render_structure
-from pipelines.errors import ValidationFailed
+from pipelines.templates.email_blocks import merge_tag_error_in, validate_structure
+from pipelines.templates.email_blocks_html import render_structure
+from pipelines.core.errors import ValidationFailed
 
 from ..lookup import found, owned, updated
 from ..pagination import PageQuery, paged
@@ -42,7 +43,7 @@ STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}],
                   "serialised. Validated; unknown fields are kept for the editor. See the README for each "
                   "block's content.")
 MAX_STRUCTURE_BYTES = 512 * 1024
-# The outline pipelines/email_blocks.py checks first (each block's content is checked by type);
+# The outline pipelines/templates/email_blocks.py checks first (each block's content is checked by type);
 # unknown fields are kept, any JSON value
 Structure = JsonObject(MAX_STRUCTURE_BYTES, FreeJson(lambda value: {
     "type": "object", "propertyNames": NO_NUL, "additionalProperties": value, "required": ["blocks"],

@@ -12,8 +12,8 @@ from quart import Blueprint
 
 from mongo import outbox, tracking
 from pipelines import views
-from pipelines.automation_triggers import PRODUCT_VIEWED_EVENT
-from pipelines.segment_rules import ATTRIBUTE_NAME
+from pipelines.automations.triggers import PRODUCT_VIEWED_EVENT
+from pipelines.audience.segment_rules import ATTRIBUTE_NAME
 
 from ..audience import contact_or_404
 from ..commerce_types import (MAX_PRODUCT_FIELD_DEPTH, MAX_PRODUCT_FIELDS, Amount, Currency, Metadata, WebUrl,

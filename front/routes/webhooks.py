@@ -10,14 +10,14 @@ from quart import Blueprint
 
 from mongo import webhooks as webhook_store
 from pipelines import views
-from pipelines import webhook_signing
-from pipelines.errors import ValidationFailed
-from pipelines.ids import new_uuid
-from pipelines.clock import now_iso
-from pipelines.outbound_http import MAX_URL_LENGTH, target_problem
-from pipelines.secret_box import seal
-from pipelines.webhook_delivery import send_signed
-from pipelines.webhook_events import EVENT_TYPES, TEST_EVENT
+from pipelines.webhooks import signing as webhook_signing
+from pipelines.core.errors import ValidationFailed
+from pipelines.core.ids import new_uuid
+from pipelines.core.clock import now_iso
+from pipelines.core.targets import MAX_URL_LENGTH, target_problem
+from pipelines.core.secret_box import seal
+from pipelines.webhooks.delivery import send_signed
+from pipelines.webhooks.events import EVENT_TYPES, TEST_EVENT
 
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, page

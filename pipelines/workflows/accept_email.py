@@ -28,10 +28,14 @@ from mongo import message_intake, send_limits
 from mongo import messages as message_store
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines import delivery_status, mail_streams, recipients, send_jobs, throttle
-from pipelines import sender as sender_rules
-from pipelines.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
-from pipelines.errors import (
+from pipelines.messages import delivery_status
+from pipelines.messages import mail_streams
+from pipelines.audience import recipients
+from pipelines.messages import send_jobs
+from pipelines.messages import throttle
+from pipelines.messages import sender as sender_rules
+from pipelines.core.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
+from pipelines.core.errors import (
     UNAVAILABLE_RETRY_AFTER_SECONDS,
     Conflict,
     Forbidden,
@@ -42,12 +46,12 @@ from pipelines.errors import (
     ServiceUnavailable,
     ValidationFailed,
 )
-from pipelines.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
-from pipelines.personalise import check_merge_tags, stored_template_data
-from pipelines.settings import Settings
-from pipelines.text import clean_subject
+from pipelines.core.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
+from pipelines.templates.personalise import check_merge_tags, stored_template_data
+from pipelines.core.settings import Settings
+from pipelines.templates.text import clean_subject
 
-from .publisher import Publisher, PublishFailed, not_queued
+from pipelines.workflows.publisher import Publisher, PublishFailed, not_queued
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)
 log = logging.getLogger("postroom.front")

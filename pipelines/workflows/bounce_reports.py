@@ -7,7 +7,7 @@ for the recipients of the message it is about, applied.
 
 `record_rejections` is what the send step (send_chunk.py) calls for synchronous 5xx
 rejections, through `record_bounces` as reports are, so both paths write the same
-records, suppressions and events (pipelines/bounce_effects.py)."""
+records, suppressions and events (pipelines/bounces/effects.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from collections.abc import Callable
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions, tracking
-from pipelines import bounce_effects, delivery_status
-from pipelines.bounce_parsing import Bounce, match, parse_report, sent_to
-from pipelines.bounce_parsing.classify import SOFT_COUNTED
-from pipelines.clock import in_seconds, now_iso
-from pipelines.mime import message_id_from_verp
+from pipelines.bounces import effects as bounce_effects
+from pipelines.messages import delivery_status
+from pipelines.bounces.parsing import Bounce, match, parse_report, sent_to
+from pipelines.bounces.parsing.classify import SOFT_COUNTED
+from pipelines.core.clock import in_seconds, now_iso
+from pipelines.messages.mime import message_id_from_verp
 
 log = logging.getLogger("postroom.bounces")
 

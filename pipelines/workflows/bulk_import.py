@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contact_import
 from mongo.contact_import import MAX_STORED_ERRORS
-from pipelines.contact_csv import ContactRow, RowError
+from pipelines.audience.contact_csv import ContactRow, RowError
 
 BATCH_ROWS = 1000
 
@@ -18,7 +18,7 @@ BATCH_ROWS = 1000
 async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, list_doc: dict | None = None,
                       tag_id: str | None = None, on_progress: Callable[[int, dict], Awaitable[None] | None] | None = None,
                       batch_rows: int = BATCH_ROWS) -> dict:
-    """Every parsed row (ContactRow or RowError, as pipelines.contact_csv yields them)
+    """Every parsed row (ContactRow or RowError, as pipelines.audience.contact_csv yields them)
     upserted in batches of `batch_rows`. The summary: `rows` read, contacts `created`,
     `updated` and `unchanged`, `duplicates` (rows whose address came earlier in the file:
     merged into it, later cells winning), `suppressed` (rows of suppressed addresses),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaigns
-from pipelines.errors import Conflict
+from pipelines.core.errors import Conflict
 from pipelines.workflows.publisher import Publisher
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import domains, service_keys
-from pipelines import dkim
-from pipelines.dns_records import SELECTOR
-from pipelines.settings import Settings
+from pipelines.messages import dkim
+from pipelines.domains.dns_records import SELECTOR
+from pipelines.core.settings import Settings
 
 SHARED_KEY_NAME = "dkim:shared"
 
@@ -26,7 +26,7 @@ async def shared_key(db: AsyncDatabase, settings: Settings) -> dict:
 async def signers_for(db: AsyncDatabase, settings: Settings,
                       messages: list[dict]) -> tuple[dict[str, dkim.Signer], dict[str, str]]:
     """The signers the messages need, and the verified return-path hosts of their custom
-    domains (both keyed by `pipelines.dkim.signer_key`)."""
+    domains (both keyed by `pipelines.messages.dkim.signer_key`)."""
     signers: dict[str, dkim.Signer] = {}
     return_paths: dict[str, str] = {}
     custom = {(m["workspace_id"], m["signing_domain"]) for m in messages if m.get("custom_domain")}

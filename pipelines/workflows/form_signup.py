@@ -32,14 +32,15 @@ from mongo import forms as form_store
 from mongo import lists as list_store
 from mongo import rate_windows
 from mongo import workspaces as workspace_store
-from pipelines import forms, links
-from pipelines.clock import in_seconds, now_iso, parse_iso
-from pipelines.contact_csv import MAX_ATTRIBUTES
-from pipelines.errors import NotFound, RateLimited, ValidationFailed
-from pipelines.settings import Settings
+from pipelines.audience import forms
+from pipelines.messages import links
+from pipelines.core.clock import in_seconds, now_iso, parse_iso
+from pipelines.audience.contact_csv import MAX_ATTRIBUTES
+from pipelines.core.errors import NotFound, RateLimited, ValidationFailed
+from pipelines.core.settings import Settings
 
-from . import accept_email, unsubscribe, update_contact
-from .publisher import Publisher
+from pipelines.workflows import accept_email, unsubscribe, update_contact
+from pipelines.workflows.publisher import Publisher
 
 SOURCE = "form"  # the `reason` of the subscription events a form causes
 

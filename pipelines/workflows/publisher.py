@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from pipelines.errors import ServerError, one_line
+from pipelines.core.errors import ServerError, one_line
 
 log = logging.getLogger("postroom.publish")
 

@@ -25,15 +25,17 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import (batches, campaign_audience, campaign_parts, campaigns, contacts, messages, suppressions, templates,
                    workspaces)
-from pipelines import delivery_status, mail_streams, recipients
-from pipelines.campaign_fanout import campaign_message
-from pipelines.clock import in_seconds, ms_of, now_iso, now_ms
-from pipelines.render_message import RenderContext, RenderResult
-from pipelines.settings import SEND_LEASE_MARGIN_SECONDS, Settings
+from pipelines.messages import delivery_status
+from pipelines.messages import mail_streams
+from pipelines.audience import recipients
+from pipelines.campaigns.fanout import campaign_message
+from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
+from pipelines.templates.render_message import RenderContext, RenderResult
+from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 
-from .dkim_keys import signers_for
-from .publisher import Publisher, PublishFailed
-from .send_chunk import Claim, Sent, claim_messages, deliver
+from pipelines.workflows.dkim_keys import signers_for
+from pipelines.workflows.publisher import Publisher, PublishFailed
+from pipelines.workflows.send_chunk import Claim, Sent, claim_messages, deliver
 
 log = logging.getLogger("postroom.render")
 
@@ -212,8 +214,8 @@ async def withhold_suppressed(db: AsyncDatabase, docs: list[dict]) -> list[dict]
     """Recipients still owed the message who were suppressed since it was accepted (a
     bounce, complaint or unsubscribe while a scheduled email waited, or while campaign
     mail sat in the queue) are taken out as the API does at accept time
-    (pipelines.recipients.without_suppressed; which reasons count depends on the
-    message's stream, pipelines.mail_streams); a message left with nobody becomes
+    (pipelines.audience.recipients.without_suppressed; which reasons count depends on the
+    message's stream, pipelines.messages.mail_streams); a message left with nobody becomes
     `suppressed` (and counts as such in its batch). Returns the messages still to
     render. One suppression read per workspace, by `_id`."""
     wanted: dict[str, set[str]] = {}

@@ -1,10 +1,10 @@
 """Send a chunk of rendered messages: rendered MIME → SMTP, many messages in flight per
-worker, under limits shared by every worker process (pipelines/throttle.py over
+worker, under limits shared by every worker process (pipelines/messages/throttle.py over
 mongo/send_limits.py).
 
 One job is a chunk of rendered messages, `{"_id", "mail_from", "recipients", "data"}`
 each (`data`: the MIME), as the render step made them, bounded by count and bytes
-(pipelines/send_jobs.py), and a claim token fixed when the job was published. The MIME
+(pipelines/messages/send_jobs.py), and a claim token fixed when the job was published. The MIME
 travels in the job, not in the store: the store stays the one record of each message's
 state, and the MIME is a derived artefact that can always be made again from the message
 (a lost job costs a render, never a message: the scheduler's watchdog,
@@ -40,16 +40,16 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
-from pipelines import delivery_status
-from pipelines.clock import ms_of, now_ms, utcnow
-from pipelines.outcomes import OutcomePlan, plan_outcomes
-from pipelines.recipients import owed_recipients
-from pipelines.settings import SEND_LEASE_MARGIN_SECONDS, Settings
-from pipelines.throttle import DomainLimit, SendThrottle
-from pipelines.transport import unexpected
+from pipelines.messages import delivery_status
+from pipelines.core.clock import ms_of, now_ms, utcnow
+from pipelines.messages.outcomes import OutcomePlan, plan_outcomes
+from pipelines.audience.recipients import owed_recipients
+from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
+from pipelines.messages.throttle import DomainLimit, SendThrottle
+from pipelines.messages.outcomes import unexpected
 
-from .bounce_reports import record_rejections
-from .publisher import Publisher
+from pipelines.workflows.bounce_reports import record_rejections
+from pipelines.workflows.publisher import Publisher
 
 log = logging.getLogger("postroom.send")
 
@@ -198,7 +198,7 @@ async def _limits(db: AsyncDatabase, settings: Settings, claimed: list[dict]):
 
 async def _release(throttle: SendThrottle, admission) -> None:
     """Concurrency leases back; if the store cannot take them now they lapse on their own
-    (pipelines/throttle.py LEASE_SECONDS), so this must not cost the outcomes."""
+    (pipelines/messages/throttle.py LEASE_SECONDS), so this must not cost the outcomes."""
     try:
         await throttle.release(admission)
     except Exception as error:  # best effort: never at the cost of the outcomes in hand

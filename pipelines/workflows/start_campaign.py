@@ -15,10 +15,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo import campaign_audience, domains, lists, outbox, segments, send_limits, templates
 from mongo import campaigns as campaign_store
 
-from pipelines import campaign_fanout, sender as sender_rules, throttle
-from pipelines.clock import now_iso, utcnow
-from pipelines.errors import Conflict, Forbidden, NotFound
-from pipelines.settings import Settings
+from pipelines.campaigns import fanout as campaign_fanout
+from pipelines.messages import sender as sender_rules
+from pipelines.messages import throttle
+from pipelines.core.clock import now_iso, utcnow
+from pipelines.core.errors import Conflict, Forbidden, NotFound
+from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import Publisher
 
 
@@ -42,7 +44,7 @@ async def check_references(db: AsyncDatabase, workspace_id: str, template_id: st
 async def resolve_sender(db: AsyncDatabase, workspace: dict, from_email: str | None,
                          from_name: str | None, reply_to: str | None, *, shared_domain: str) -> dict:
     """The stored sender of a campaign (or an automation's email), from the workspace's
-    verified domains; the pipelines.sender rules refuse an address it may not use."""
+    verified domains; the pipelines.messages.sender rules refuse an address it may not use."""
     sender = sender_rules.workspace_sender(
         workspace, from_email=from_email, from_name=from_name, reply_to=reply_to,
         shared_domain=shared_domain, domains=await domains.verified_map(db, workspace["_id"]))

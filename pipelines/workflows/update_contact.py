@@ -7,7 +7,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contacts
-from pipelines.errors import ValidationFailed
+from pipelines.core.errors import ValidationFailed
 
 
 async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, fields: dict, attributes: dict,

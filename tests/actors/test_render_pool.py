@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from actors import render_pool, runtime
-from pipelines import dkim
-from pipelines.render_message import RenderContext, render_all
-from pipelines.settings import Settings
+from pipelines.messages import dkim
+from pipelines.templates.render_message import RenderContext, render_all
+from pipelines.core.settings import Settings
 from tests.support.polling import wait_until
 
 PAIR = dkim.generate_key_pair()
@@ -79,7 +79,7 @@ def test_a_killed_render_process_fails_one_job_and_the_next_gets_a_new_pool(pool
 WORKER = """
 import os, sys, time
 from actors import render_pool, runtime
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 runtime.configure(Settings(secret_key="k", render_processes=2))
 render_pool.StartRenderPool().after_worker_boot(None, None)
 pool = render_pool._executor(2)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pipelines.clock import utcnow
+from pipelines.core.clock import utcnow
 from tests.support.audience import make_contact
 from tests.support.automations import make_automation, outcomes, run_of, runs, trigger, wait_run
 from tests.support.campaigns import make_template

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mongo import outbox
-from pipelines.clock import now_ms
+from pipelines.core.clock import now_ms
 from tests.support.api import assert_error
 from tests.support.audience import events, make_contact, make_list
 from tests.support.automations import make_automation, outcomes, run_of, runs, trigger, wait_run

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.campaign_fanout import message_id
+from pipelines.campaigns.fanout import message_id
 from tests.support.audience import make_list
 from tests.support.campaigns import campaign_to_stored, send, wait_campaign
 from tests.support.polling import wait_until
@@ -87,7 +87,7 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
     docs = statuses(stack, campaign["id"])
     recorded = {d["to"][0].lower() for d in docs if d["status"] in ("sent", "delivered")}
     # held by a job: in a campaign part not done and not recorded yet (mongo/campaign_parts.py),
-    # claimed (`sending`), or queued under a job's claim (pipelines.delivery_status.born_claim)
+    # claimed (`sending`), or queued under a job's claim (pipelines.messages.delivery_status.born_claim)
     in_flight = unrecorded_in_open_parts(stack, campaign["id"]) + sum(
         1 for d in docs if d["status"] == "sending" or (d["status"] == "queued" and d.get("lease_token")))
 

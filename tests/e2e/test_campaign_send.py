@@ -10,7 +10,7 @@ import httpx
 
 from mongo import send_limits
 from mongo.recent import FRESH_SECONDS
-from pipelines.clock import utcnow
+from pipelines.core.clock import utcnow
 from tests.support.api import assert_error
 from tests.support.audience import events, make_contact, make_list
 from tests.support.barriers import mail_barrier, scheduler_passes

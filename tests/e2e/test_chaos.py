@@ -82,7 +82,7 @@ def received(sink) -> collections.Counter:
 
 def claimed_now(stack, workspace_id) -> int:
     """Messages a job holds: claimed (`sending`), or still queued under the born claim of
-    the render job published with them (pipelines.delivery_status.born_claim)."""
+    the render job published with them (pipelines.messages.delivery_status.born_claim)."""
     async def count(db):
         held = await db.messages.find({"workspace_id": workspace_id, "status": {"$in": ["queued", "sending"]}},
                                        {"status": 1, "lease_token": 1}).to_list()

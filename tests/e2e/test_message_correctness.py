@@ -15,7 +15,7 @@ import dkim as dkimpy
 import httpx
 import pytest
 
-from pipelines import links
+from pipelines.messages import links
 from tests.support.api import assert_error
 from tests.support.audience import make_contact, make_list
 from tests.support.campaigns import make_campaign, make_template, send

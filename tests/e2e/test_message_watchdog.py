@@ -5,9 +5,9 @@ into the store (no broker message at all), with timestamps from long ago."""
 import uuid
 
 from mongo import messages
-from pipelines.clock import in_seconds
-from pipelines.ids import new_message_id
-from pipelines.personalise import TEMPLATE_DATA_FIELD
+from pipelines.core.clock import in_seconds
+from pipelines.core.ids import new_message_id
+from pipelines.templates.personalise import TEMPLATE_DATA_FIELD
 from tests.support.barriers import mail_barrier, scheduler_passes
 from tests.support.polling import wait_status
 

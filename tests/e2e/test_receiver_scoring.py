@@ -4,7 +4,7 @@ the name the workers greet with, and the Feedback-ID that tells complaint rates 
 import uuid
 from urllib.parse import urlsplit
 
-from pipelines.dns_records import is_public_host_name
+from pipelines.domains.dns_records import is_public_host_name
 from tests.support.audience import make_contact
 from tests.support.automations import make_automation, trigger
 from tests.support.campaigns import make_template

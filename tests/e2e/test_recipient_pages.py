@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 
-from pipelines import links
+from pipelines.messages import links
 from tests.support.audience import events, make_contact, make_list
 from tests.support.campaigns import make_campaign, make_template, send, wait_until
 

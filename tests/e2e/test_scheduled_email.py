@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pipelines.clock import iso, utcnow
+from pipelines.core.clock import iso, utcnow
 from tests.support.api import assert_error
 from tests.support.barriers import scheduler_passes
 from tests.support.polling import wait_until

@@ -5,7 +5,7 @@ unsubscribe link; broken or missing templates are refused at the API."""
 import json
 
 from mongo import contacts
-from pipelines import links
+from pipelines.messages import links
 from tests.support.api import assert_error
 from tests.support.polling import wait_status
 
@@ -110,7 +110,7 @@ def test_a_batch_of_template_sends_is_personalised_per_message(service, tenant):
 
 
 def test_template_data_is_stored_as_its_json_text_and_arrives_as_sent(service, tenant):
-    # stored as text (pipelines.personalise.TEMPLATE_DATA_FIELD): nothing queries inside it
+    # stored as text (pipelines.templates.personalise.TEMPLATE_DATA_FIELD): nothing queries inside it
     data = {"ref": 2**60, "city": "Zürich", "lines": [{"sku": "A-1", "qty": 2}, {"sku": "B-2", "qty": 1}]}
     response = tenant.post("/email/send", json={
         "to": "bigref@example.net", "subject": "Ref {{ref}}", "template_data": data,

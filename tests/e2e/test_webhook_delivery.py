@@ -9,8 +9,8 @@ import pytest
 
 from mongo import outbox
 from mongo import webhooks as webhook_store
-from pipelines.clock import in_seconds, now_iso, now_ms
-from pipelines.webhook_events import NEVER_MS, OFF_LANE, plan_deliveries
+from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.webhooks.events import NEVER_MS, OFF_LANE, plan_deliveries
 from tests.support.http_receiver import HttpReceiver, subscribe
 from tests.support.polling import wait_until
 

@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 from mongo import webhooks as webhook_store
-from pipelines.clock import now_iso
-from pipelines.webhook_events import plan_deliveries
+from pipelines.core.clock import now_iso
+from pipelines.webhooks.events import plan_deliveries
 from tests.support.http_receiver import HttpReceiver, subscribe
 from tests.support.polling import wait_until
 from tests.support.services import run_postroom

@@ -4,7 +4,7 @@ import httpx
 import pytest
 
 from mongo.recent import FRESH_SECONDS
-from pipelines.api_keys import hash_key
+from pipelines.core.api_keys import hash_key
 from tests.support.api import assert_error
 from tests.support.polling import wait_until
 

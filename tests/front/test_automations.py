@@ -5,7 +5,7 @@ their steps are tests/e2e/test_automation_*.py.)"""
 
 import pytest
 
-from pipelines.automation_steps import DEFAULT_CONFIGS
+from pipelines.automations.steps import DEFAULT_CONFIGS
 from tests.support.api import assert_error
 from tests.support.audience import make_contact, make_list, make_tag
 from tests.support.campaigns import make_template

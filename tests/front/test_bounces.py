@@ -3,8 +3,8 @@
 import uuid
 
 from mongo import bounces as bounce_store
-from pipelines.bounce_effects import bounce_document
-from pipelines.bounce_parsing import Bounce
+from pipelines.bounces.effects import bounce_document
+from pipelines.bounces.parsing import Bounce
 from tests.support.api import assert_error
 
 

@@ -9,7 +9,7 @@ import uuid
 import dkim as dkimpy
 import httpx
 
-from pipelines.dns_records import is_public_host_name
+from pipelines.domains.dns_records import is_public_host_name
 from tests.support import inbound, reports
 from tests.support.api import assert_error
 from tests.support.dkim_dns import dnsfunc_for, publish_service_zone

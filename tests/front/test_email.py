@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from pipelines.clock import iso, utcnow
+from pipelines.core.clock import iso, utcnow
 from tests.support.api import assert_error, month_used
 
 HTML = "<p>Hello</p>"

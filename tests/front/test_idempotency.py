@@ -168,7 +168,7 @@ def test_a_request_still_in_progress_answers_409_conflict(service):
     tenant = service.tenant(sandbox=True)
     key = new_key()
     post_with_key(tenant, key, json.dumps(SEND).encode())
-    from pipelines.clock import now_iso
+    from pipelines.core.clock import now_iso
     _set_record(service, tenant, key, state="in_progress", response=None, created_at=now_iso())
 
     busy = post_with_key(tenant, key, json.dumps(SEND).encode())
@@ -182,7 +182,7 @@ def test_a_claim_abandoned_mid_request_is_taken_over_by_a_retry_that_finds_its_m
     tenant = service.tenant(sandbox=True)
     key = new_key()
     first = post_with_key(tenant, key, json.dumps(SEND).encode())
-    from pipelines.clock import in_seconds
+    from pipelines.core.clock import in_seconds
     _set_record(service, tenant, key, state="in_progress", response=None, created_at=in_seconds(-600))
 
     retry = post_with_key(tenant, key, json.dumps(SEND).encode())

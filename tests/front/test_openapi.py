@@ -22,7 +22,7 @@ PLATFORM_OPERATIONS = {
 # Lists the app's routes in a process of its own, so this test process keeps no broker.
 _ROUTES_SCRIPT = """
 import json, re
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from front.app import create_app
 app = create_app(Settings(mongodb_url="mongodb://127.0.0.1:1", secret_key="routes"))
 rows = []
@@ -50,7 +50,7 @@ def registered_operations(service):
 # (following `return await helper(...)` into helpers of the same module), 200 for `page(...)`.
 _STATUSES_SCRIPT = """
 import ast, inspect, json, re, textwrap
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 from front.app import create_app
 app = create_app(Settings(mongodb_url="mongodb://127.0.0.1:1", secret_key="routes"))
 

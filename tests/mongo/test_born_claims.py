@@ -1,4 +1,4 @@
-"""Born claims (pipelines.delivery_status.born_claim) against the store: a message stored
+"""Born claims (pipelines.messages.delivery_status.born_claim) against the store: a message stored
 already claimed by the render job published for it is sent by that job with no claim
 write, and by no other job until the claim's lease is over; what the job records is
 guarded on that claim; a cancel leaves it to the job; the watchdog leaves it alone while
@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 from mongo import campaigns, messages
-from pipelines import delivery_status
-from pipelines.clock import in_seconds, ms_of, now_iso
-from pipelines.ids import new_message_id
-from pipelines.settings import Settings
+from pipelines.messages import delivery_status
+from pipelines.core.clock import in_seconds, ms_of, now_iso
+from pipelines.core.ids import new_message_id
+from pipelines.core.settings import Settings
 from pipelines.workflows.send_chunk import claim_messages
 
 SETTINGS = Settings()  # a 300 s lease

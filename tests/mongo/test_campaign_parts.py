@@ -10,9 +10,10 @@ import uuid
 import pytest
 
 from mongo import campaign_parts, contacts, messages
-from pipelines import campaign_stats, delivery_status
-from pipelines.campaign_fanout import campaign_message
-from pipelines.clock import in_seconds, now_iso
+from pipelines.campaigns import stats as campaign_stats
+from pipelines.messages import delivery_status
+from pipelines.campaigns.fanout import campaign_message
+from pipelines.core.clock import in_seconds, now_iso
 from pipelines.workflows import render_chunk
 
 CAMPAIGN = {"_id": "cmp_parts", "workspace_id": "ws_parts", "key_id": "key_1", "sandbox": False, "subject": "Hi",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from mongo import contacts
-from pipelines.errors import ValidationFailed
+from pipelines.core.errors import ValidationFailed
 from pipelines.workflows import update_contact
 
 WORKSPACE = "ws-updates"

@@ -10,7 +10,7 @@ import asyncio
 
 from mongo import contacts, lists, outbox
 from pipelines import views
-from pipelines.clock import in_seconds
+from pipelines.core.clock import in_seconds
 
 WORKSPACE = "ws-relay"
 

@@ -185,7 +185,7 @@ def test_booleans_in_filters_work_everywhere(store, coll):
 # --- time ---------------------------------------------------------------------------------
 
 def test_iso_string_timestamps_compare_and_sort_chronologically(store, coll):
-    from pipelines.clock import iso
+    from pipelines.core.clock import iso
     base = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
     stamps = {i: iso(base + dt.timedelta(hours=h)) for i, h in enumerate([-30, -1, 0, 2, 50], start=1)}
 

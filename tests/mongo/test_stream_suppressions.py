@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 from mongo import messages, suppressions
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 from pipelines.workflows.render_chunk import withhold_suppressed
 
 WORKSPACE = "ws-streams"

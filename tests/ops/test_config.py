@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 
 from ops.config import secret_key_for
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 PROCESSES = 6
 

@@ -5,7 +5,7 @@ import json
 import uuid
 
 from mongo import inbound_reports
-from pipelines.clock import now_iso
+from pipelines.core.clock import now_iso
 from tests.support import bounce_corpus, reports
 from tests.support.inbound import BOUNCE_DOMAIN, deeply_nested, report_done, sent_message, submit, verp
 from tests.support.services import run_postroom

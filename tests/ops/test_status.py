@@ -9,10 +9,10 @@ import pytest
 
 from mongo import messages as message_store
 from mongo import webhooks as webhook_store
-from pipelines import delivery_status
-from pipelines.clock import now_iso
-from pipelines.retry_schedule import MAX_ATTEMPTS
-from pipelines.webhook_events import plan_deliveries
+from pipelines.messages import delivery_status
+from pipelines.core.clock import now_iso
+from pipelines.messages.retry_schedule import MAX_ATTEMPTS
+from pipelines.webhooks.events import plan_deliveries
 from tests.ops.test_inbound_admin import left_unparseable
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until

@@ -6,8 +6,8 @@ import email.policy
 
 import pytest
 
-from pipelines.addresses import match_key, normalize, wire_form
-from pipelines.mime import compose
+from pipelines.audience.addresses import match_key, normalize, wire_form
+from pipelines.messages.mime import compose
 
 
 def test_the_stored_form_keeps_the_spelling_the_client_chose_with_the_domain_lower_cased():
@@ -67,7 +67,7 @@ def test_an_smtputf8_message_signs_verifiably():
     import dkim as dkimpy
     from cryptography.hazmat.primitives import serialization
 
-    from pipelines import dkim
+    from pipelines.messages import dkim
 
     pair = dkim.generate_key_pair()
     signer = dkim.Signer("acme.example", "pr1", serialization.load_pem_private_key(pair.private_pem.encode(), None))

@@ -7,8 +7,8 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from pipelines import automation_steps as steps
-from pipelines.errors import ValidationFailed
+from pipelines.automations import steps
+from pipelines.core.errors import ValidationFailed
 
 
 def failure(call) -> ValidationFailed:
@@ -160,7 +160,7 @@ def test_string_bodies_get_a_content_type_by_what_they_are_and_get_sends_none():
 
 
 def test_the_preview_text_is_a_hidden_first_line_of_the_body():
-    from pipelines.preheader import with_preheader
+    from pipelines.templates.preheader import with_preheader
     html = with_preheader('<html><body class="x"><p>Hi</p></body></html>', "Sale <today> & more")
     assert html.startswith('<html><body class="x"><div style="display:none;')
     assert "Sale &lt;today&gt; &amp; more</div><p>Hi</p>" in html

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from pipelines import automation_runs as runs
-from pipelines import automation_triggers as triggers
-from pipelines.errors import ValidationFailed
+from pipelines.automations import runs
+from pipelines.automations import triggers
+from pipelines.core.errors import ValidationFailed
 
 
 def automation(kind, **config):

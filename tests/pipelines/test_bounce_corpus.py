@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.bounce_parsing import match, parse_report
+from pipelines.bounces.parsing import match, parse_report
 from tests.support import bounce_corpus
 from tests.support.bounce_corpus import EXPECTED
 

@@ -6,7 +6,7 @@ tests/e2e/test_inbound_bounce_corpus_sisimai.py sends every sample through the p
 
 import pytest
 
-from pipelines.bounce_parsing import match, parse_report
+from pipelines.bounces.parsing import match, parse_report
 from tests.support import sisimai_corpus
 from tests.support.sisimai_corpus import EXPECTED, KNOWN_MISSES, MID, expected_class
 

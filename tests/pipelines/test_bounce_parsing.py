@@ -1,13 +1,13 @@
 """Every sample report (RFC 3464 / RFC 5965 shapes and Gmail-, Outlook- and Yahoo-style
 variants) parses to the recipient, classification, status, diagnostic and provider a
 postmaster would read off it; a report bounces only recipients of the message it is about;
-the classification table of pipelines/bounce_parsing/classify.py holds code by code."""
+the classification table of pipelines/bounces/parsing/classify.py holds code by code."""
 
 import pytest
 
-from pipelines.bounce_effects import bounce_document, effects_of, from_smtp_rejection
-from pipelines.bounce_parsing import match, parse_report
-from pipelines.bounce_parsing.classify import classify, clean_diagnostic, status_from
+from pipelines.bounces.effects import bounce_document, effects_of, from_smtp_rejection
+from pipelines.bounces.parsing import match, parse_report
+from pipelines.bounces.parsing.classify import classify, clean_diagnostic, status_from
 from tests.support import reports
 
 MID = "msg_" + "0123456789abcdef" * 2

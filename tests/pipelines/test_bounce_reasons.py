@@ -3,9 +3,9 @@ each ARF Feedback-Type has its own effect, and a success status is never a bounc
 
 import pytest
 
-from pipelines import bounce_effects
-from pipelines.bounce_parsing import parse_report
-from pipelines.bounce_parsing.classify import classify, status_from
+from pipelines.bounces import effects as bounce_effects
+from pipelines.bounces.parsing import parse_report
+from pipelines.bounces.parsing.classify import classify, status_from
 from tests.support import reports
 from tests.support.inbound import dsn
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import byte_search
+from pipelines.core import byte_search
 
 MESSAGE = b"Subject: Hi\r\n\r\n" + b"a line of quoted-printable text=\r\n" * 1000
 

@@ -1,4 +1,5 @@
-from pipelines import campaign_fanout, campaign_stats
+from pipelines.campaigns import fanout as campaign_fanout
+from pipelines.campaigns import stats as campaign_stats
 
 
 def test_stats_count_every_message_that_got_at_least_that_far():

@@ -3,7 +3,7 @@ digits, so year 95 sorts before year 2026 (glibc's %Y wrote `95-…`)."""
 
 import datetime as dt
 
-from pipelines.clock import iso, parse_iso
+from pipelines.core.clock import iso, parse_iso
 
 
 def test_early_years_are_padded_so_string_order_is_time_order():

@@ -1,9 +1,9 @@
-"""The export's formula guard (pipelines.contact_csv): what is escaped, and that an import
+"""The export's formula guard (pipelines.audience.contact_csv): what is escaped, and that an import
 takes exactly that escape off again."""
 
 import pytest
 
-from pipelines.contact_csv import neutralised, unneutralised
+from pipelines.audience.contact_csv import neutralised, unneutralised
 
 
 @pytest.mark.parametrize("value, cell", [

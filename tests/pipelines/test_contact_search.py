@@ -1,6 +1,6 @@
 """The contact list's search and filters as a store filter."""
 
-from pipelines.contact_search import search_filter
+from pipelines.audience.contact_search import search_filter
 
 
 def test_no_search_and_no_filters_is_no_condition():

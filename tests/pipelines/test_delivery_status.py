@@ -3,7 +3,7 @@ reports (opens, clicks, late bounces) only moves a message the send step has rea
 
 import pytest
 
-from pipelines.delivery_status import (
+from pipelines.messages.delivery_status import (
     ALL,
     Transition,
     can_move,

@@ -8,9 +8,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from hypothesis import given, settings, strategies as st
 
-from pipelines import dkim
-from pipelines.mime import compose
-from pipelines.secret_box import seal
+from pipelines.messages import dkim
+from pipelines.messages.mime import compose
+from pipelines.core.secret_box import seal
 
 PAIR = dkim.generate_key_pair()
 SIGNER = dkim.Signer("acme.example", "pr1",
@@ -129,7 +129,7 @@ def test_what_compose_writes_ends_every_line_crlf_so_the_checks_may_be_skipped(t
     """render_one signs (and the transport dot-stuffs) composed mail with `crlf_only`:
     whatever line breaks the caller's text holds, compose writes none bare, and the
     shortcut signs and stuffs exactly as the full check does."""
-    from pipelines.transport import _crlf_lines
+    from pipelines.adapters.smtp_client import _crlf_lines
     data = message(text=text or None, html=html or None)
     assert data.endswith(b"\r\n")
     assert data.count(b"\n") == data.count(b"\r\n") == data.count(b"\r")

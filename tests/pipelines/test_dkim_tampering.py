@@ -9,16 +9,16 @@ import dkim as dkimpy
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from pipelines import dkim
-from pipelines.render_message import RenderContext, render_one
-from pipelines.settings import Settings
+from pipelines.messages import dkim
+from pipelines.templates.render_message import RenderContext, render_one
+from pipelines.core.settings import Settings
 from tests.support.dkim_dns import dnsfunc_for
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")
 PAIR = dkim.generate_key_pair()
 SIGNER = dkim.Signer("postroom.test", "pr1", serialization.load_pem_private_key(PAIR.private_pem.encode(), None))
 
-# Written out here rather than read from pipelines.dkim, so the test says what a receiver
+# Written out here rather than read from pipelines.messages.dkim, so the test says what a receiver
 # relies on and the code has to follow.
 RELIED_ON = ("From", "Sender", "To", "Cc", "Subject", "Date", "Message-ID", "Reply-To", "In-Reply-To",
              "References", "MIME-Version", "Content-Type", "Content-Transfer-Encoding", "Content-Disposition",

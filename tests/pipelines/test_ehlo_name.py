@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from pipelines import transport
-from pipelines.settings import Settings
+from pipelines.adapters import smtp_client as transport
+from pipelines.core.settings import Settings
 
 
 @pytest.mark.parametrize("name", ["localhost", "[127.0.0.1]", "192.0.2.7", "vm", "localhost.localdomain"])

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from pipelines import group_commit
-from pipelines.group_commit import grouped
+from pipelines.core import group_commit
+from pipelines.core.group_commit import grouped
 
 
 class Doubler:

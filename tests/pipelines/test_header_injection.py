@@ -12,10 +12,10 @@ from cryptography.hazmat.primitives import serialization
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines import dkim
-from pipelines.render_message import RenderContext, render_one
-from pipelines.settings import Settings
-from pipelines.text import clean_subject, header_text
+from pipelines.messages import dkim
+from pipelines.templates.render_message import RenderContext, render_one
+from pipelines.core.settings import Settings
+from pipelines.templates.text import clean_subject, header_text
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")
 PAIR = dkim.generate_key_pair()

@@ -9,10 +9,10 @@ from markupsafe import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.merge_compile import CompiledTemplate, compile_template
-from pipelines.merge_tags import MergeTagError
-from pipelines.personalise import compile_content, recipient_data, render_content, system_fields
-from pipelines.text import CONTROL, clean_subject
+from pipelines.templates.merge_compile import CompiledTemplate, compile_template
+from pipelines.templates.merge_tags import MergeTagError
+from pipelines.templates.personalise import compile_content, recipient_data, render_content, system_fields
+from pipelines.templates.text import CONTROL, clean_subject
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True).filter(
@@ -312,8 +312,8 @@ def test_an_interpreted_template_renders_exactly_as_the_compiled_one_does(value,
 
 # --- nesting, and the two engines ----------------------------------------------------------------
 
-from pipelines.merge_compile import COMPILED_MAX_DEPTH  # noqa: E402
-from pipelines.render_budget import MAX_NESTING_DEPTH, RenderBudget  # noqa: E402
+from pipelines.templates.merge_compile import COMPILED_MAX_DEPTH  # noqa: E402
+from pipelines.templates.render_budget import MAX_NESTING_DEPTH, RenderBudget  # noqa: E402
 
 
 def nested(kind: str, depth: int, inner: str = "{{x}}") -> str:

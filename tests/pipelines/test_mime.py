@@ -9,8 +9,8 @@ from email.header import decode_header, make_header
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.mime import compose
-from pipelines.text import header_text
+from pipelines.messages.mime import compose
+from pipelines.templates.text import header_text
 
 
 def parse(data: bytes):

@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pipelines import outbound_http
-from pipelines.outbound_http import address_problem, target_problem
+from pipelines.adapters import http_client as outbound_http
+from pipelines.core.targets import address_problem, target_problem
 from tests.support.http_receiver import HttpReceiver
 
 

@@ -2,10 +2,10 @@
 
 import datetime as dt
 
-from pipelines.clock import iso, utcnow
-from pipelines.outcomes import plan_outcomes
-from pipelines.retry_schedule import SMTP
-from pipelines.transport import Outcome
+from pipelines.core.clock import iso, utcnow
+from pipelines.messages.outcomes import plan_outcomes
+from pipelines.messages.retry_schedule import SMTP
+from pipelines.messages.outcomes import Outcome
 
 DAY = 24 * 3600
 LIFETIME = 5 * DAY

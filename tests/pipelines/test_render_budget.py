@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.errors import ValidationFailed
-from pipelines.loop_cost import certain_overrun, certain_steps
-from pipelines.merge_compile import CompiledTemplate
-from pipelines.merge_tags import parse
-from pipelines.personalise import SYSTEM_FIELDS, check_merge_tags, compile_content, render_content, system_fields
-from pipelines.render_budget import MAX_LOOP_STEPS, RenderBudget, RenderBudgetExceeded, RenderedTooLarge
+from pipelines.core.errors import ValidationFailed
+from pipelines.templates.loop_cost import certain_overrun, certain_steps
+from pipelines.templates.merge_compile import CompiledTemplate
+from pipelines.templates.merge_tags import parse
+from pipelines.templates.personalise import SYSTEM_FIELDS, check_merge_tags, compile_content, render_content, system_fields
+from pipelines.templates.render_budget import MAX_LOOP_STEPS, RenderBudget, RenderBudgetExceeded, RenderedTooLarge
 
 ENGINES = ("python", "interpreter")
 THREE_NESTED = "{{#each items}}{{#each items}}{{#each items}}<td>{{this}}</td>{{/each}}{{/each}}{{/each}}"
@@ -159,7 +159,7 @@ def test_loops_over_a_request_list_that_must_go_over_are_refused_naming_the_list
 
 
 def test_a_stored_template_that_breaks_a_newer_rule_is_named_by_its_template_id():
-    from pipelines.merge_tags import MergeTagError
+    from pipelines.templates.merge_tags import MergeTagError
     with pytest.raises(MergeTagError) as caught:
         check_merge_tags("Hi", None, None, template_html="{{#if a}}" * 401 + "{{/if}}" * 401,
                          template_data={"items": [1]}, path_prefix="messages[0].")

@@ -4,9 +4,9 @@ import email
 import email.policy
 import re
 
-from pipelines import links
-from pipelines.render_message import RenderContext, render_one
-from pipelines.settings import Settings
+from pipelines.messages import links
+from pipelines.templates.render_message import RenderContext, render_one
+from pipelines.core.settings import Settings
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")
 ANN = {"_id": "c-ann", "workspace_id": "w1", "email": "ann@x.test", "first_name": "Ann"}
@@ -124,7 +124,7 @@ def test_mail_from_a_domain_with_a_verified_return_path_bounces_there():
 
 
 def test_whatever_one_message_raises_fails_that_message_alone_with_its_reason():
-    from pipelines.render_message import render_all
+    from pipelines.templates.render_message import render_all
     poisoned_template = "{{#if a}}" * 1000 + "x" + "{{/if}}" * 1000     # stored before nesting was limited
     ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}},
                         templates={("t-deep", 1): {"html": poisoned_template}})
@@ -178,7 +178,7 @@ def test_click_tracking_that_would_add_more_than_the_margin_is_left_out_not_fail
 
 
 def test_a_client_part_that_grows_past_256_kb_once_filled_still_fails_clearly():
-    from pipelines.render_message import render_all
+    from pipelines.templates.render_message import render_all
     ctx, msg = render_html("<p>{{blob}}</p>", data={"blob": "x" * LIMIT})
     result = render_all([msg], ctx)
     assert not result.rendered
@@ -190,7 +190,7 @@ def test_the_client_part_is_measured_exactly_once_filled_our_footer_apart():
     fits = render_html(source, track=False, data={"blob": "y" * (LIMIT - 7)})
     body = html_body(render_one(fits[1], fits[0]))
     assert "y" * (LIMIT - 7) in body and "https://mail.example/u/" in body
-    from pipelines.render_message import render_all
+    from pipelines.templates.render_message import render_all
     over = render_html(source, track=False, data={"blob": "y" * (LIMIT - 6)})
     assert "larger than 256 KB" in render_all([over[1]], over[0]).failed["msg_1"]
 
@@ -215,7 +215,7 @@ def test_the_text_part_is_what_the_html_part_reads_as():
     """Whichever way it is made (the skeleton, with or without an open pixel, or from the
     final HTML for click-tracked mail and preheaders), the text part is html_to_text of
     the HTML part, byte for byte."""
-    from pipelines.text import html_to_text
+    from pipelines.templates.text import html_to_text
     for overrides, workspace_settings in TEXT_CASES:
         _, msg = render_doc(overrides, workspace_settings)
         html_part = msg.get_body(("html",))
@@ -228,7 +228,7 @@ def test_the_text_part_is_what_the_html_part_reads_as():
 
 
 def test_template_data_stored_as_json_text_and_as_a_document_render_alike():
-    from pipelines.personalise import stored_template_data
+    from pipelines.templates.personalise import stored_template_data
     data = {"first_name": "Zoë", "big": 2**60, "items": [{"n": "Hat"}, {"n": "Scarf"}]}
     html = "<p>{{first_name}} {{big}}{{#each items}} {{this.n}}{{/each}}</p>"
     ctx = RenderContext(settings=SETTINGS, workspaces={"w1": {"_id": "w1", "name": "W"}})
@@ -243,7 +243,7 @@ def test_template_data_stored_as_json_text_and_as_a_document_render_alike():
 
 def test_template_data_that_json_cannot_carry_is_stored_as_its_text_not_refused():
     import datetime as dt
-    from pipelines.personalise import stored_template_data, template_data_of
+    from pipelines.templates.personalise import stored_template_data, template_data_of
     when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)   # e.g. trigger data read from the store
     stored = stored_template_data({"when": when, "n": 3})
     assert template_data_of(stored) == {"when": "2026-01-02 03:04:05+00:00", "n": 3}

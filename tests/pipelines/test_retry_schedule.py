@@ -3,7 +3,7 @@ in the store, and the test speed-up scales waits without changing which path the
 
 import pytest
 
-from pipelines import retry_schedule as schedule
+from pipelines.messages import retry_schedule as schedule
 
 
 def test_schedule_spans_more_than_a_day_and_covers_an_hour_long_outage():

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.errors import ValidationFailed
-from pipelines.segment_rules import compile_conditions, references
+from pipelines.core.errors import ValidationFailed
+from pipelines.audience.segment_rules import compile_conditions, references
 
 
 def one(field, operator, value=None, match="all"):

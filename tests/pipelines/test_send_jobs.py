@@ -1,6 +1,6 @@
 """Send jobs are cut by count and by bytes; a message larger than the bound goes alone."""
 
-from pipelines.send_jobs import chunks, job_bytes
+from pipelines.messages.send_jobs import chunks, job_bytes
 
 
 def rendered(i: int, size: int) -> dict:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.settings import Settings
+from pipelines.core.settings import Settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

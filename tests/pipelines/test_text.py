@@ -5,7 +5,7 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from pipelines.text import clean_subject, html_to_text
+from pipelines.templates.text import clean_subject, html_to_text
 
 
 def per_line_reference(markup: str) -> str:
@@ -48,7 +48,7 @@ def test_subjects_lose_tags_line_breaks_and_control_characters():
 
 
 def test_header_text_folds_every_line_break_and_space_and_drops_controls():
-    from pipelines.text import header_text
+    from pipelines.templates.text import header_text
     assert header_text(" a\r\nb\rc\nd\te\x0bf\x0cg\x85h\u2028i\u2029j\u00a0k\u3000l ") == "a b c d e f g h i j k l"
     assert header_text("N\x00U\x1bL\x7fL\x9b") == "NULL"
     assert header_text("x\ud800y") == "x\ufffdy"

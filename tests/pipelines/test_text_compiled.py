@@ -5,11 +5,11 @@ the old path, message by message)."""
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pipelines import links
-from pipelines.merge_compile import CompiledTemplate
-from pipelines.tracking_rewrite import add_open_pixel, open_pixel_parts
-from pipelines.merge_values import Lines
-from pipelines.text import html_to_text, text_from_parts
+from pipelines.messages import links
+from pipelines.templates.merge_compile import CompiledTemplate
+from pipelines.messages.tracking_rewrite import add_open_pixel, open_pixel_parts
+from pipelines.templates.merge_values import Lines
+from pipelines.templates.text import html_to_text, text_from_parts
 
 # Markup a template holds, including the places where a value is risky: tag names,
 # attributes, unfinished entities, links whose label may equal their address.
@@ -67,7 +67,7 @@ def test_with_an_open_pixel_the_compiled_text_is_exactly_the_derived_text(case, 
 
 def test_a_newsletter_takes_the_skeleton_and_matches():
     from bench.newsletter import OURS, contacts
-    from pipelines import text
+    from pipelines.templates import text
     template = CompiledTemplate(OURS, "html")
     for row in contacts(50):
         parts = template.render_parts(row)

@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.throttle import (DomainLimit, Grant, Lease, SendLimits, SendThrottle, monthly_limit,
+from pipelines.messages.throttle import (DomainLimit, Grant, Lease, SendLimits, SendThrottle, monthly_limit,
                                 month_of, plan_counter_id)
 
 

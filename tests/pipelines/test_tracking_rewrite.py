@@ -1,6 +1,7 @@
 from hypothesis import given, strategies as st
 
-from pipelines import links, tracking_rewrite
+from pipelines.messages import links
+from pipelines.messages import tracking_rewrite
 
 BASE = "https://mail.example.com"
 SECRET = "k"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ops.embedded_store import free_port
-from pipelines.transport import SmtpTransport, helo_name, tls_context
+from pipelines.adapters.smtp_client import SmtpTransport, helo_name, tls_context
 from tests.support.smtp_sink import SmtpSink
 from tests.support.tls import make_certificate
 

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from pipelines.transport import SmtpTransport
+from pipelines.adapters.smtp_client import SmtpTransport
 from tests.support.smtp_sink import SmtpSink
 
 MAIL_FROM = "bounce+msg_1@bounces.postroom.test"

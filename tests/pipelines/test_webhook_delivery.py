@@ -3,10 +3,10 @@
 import json
 import time
 
-from pipelines.clock import ms_of, now_iso, now_ms
-from pipelines.outbound_http import HttpResult
-from pipelines.webhook_delivery import outcome_of
-from pipelines.webhook_events import NEVER_MS, OFF_LANE, lane_due, plan_deliveries
+from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.adapters.http_client import HttpResult
+from pipelines.webhooks.delivery import outcome_of
+from pipelines.webhooks.events import NEVER_MS, OFF_LANE, lane_due, plan_deliveries
 
 EVENT = {"_id": "ev1", "workspace_id": "ws1", "event": "contact.created", "data": {"id": "c1"},
          "timestamp": "2026-05-01T10:00:00.000000Z", "dispatched": False}
@@ -79,8 +79,8 @@ def test_a_permanent_failure_gives_up_at_once_and_is_recorded():
 async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_exception():
     """POSTROOM_SECRET_KEY changed since the secret was sealed: nothing is sent unsigned,
     and the attempt ends with a result to record (retried: the operator may restore the key)."""
-    from pipelines.secret_box import seal
-    from pipelines.webhook_delivery import send_signed
+    from pipelines.core.secret_box import seal
+    from pipelines.webhooks.delivery import send_signed
     from tests.support.http_receiver import HttpReceiver
     receiver = HttpReceiver().start()
     try:
@@ -99,10 +99,10 @@ async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
     kept-alive connections (a real HTTP/1.1 server on loopback counts both)."""
     import asyncio
 
-    from pipelines.outbound_http import Session
-    from pipelines.secret_box import seal
-    from pipelines.webhook_delivery import send_batch
-    from pipelines.webhook_signing import verify
+    from pipelines.adapters.http_client import Session
+    from pipelines.core.secret_box import seal
+    from pipelines.webhooks.delivery import send_batch
+    from pipelines.webhooks.signing import verify
     seen = {"connections": 0, "in_flight": 0, "most": 0, "verified": 0}
 
     async def serve(reader, writer):

@@ -8,7 +8,7 @@ import time
 
 from hypothesis import given, strategies as st
 
-from pipelines import webhook_signing as signing
+from pipelines.webhooks import signing
 from tests.support.http_receiver import readme_verifier
 
 verify_signature = readme_verifier()

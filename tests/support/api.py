@@ -24,6 +24,6 @@ def assert_error(response, status: int, code: str, path: str | None = None, *, n
 def month_used(service, tenant) -> int:
     """The emails counted against the tenant's plan this month, as the store holds them."""
     from mongo.send_limits import plan_used
-    from pipelines.clock import utcnow
-    from pipelines.throttle import month_of
+    from pipelines.core.clock import utcnow
+    from pipelines.messages.throttle import month_of
     return service.store.run(lambda db: plan_used(db, tenant.workspace_id, month_of(utcnow())))

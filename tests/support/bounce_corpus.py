@@ -20,7 +20,7 @@ from pathlib import Path
 P, T, U = "permanent", "transient", "undetermined"
 
 # sample: (format, type, category) of every address it bounces, reviewed sample by sample
-# against the notice's own words (pipelines/bounce_parsing/classify.py is the table behind it)
+# against the notice's own words (pipelines/bounces/parsing/classify.py is the table behind it)
 EXPECTED = {
     "aol_01": ("aol", T, "policy"),
     "bounce_02": ("simplematch", P, "address"),

@@ -14,7 +14,7 @@ import httpx
 from mongo import api_keys as key_store
 from mongo import workspaces
 from mongo.client import connect
-from pipelines.sender import workspace_local_part
+from pipelines.messages.sender import workspace_local_part
 
 
 class StoreThread:

@@ -6,7 +6,7 @@ tables, `IsExpected` in rb-sisimai's test/public/lhost-*.rb and rhost-*.rb).
 Sisimai's reason maps onto our model as Sisimai itself judges it: `permanent` where its
 hardbounce flag is set (userunknown, hostunknown, hasmoved, notaccept), `undetermined` for
 onhold/undefined, `transient` otherwise; the category is the reason's family
-(pipelines/bounce_parsing/reasons.CATEGORY_OF).
+(pipelines/bounces/parsing/reasons.CATEGORY_OF).
 
 `python -m tests.support.sisimai_corpus` prints the per-family table (docs/bounces.md)."""
 
@@ -17,8 +17,8 @@ import dataclasses
 import functools
 from pathlib import Path
 
-from pipelines.bounce_parsing import match, parse_report
-from pipelines.bounce_parsing.reasons import CATEGORY_OF, HARD_REASONS, ONHOLD, UNDEFINED
+from pipelines.bounces.parsing import match, parse_report
+from pipelines.bounces.parsing.reasons import CATEGORY_OF, HARD_REASONS, ONHOLD, UNDEFINED
 
 FOLDER = Path(__file__).resolve().parents[1] / "e2e" / "bounce_corpus" / "sisimai"
 

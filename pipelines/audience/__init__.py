@@ -1,0 +1,1 @@
+"""Contacts and who a send reaches: addresses, search, CSV, segments, forms."""

@@ -1,0 +1,1 @@
+"""Automation rules: triggers, steps and how a run advances."""

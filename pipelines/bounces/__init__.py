@@ -1,0 +1,1 @@
+"""Bounce and complaint reports: parsing, classification and their effects."""

@@ -1,0 +1,1 @@
+"""Campaign rules: fan-out into parts and the counts a campaign shows."""

@@ -1,0 +1,1 @@
+"""What every area shares: ids, clocks, errors, settings, small helpers."""

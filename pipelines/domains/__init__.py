@@ -1,0 +1,1 @@
+"""Sending domains: the DNS records a workspace publishes and how they are checked."""

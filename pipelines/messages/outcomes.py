@@ -1,0 +1,209 @@
+"""What to do with the SMTP outcomes of one send attempt: which messages are delivered,
+bounced, retried later or given up on, and what that emits (events, bounce records,
+batch and analytics counts). Plain values in, a plan out; the send workflow
+(pipelines/workflows/send_chunk.py) applies it in a handful of bulk writes.
+
+Per message, over its recipients (a message to several addresses is one SMTP
+transaction, and the server answers each RCPT on its own):
+- a permanently refused recipient (5xx) → a bounce at once, never tried again (refused
+  here, `local` — e.g. a non-ASCII local part and no SMTPUTF8 — never tried again either,
+  but no bounce: no receiver refused it)
+- a transiently refused recipient (4xx,
+  or no connection at all)              → tried again on the SMTP retry schedule
+                                          (pipelines/messages/retry_schedule.py) until the retry
+                                          lifetime, counted from the first deferral, is
+                                          spent; the message stays `queued` meanwhile, and
+                                          a retry goes only to the recipients still owed
+                                          (`accepted_recipients` and `refused_recipients`
+                                          on the message are settled and never sent again)
+- once every recipient is settled (or the lifetime is spent): any recipient accepted in
+  any attempt → `delivered` (via `sent`), email.sent + email.delivered; otherwise any
+  refused by a receiver → `bounced`; otherwise (refused here, or only transient
+  refusals to the end) → `failed`, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping
+
+import datetime as dt
+
+from pipelines.messages import retry_schedule
+from pipelines.core.clock import iso, parse_iso, utcnow
+from pipelines.messages.delivery_status import Transition, fail, forward, retry
+from pipelines.messages.mail_streams import MARKETING_KINDS
+
+DEFAULT_LIFETIME_SECONDS = 5 * 24 * 3600
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the next hop said. `code` 250 is accepted; 4xx (or 0: no answer) transient;
+    5xx permanent. `local`: decided here, not by a receiver (so a permanent one is a
+    failure of ours to send, not a bounce)."""
+    code: int
+    text: str
+    local: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.code < 300
+
+    @property
+    def transient(self) -> bool:
+        return 400 <= self.code < 500 or self.code == 0
+
+    @property
+    def permanent(self) -> bool:
+        return self.code >= 500
+
+
+def unexpected(recipients: list[str], error: BaseException) -> dict[str, Outcome]:
+    """An error nobody foresaw, as a transient outcome per recipient (retried on the
+    schedule; its reason lands in the message's history)."""
+    why = f"unexpected error while sending: {type(error).__name__}: {error}"
+    return {r: Outcome(0, why, local=True) for r in recipients}
+
+
+@dataclasses.dataclass
+class OutcomePlan:
+    transitions: list[Transition] = dataclasses.field(default_factory=list)  # the final moves
+    events: list = dataclasses.field(default_factory=list)        # outbox documents
+    finished: list = dataclasses.field(default_factory=list)      # (message, final outcome)
+    retry_ids: list = dataclasses.field(default_factory=list)
+    retry_notes: dict = dataclasses.field(default_factory=dict)
+    # message id → fields the deferral sets: recipients settled so far, `deferred_since`
+    retry_progress: dict = dataclasses.field(default_factory=dict)
+    next_attempts: dict = dataclasses.field(default_factory=dict)  # message id → retry_schedule.NextAttempt
+    bounces: list = dataclasses.field(default_factory=list)       # synchronous 5xx, per recipient
+    analytics: dict = dataclasses.field(default_factory=dict)     # {(workspace_id, day): Counter}
+
+    def retries_by_broker_delay(self) -> dict[int, list[str]]:
+        """The retries that ride the broker, grouped by their delay in ms."""
+        groups: dict[int, list[str]] = {}
+        for mid in self.retry_ids:
+            following = self.next_attempts[mid]
+            if following.via_broker:
+                groups.setdefault(int(following.delay_seconds * 1000), []).append(mid)
+        return groups
+
+    def retry_transitions(self, claims: Mapping[str, tuple[str, str]], now: dt.datetime) -> list[Transition]:
+        """The retries back to `queued` under their claims (message id → the status it
+        is held in and the claim's token; delivery_status.retry)."""
+        due = self.retries_in_store(now)
+        return [retry(mid, claims[mid][1], self.retry_notes.get(mid), progress=self.retry_progress.get(mid),
+                      next_attempt_at=due.get(mid, ""), current=claims[mid][0]) for mid in self.retry_ids]
+
+    def retries_in_store(self, now: dt.datetime) -> dict[str, str]:
+        """The retries that wait in the store: message id → when it is due."""
+        return {mid: iso(now + dt.timedelta(seconds=following.delay_seconds))
+                for mid, following in self.next_attempts.items() if not following.via_broker}
+
+
+def _event(message: dict, event: str, data: dict, at: str) -> dict:
+    return {
+        "_id": f"{message['_id']}:{event}",
+        "workspace_id": message["workspace_id"],
+        "event": event,
+        "data": {"message_id": message["_id"], "to": message["to"], "subject": message["subject"],
+                 **({"campaign_id": message["campaign_id"]} if message.get("campaign_id") else {}),
+                 **({"batch_id": message["batch_id"]} if message.get("batch_id") else {}),
+                 **data},
+        "timestamp": at,
+        "dispatched": False,
+    }
+
+
+def _count(plan: OutcomePlan, message: dict, at: str, **fields: int) -> None:
+    counter = plan.analytics.setdefault((message["workspace_id"], at[:10]), Counter())
+    counter.update(fields)
+
+
+def _send_kind(message: dict) -> str:
+    """Analytics: a send is a message the receiving server gave a final answer (accepted
+    or refused), counted as a campaign send (automation emails too: marketing mail) or an API send."""
+    return "campaign_sends" if message.get("kind") in MARKETING_KINDS else "api_sends"
+
+
+def _line(outcome: Outcome) -> str:
+    return f"{outcome.code} {outcome.text}".strip()
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now: dt.datetime | None = None,
+                  lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS, scale: float = 1.0) -> OutcomePlan:
+    """`results` pairs each claimed message (its `attempts` so far, `deferred_since`) with
+    its outcomes per recipient, or None when it had no rendered MIME. `scale` multiplies
+    the retry waits (tests); `lifetime_seconds` bounds retrying from the first deferral."""
+    plan = OutcomePlan()
+    now = now or utcnow()
+    at = iso(now)  # one timestamp for the attempt's events and counts
+    for message, outcomes in results:
+        mid = message["_id"]
+        attempt = int(message.get("attempts") or 0)
+        if outcomes is None:
+            why = "rendered message missing"
+            plan.transitions.append(fail(mid, why))
+            plan.finished.append((message, "failed"))
+            continue
+        now_accepted = [r for r, o in outcomes.items() if o.accepted]
+        permanent = {r: o for r, o in outcomes.items() if o.permanent}
+        transient = {r: o for r, o in outcomes.items() if not o.accepted and not o.permanent}
+        per_recipient = {r: {"code": o.code, "text": o.text} for r, o in outcomes.items()}
+        for recipient, outcome in permanent.items():
+            if not outcome.local:
+                plan.bounces.append({"message": message, "email": recipient, "code": outcome.code,
+                                     "text": outcome.text})
+        settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
+                   "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
+        accepted = settled["accepted_recipients"]
+        deferred = _line(next(iter(transient.values()))) if transient else None
+        since = message.get("deferred_since")
+        elapsed = (now - parse_iso(since)).total_seconds() if since else 0.0
+        following = retry_schedule.SMTP.after_failure(attempt + 1, scale, elapsed_seconds=elapsed,
+                                                      lifetime_seconds=lifetime_seconds) if transient else None
+        if following is not None:
+            plan.retry_ids.append(mid)
+            plan.next_attempts[mid] = following
+            plan.retry_notes[mid] = deferred
+            progress = {} if since else {"deferred_since": iso(now)}
+            if now_accepted or permanent:
+                plan.retry_notes[mid] += f" ({len(transient)} of {len(message['to'])} recipients still owed)"
+                progress.update(settled)
+            if progress:
+                plan.retry_progress[mid] = progress
+            continue
+        gave_up = ("gave up after %d attempts over %s: %s" % (attempt + 1, _span(elapsed), deferred)
+                   if transient else None)
+        if accepted:
+            response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
+            extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
+                     **({"undelivered_recipients": list(transient), "error": gave_up} if gave_up else {})}
+            plan.transitions.append(forward(mid, "delivered", extra, gave_up or response, via=("sent",)))
+            plan.events.append(_event(message, "email.sent", {"sent_at": at}, at))
+            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}, at))
+            plan.finished.append((message, "delivered"))
+            _count(plan, message, at, sends=1, delivered=1, **{_send_kind(message): 1})
+        elif not gave_up and any(not o.local for o in permanent.values()):
+            detail = _line(next(o for o in permanent.values() if not o.local))
+            plan.transitions.append(forward(mid, "bounced", {"smtp_response": detail,
+                                                             "recipients_result": per_recipient, **settled}, detail))
+            plan.finished.append((message, "bounced"))
+            _count(plan, message, at, sends=1, bounces=1, **{_send_kind(message): 1})
+        elif not gave_up:  # refused here, for good (e.g. SMTPUTF8 needed and not offered)
+            why = _line(next(iter(permanent.values()))) if permanent else "no recipient left to send to"
+            plan.transitions.append(forward(mid, "failed", {"error": why, "recipients_result": per_recipient,
+                                                            **settled}, why))
+            plan.finished.append((message, "failed"))
+        else:
+            plan.transitions.append(forward(mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
+                                                            **settled}, gave_up))
+            plan.finished.append((message, "failed"))
+    return plan

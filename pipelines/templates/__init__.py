@@ -1,0 +1,1 @@
+"""Templates and rendering: merge tags, blocks, personalisation, budgets."""

@@ -1,0 +1,1 @@
+"""Webhook rules: event payloads, signatures and the retry schedule."""
