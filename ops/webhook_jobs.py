@@ -1,74 +1,20 @@
-"""Scheduler jobs for webhooks: fan new outbox events out into deliveries on their
-subscriptions' lanes, and give a turn to every lane whose work is due and that has no job
-in flight (a retry's wait is over, or a lane's job was lost).
-
-Crash-safe in this order: deliveries are inserted (deterministic ids, so a repeat
-inserts nothing) and their lanes told, lanes are given turns (enqueued), then the events
-are marked dispatched. A crash in between repeats the dispatch next tick; a lane whose
-job was lost is found by `wake_due_lanes` once its lease on the lane is over. Duplicate
-jobs are harmless: a turn needs the lane's token, and an attempt its delivery's lease.
-
-A tick's share of dispatch is bounded in time (`DISPATCH_TICK_SECONDS`), each batch one
-bulk insert and one bulk mark, so a large import's events never keep the scheduler from
-its other jobs or its heartbeat."""
+"""Scheduler jobs for webhooks, each a one-call shell over
+pipelines/workflows/dispatch_webhook_events.py (why the order of its writes is crash-safe)."""
 
 from __future__ import annotations
 
-import time
-
 from actors.runtime import publisher
-from actors.webhooks import LANE_LEASE_SECONDS
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import outbox
-from mongo import webhooks as webhook_store
-from pipelines.core.clock import now_iso
 from pipelines.core.settings import Settings
-from pipelines.webhooks.events import plan_deliveries
-
-DISPATCH_BATCH = 500
-# Dispatch stops taking new batches after this long in one tick (the rest waits a tick).
-DISPATCH_TICK_SECONDS = 2.0
-
-
-async def _give_turns(db: AsyncDatabase, webhook_ids: list[str]) -> int:
-    turns = await webhook_store.take_turns(db, webhook_ids, LANE_LEASE_SECONDS)
-    if turns:
-        try:
-            await publisher().webhook_turns(turns)
-        except Exception:
-            # the broker did not take them: free the lanes (a publish that half went out
-            # leaves at most a duplicate job, which finds its token gone and stops)
-            await webhook_store.release_turns(db, turns)
-            raise
-    return len(turns)
+from pipelines.workflows import dispatch_webhook_events
 
 
 async def dispatch_outbox(db: AsyncDatabase, settings: Settings) -> int:
-    done, deadline = 0, time.monotonic() + DISPATCH_TICK_SECONDS
-    while time.monotonic() < deadline:
-        events = await outbox.pending(db, DISPATCH_BATCH)
-        if not events:
-            break
-        subscriptions = await webhook_store.active_for_workspaces(db, [e["workspace_id"] for e in events])
-        now = now_iso()
-        deliveries = [d for e in events for d in plan_deliveries(e, subscriptions, now)]
-        await webhook_store.insert_deliveries(db, deliveries)
-        await _give_turns(db, [d["webhook_id"] for d in deliveries])
-        await outbox.mark_dispatched(db, [e["_id"] for e in events])
-        done += len(events)
-        if len(events) < DISPATCH_BATCH:
-            break
-    return done
-
-
-_lanes_backfilled = False
+    """New outbox events become deliveries on their subscriptions' lanes."""
+    return await dispatch_webhook_events.dispatch_outbox(db, publisher())
 
 
 async def wake_due_lanes(db: AsyncDatabase, settings: Settings) -> int:
-    global _lanes_backfilled
-    if not _lanes_backfilled:  # once a process: deliveries stored before lanes existed join theirs
-        while await webhook_store.backfill_lanes(db) == webhook_store.BACKFILL_CHUNK:
-            pass
-        _lanes_backfilled = True
-    return await _give_turns(db, await webhook_store.idle_lanes_due(db))
+    """Lanes with a delivery due and no job in flight get a turn."""
+    return await dispatch_webhook_events.wake_due_lanes(db, publisher())

@@ -18,8 +18,7 @@ LOCAL_IMPORTS_PENDING: set[str] = set()
 IMPORT_MODULE_PENDING: set[str] = set()
 STALE_POINTERS_PENDING: set[tuple[str, str]] = set()
 API_ERRORS_PENDING: set[str] = set()
-# webhook attempts post through the HTTP adapter from the rules' module; to move into a workflow
-ADAPTER_IMPORTS_PENDING = {"pipelines/webhooks/delivery.py"}
+ADAPTER_IMPORTS_PENDING: set[str] = set()
 
 LOCAL_IMPORT_NOTE = "# local import:"
 

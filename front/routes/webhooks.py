@@ -16,7 +16,7 @@ from pipelines.core.ids import new_uuid
 from pipelines.core.clock import now_iso
 from pipelines.core.targets import MAX_URL_LENGTH, target_problem
 from pipelines.core.secret_box import seal
-from pipelines.webhooks.delivery import send_signed
+from pipelines.workflows.deliver_webhooks import send_signed
 from pipelines.webhooks.events import EVENT_TYPES, TEST_EVENT
 
 from ..lookup import found, no_such, owned

@@ -80,7 +80,7 @@ async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_ex
     """POSTROOM_SECRET_KEY changed since the secret was sealed: nothing is sent unsigned,
     and the attempt ends with a result to record (retried: the operator may restore the key)."""
     from pipelines.core.secret_box import seal
-    from pipelines.webhooks.delivery import send_signed
+    from pipelines.workflows.deliver_webhooks import send_signed
     from tests.support.http_receiver import HttpReceiver
     receiver = HttpReceiver().start()
     try:
@@ -101,7 +101,7 @@ async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
 
     from pipelines.adapters.http_client import Session
     from pipelines.core.secret_box import seal
-    from pipelines.webhooks.delivery import send_batch
+    from pipelines.workflows.deliver_webhooks import send_batch
     from pipelines.webhooks.signing import verify
     seen = {"connections": 0, "in_flight": 0, "most": 0, "verified": 0}
 
