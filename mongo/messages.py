@@ -216,8 +216,7 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but never read back, when the store failed
     in between — with a fresh lease, instead of leaving it `sending` for a whole lease.
     `born`: message id → the born claim's token (delivery_status.born_claim) the caller
-    holds on it, turned into this claim. A message stored before messages carried a
-    `lease_token` is taken as unclaimed.
+    holds on it, turned into this claim.
     Returns the claimed messages' SEND_FIELDS (`whole`: the whole documents, to render)."""
     if not message_ids:
         return []
@@ -228,9 +227,8 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     # against 0.2 ms flat), and MongoDB is as happy with either.
     first = [delivery_status.claim(mid, token, lease_until, born=born.get(mid)) for mid in message_ids]
     if await apply(db, first) < len(message_ids):
-        await apply(db, [delivery_status.claim(mid, token, lease_until, lapsed_before=now) for mid in message_ids]
-                    + [delivery_status.claim(mid, token, lease_until, own=True) for mid in message_ids]
-                    + [delivery_status.claim(mid, token, lease_until, legacy=True) for mid in message_ids])
+        await apply(db, [delivery_status.claim_lapsed(mid, token, lease_until, before_ms=now) for mid in message_ids]
+                    + [delivery_status.claim_again(mid, token, lease_until) for mid in message_ids])
     return await db.messages.find({"_id": {"$in": list(message_ids)}, "lease_token": token,
                                    "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
@@ -252,30 +250,14 @@ async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
 
 
 async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> bool:
-    """Its wait is over: guarded on the wait still being set and the attempt count seen
-    (an integer, not the timestamp), so two schedulers never both enqueue one retry."""
-    at = now_iso()
-    result = await db.messages.update_one(
-        {"_id": message_id, "status": "queued", "attempts": attempts, "next_attempt_at": {"$gt": ""}},
-        {"$set": {"next_attempt_at": "", "updated_at": at, **delivery_status.watch("queued", at)}})
-    return result.modified_count == 1
+    """Its wait is over (delivery_status.wait_over): True for the one scheduler that
+    takes it."""
+    return await apply(db, [delivery_status.wait_over(message_id, attempts)]) == 1
 
 
 async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: str, born: Sequence[str] = ()) -> None:
-    """A render whose send job did not reach the broker: the reason stays on the still
-    queued messages (`last_error`, and a `deferred` history entry), for the watchdog to
-    show if it has to give up on them. The born claims the render job held (`born`) are
-    given up, so the watchdog need not wait for their lease: its stall wait starts now."""
-    at = now_iso()
-    if message_ids:
-        await db.messages.bulk_write([UpdateOne({"_id": mid, "status": "queued",
-                                                 # (None: one stored before `lease_token`)
-                                                 "lease_token": {"$in": [delivery_status.UNCLAIMED, None, *born]}},
-                                                {"$set": {"last_error": why, "lease_token": delivery_status.UNCLAIMED,
-                                                          **delivery_status.watch("queued", at)},
-                                                 "$addToSet": {"history": {"status": "deferred", "at": at,
-                                                                           "detail": why}}})
-                                      for mid in message_ids], ordered=False)
+    """A render whose send job did not reach the broker (delivery_status.handoff_lost)."""
+    await apply(db, [delivery_status.handoff_lost(mid, why, tuple(born)) for mid in message_ids])
 
 
 # The watchdog (ops/scheduler.requeue_stalled_messages): messages whose next step was lost.
@@ -311,17 +293,9 @@ async def in_flight(db: AsyncDatabase, status: str, limit: int) -> list[dict]:
 
 async def requeue(db: AsyncDatabase, stale_ids: list[str], revived: list[Transition]) -> None:
     """Before the watchdog enqueues their render again, in one write: stale queued
-    messages are touched (so the next pass leaves them alone for a while) and count one
-    more revival; the `revived` transitions (delivery_status.revive) apply."""
-    at = now_iso()
-    # (a born claim on a stale message lapsed long ago, delivery_status.watch: it ends here)
-    ops = [UpdateOne({"_id": mid, "status": "queued"},
-                     {"$set": {"updated_at": at, "lease_token": delivery_status.UNCLAIMED,
-                               **delivery_status.watch("queued", at)}, "$inc": {"revivals": 1}})
-           for mid in stale_ids]
-    ops += [_update(t, at) for t in revived]
-    if ops:
-        await db.messages.bulk_write(ops, ordered=False)
+    messages are touched and count one more revival (delivery_status.requeue_stale); the
+    `revived` transitions (delivery_status.revive) apply."""
+    await apply(db, [delivery_status.requeue_stale(mid) for mid in stale_ids] + revived)
 
 
 async def apply_each(db: AsyncDatabase, transitions: list[Transition]) -> list[str]:

@@ -1,29 +1,120 @@
-"""The delivery status of one message as a small state machine, and `Transition`: every
-status write of a message is one, built here (mongo/messages.apply only turns it into a
-guarded write).
+"""The delivery status of one message as a state machine: a table of what each event does
+to a message in each status (EVENTS, rendered in docs/email.md by `table_markdown`), `move`
+to ask it, and `Transition`: every status write of a message is one, built here from the
+table (mongo/messages.apply only turns it into a guarded write whose filter is the
+statuses the event may move a message from).
 
 Events can arrive late, twice, or out of order (a DSN after an open, a second open).
-A status only moves forward; a duplicate or backward event changes nothing, on purpose.
+An event the table has no row for in the message's status changes nothing, on purpose:
+a status only moves forward but for the claim's moves (`queued` ⇄ `sending`).
 `bounced`, `failed`, `suppressed` and `cancelled` are final for delivery, but an open or
-click recorded on a bounced message still counts as engagement elsewhere. The few moves
-that are not forward are listed in AGAIN, each with its reason."""
+click recorded on a bounced message still counts as engagement elsewhere."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from pipelines.core.clock import ms_of
 
 # No `rendered`: the render step writes nothing for a message that renders (its MIME
 # travels in the send job, not the store: one write less per message on the hot path),
 # and clients never see one (the API's statuses: docs/email.md).
-ORDER = {
-    "scheduled": 0, "queued": 0, "sending": 2, "sent": 3,
-    "delivered": 4, "opened": 5, "clicked": 6,
+UNSENT = ("scheduled", "queued", "sending")
+SENT = ("sent", "delivered", "opened", "clicked")  # the send step has reached it
+LIVE = (*UNSENT, *SENT)
+FINAL = ("bounced", "failed", "suppressed", "cancelled")
+ALL = {*LIVE, *FINAL}
+
+
+class Move(NamedTuple):
+    """One event of the table: the statuses it moves a message from, the status it moves
+    it to, and when it happens (with the guard beside the status, if any)."""
+    sources: tuple[str, ...]
+    to: str
+    when: str
+
+
+EVENTS: dict[str, Move] = {
+    "come_due": Move(("scheduled",), "queued", "a scheduled message's `send_at` has come"),
+    "claim": Move(("queued",), "sending",
+                  "the send step claims it: nobody holds it (`lease_token` \"\"), or the caller's job holds its born claim"),
+    "claim_lapsed": Move(("queued", "sending"), "sending",
+                         "the send step claims it from a claim whose lease ran out (`lease_ms` < now): "
+                         "its worker died, or its born claim's job never ran"),
+    "claim_again": Move(("sending",), "sending", "the same job's retry takes its own claim back (`lease_token` its token)"),
+    "hold": Move(("queued", "sending"), "queued",
+                 "claimed (the claim's token) but not tried: a throttle hold, too late in the lease; no attempt counted"),
+    "defer": Move(("queued", "sending"), "queued",
+                  "claimed (the claim's token), a transient SMTP failure: one more attempt, a `deferred` entry"),
+    "wait_over": Move(("queued",), "queued",
+                      "a retry waiting in the store is due (its attempt count as seen): its render is enqueued"),
+    "handoff_lost": Move(("queued",), "queued",
+                         "its rendered send job never reached the broker (unclaimed, or a born claim given back)"),
+    "revive": Move(("sending",), "queued", "the watchdog: still `sending` past its lease (`lease_ms` < now)"),
+    "requeue_stale": Move(("queued",), "queued", "the watchdog: `queued` and untouched too long, rendered again"),
+    "deliver": Move(("queued", "sending", "sent"), "delivered",
+                    "the receiving server accepted a recipient (`sent` recorded on the way)"),
+    "bounce": Move(("queued", "sending"), "bounced", "a receiving server refused every recipient (5xx) when sent"),
+    "fail": Move(LIVE, "failed", "no recipient can be sent to, retries spent, or the watchdog gave up"),
+    "suppress": Move(("queued", "sending"), "suppressed", "every recipient was suppressed by the time it was rendered"),
+    "cancel": Move(LIVE, "cancelled", "its sender or its campaign cancelled it (from the status seen)"),
+    "open": Move(("sent", "delivered"), "opened", "the recipient opened it"),
+    "click": Move(("sent", "delivered", "opened"), "clicked", "the recipient clicked a link"),
+    "report_bounce": Move(SENT, "bounced", "a bounce report (DSN, ARF) after it was sent"),
 }
-FINAL = {"bounced", "failed", "suppressed", "cancelled"}
-ALL = set(ORDER) | FINAL
+
+# The events that move a message forward to a status: the send step's (and a canceller's)
+# outcomes, and what the recipient's side reports once it is sent (`forward`).
+OUTCOMES = ("deliver", "bounce", "fail", "suppress", "cancel")
+REPORTS = ("open", "click", "report_bounce")
+
+TABLE: dict[tuple[str, str], str] = {(status, event): move.to for event, move in EVENTS.items()
+                                     for status in move.sources}
+
+
+class Refused(ValueError):
+    """An event the table has no row for in a message's status."""
+
+
+def move(status: str, event: str) -> str:
+    """What `event` does to a message in `status`: its new status; Refused when the table
+    has no such row (the message stays as it is)."""
+    try:
+        return TABLE[status, event]
+    except KeyError:
+        raise Refused(f"no move {event!r} from {status!r}") from None
+
+
+def sources(event: str) -> tuple[str, ...]:
+    """The statuses `event` may move a message from: what its guarded write filters on."""
+    return EVENTS[event].sources
+
+
+def can_move(current: str, new: str) -> bool:
+    """Some event moves a message from `current` to `new`."""
+    return any(to == new for (status, _), to in TABLE.items() if status == current)
+
+
+def toward(to: str, *, once_sent: bool = False) -> str:
+    """The event that moves a message forward to `to`: an outcome, or (`once_sent`) a
+    report from the recipient's side, which must not move a message still `queued` for
+    the retry of another recipient."""
+    return next(event for event in (REPORTS if once_sent else OUTCOMES) if EVENTS[event].to == to)
+
+
+def sources_for(to: str, *, once_sent: bool = False) -> tuple[str, ...]:
+    """The statuses a message may be in for a move forward to `to` (see toward)."""
+    return sources(toward(to, once_sent=once_sent))
+
+
+def table_markdown() -> str:
+    """The table as docs/email.md shows it (a test keeps the two the same)."""
+    rows = [f"| `{event}` | {', '.join(f'`{s}`' for s in move.sources)} | `{move.to}` | {move.when} |"
+            for event, move in EVENTS.items()]
+    return "\n".join(["| event | from | to | when |", "|---|---|---|---|", *rows])
+
 
 # `due_ms` / `stall_ms` of a message nothing is left to do for (see `watch`): the same
 # sentinel as an automation run's `wake_ms`, past any time.
@@ -73,44 +164,18 @@ def born_claim(token: str, lease_until: str) -> dict:
     return {"lease_token": token, "lease_until": lease_until}
 
 
-# (from, to) moves the order alone does not allow.
-AGAIN = {
-    ("scheduled", "queued"): "a scheduled message comes due",
-    ("sending", "queued"): "a claimed message goes back: an SMTP retry, a throttle hold, a dead worker's lease",
-    ("sending", "sending"): "a claim taken again: a dead worker's lapsed lease, or the same job's retry",
-    ("queued", "queued"): "a born claim given back (born_claim): a throttle hold or an SMTP retry",
-}
-
-
-def can_move(current: str, new: str) -> bool:
-    if current == new:
-        return False
-    if current in FINAL:
-        return False
-    if new in FINAL:
-        return True
-    return ORDER[new] > ORDER[current]
-
-
-def sources_for(new: str, *, once_sent: bool = False) -> list[str]:
-    """The statuses a message may be in for `new` to apply (for guarded updates).
-    `once_sent`: only from a status the send step has reached — for what the recipient's
-    side reports (an open, a click, a late bounce), which must not move a message still
-    `queued` for the retry of another recipient."""
-    return [s for s in ALL if can_move(s, new) and (not once_sent or ORDER.get(s, -1) >= ORDER["sent"])]
-
-
 @dataclasses.dataclass(frozen=True)
 class Transition:
-    """One guarded status write: `message_id` moves to `to` from one of `sources` (and
-    only while `guard`, further flat conditions, holds), setting `fields` and adding
-    `inc`. `via`: steps passed on the way (`sent` on the way to `delivered`), recorded
-    with the same timestamp. `entry`: the status of the history entry it appends (with
-    `detail`), None for none; `stamped`: it sets `<status>_at` for `to` and each `via`.
-    Build one with the functions below, which take its sources from the table."""
+    """One guarded status write: `event` moves `message_id` from one of `sources` (those
+    of the event's table row the caller allows, all of them by default; and only while
+    `guard`, further flat conditions, holds) to the status the table says (`to`), setting
+    `fields` and adding `inc`. `via`: steps passed on the way (`sent` on the way to
+    `delivered`), recorded with the same timestamp. `entry`: the status of the history
+    entry it appends (with `detail`), None for none; `stamped`: it sets `<status>_at` for
+    `to` and each `via`. Build one with the functions below."""
     message_id: str
-    to: str
-    sources: tuple[str, ...]
+    event: str
+    sources: tuple[str, ...] = ()
     fields: Mapping = dataclasses.field(default_factory=dict)
     detail: str | None = None
     via: tuple[str, ...] = ()
@@ -120,16 +185,23 @@ class Transition:
     stamped: bool = True
 
     def __post_init__(self):
-        wrong = [s for s in self.sources if not (can_move(s, self.to) or (s, self.to) in AGAIN)]
-        if not self.sources or wrong:
-            raise ValueError(f"no move {wrong or '(from nowhere)'} → {self.to}")
+        if self.event not in EVENTS:
+            raise Refused(f"no event {self.event!r}")
+        if not self.sources:
+            object.__setattr__(self, "sources", sources(self.event))
+        if len({move(status, self.event) for status in self.sources}) != 1:
+            raise Refused(f"{self.event!r} moves {self.sources} to different statuses")
+
+    @property
+    def to(self) -> str:
+        return move(self.sources[0], self.event)
 
 
 def forward(message_id: str, to: str, fields: Mapping | None = None, detail: str | None = None, *,
             via: tuple[str, ...] = (), once_sent: bool = False, current: str | None = None) -> Transition:
-    """A forward move (an outcome, a bounce, an open): from any status it may follow
-    (`once_sent`, see sources_for), or only from `current` when the caller knows it."""
-    return Transition(message_id, to, (current,) if current else tuple(sources_for(to, once_sent=once_sent)),
+    """A forward move to `to` (an outcome, a bounce, an open: see toward): from any status
+    its event moves from, or only from `current` when the caller knows it."""
+    return Transition(message_id, toward(to, once_sent=once_sent), (current,) if current else (),
                       fields or {}, detail, via, entry=to)
 
 
@@ -140,7 +212,7 @@ def fail(message_id: str, why: str) -> Transition:
 
 def promote(message_id: str) -> Transition:
     """A scheduled message has come due (`queued_at` set)."""
-    return Transition(message_id, "queued", ("scheduled",), entry="queued")
+    return Transition(message_id, "come_due", entry="queued")
 
 
 def cancel(message_id: str, *, current: str, detail: str | None = None, claim: str | None = None) -> Transition:
@@ -162,31 +234,35 @@ def lapsed(before_ms: int) -> dict:
     return {"lease_ms": {"$lt": before_ms}}
 
 
-def claim(message_id: str, token: str, lease_until: str, *, lapsed_before: int | None = None,
-          own: bool = False, born: str | None = None, legacy: bool = False) -> Transition:
-    """`sending` under our claim `token` until `lease_until`: an unclaimed queued message;
-    with `lapsed_before` (epoch ms), a queued or sending one whose earlier claim's lease ran
-    out before then (its worker died, or its born claim's job never ran); with `own`, one this token
-    claimed already (the same job's retry); with `born`, a queued one stored claimed by
-    that born token (born_claim), which the caller holds; `legacy`: a queued one stored
-    before messages carried `lease_token`."""
-    if lapsed_before:
-        sources, guard = ("queued", "sending"), lapsed(lapsed_before)
-    elif own:
-        sources, guard = ("sending",), {"lease_token": token}
-    elif legacy:
-        sources, guard = ("queued",), {"lease_token": {"$exists": False}}
-    else:
-        sources, guard = ("queued",), {"lease_token": born or UNCLAIMED}
-    return Transition(message_id, "sending", sources, {"lease_token": token, "lease_until": lease_until},
-                      guard=guard, stamped=False)
+def _claimed(message_id: str, event: str, token: str, lease_until: str, guard: Mapping) -> Transition:
+    return Transition(message_id, event, fields={"lease_token": token, "lease_until": lease_until}, guard=guard,
+                      stamped=False)
+
+
+def claim(message_id: str, token: str, lease_until: str, *, born: str | None = None) -> Transition:
+    """`sending` under our claim `token` until `lease_until`: a queued message nobody
+    holds, or (`born`) one stored claimed by that born token (born_claim), which the
+    caller holds."""
+    return _claimed(message_id, "claim", token, lease_until, {"lease_token": born or UNCLAIMED})
+
+
+def claim_lapsed(message_id: str, token: str, lease_until: str, *, before_ms: int) -> Transition:
+    """As `claim`, a queued or sending message whose earlier claim's lease ran out before
+    `before_ms` (epoch ms): its worker died, or its born claim's job never ran."""
+    return _claimed(message_id, "claim_lapsed", token, lease_until, lapsed(before_ms))
+
+
+def claim_again(message_id: str, token: str, lease_until: str) -> Transition:
+    """As `claim`, a message this token claimed already (the same job's retry), with a
+    fresh lease."""
+    return _claimed(message_id, "claim_again", token, lease_until, {"lease_token": token})
 
 
 def hold(message_id: str, token: str, *, current: str = "sending") -> Transition:
     """Claimed by `token` (`current`: `sending`, or `queued` for a born claim) but not
     tried (a throttle hold, too late in the lease): back to `queued` and unclaimed, no
     attempt counted, no history."""
-    return Transition(message_id, "queued", (current,), {"lease_token": UNCLAIMED}, guard={"lease_token": token},
+    return Transition(message_id, "hold", (current,), {"lease_token": UNCLAIMED}, guard={"lease_token": token},
                       stamped=False)
 
 
@@ -199,18 +275,42 @@ def retry(message_id: str, token: str, note: str | None, *, progress: Mapping | 
     the attempt waits in the store (the scheduler enqueues its render when due), else
     it rides the broker with its MIME. `current`: as in `hold`."""
     detail = (note or "") + (f"; next attempt at {next_attempt_at}" if next_attempt_at else "")
-    return Transition(message_id, "queued", (current,),
+    return Transition(message_id, "defer", (current,),
                       {"lease_token": UNCLAIMED, "last_error": note, "next_attempt_at": next_attempt_at, "revivals": 0,
                        **(progress or {})},
                       detail, guard={"lease_token": token}, inc={"attempts": 1}, entry="deferred", stamped=False)
 
 
+def wait_over(message_id: str, attempts: int) -> Transition:
+    """A retry that waited in the store is due: its wait is cleared, guarded on the wait
+    still being set and the attempt count seen (an integer, not the timestamp), so two
+    schedulers never both enqueue one retry."""
+    return Transition(message_id, "wait_over", fields={"next_attempt_at": ""},
+                      guard={"attempts": attempts, "next_attempt_at": {"$gt": ""}}, stamped=False)
+
+
+def handoff_lost(message_id: str, why: str, born: tuple[str, ...] = ()) -> Transition:
+    """A render whose send job did not reach the broker: the reason stays on the still
+    queued message (`last_error`, a `deferred` entry) for the watchdog to show if it has
+    to give up; a born claim the render job held (`born`) is given up, so the watchdog's
+    stall wait starts now."""
+    return Transition(message_id, "handoff_lost", fields={"last_error": why, "lease_token": UNCLAIMED}, detail=why,
+                      guard={"lease_token": {"$in": [UNCLAIMED, *born]}}, entry="deferred", stamped=False)
+
+
+def requeue_stale(message_id: str) -> Transition:
+    """The watchdog renders a stale queued message again: touched (so the next pass
+    leaves it alone for a while), one more revival; a born claim on it lapsed long ago
+    (watch) and ends here."""
+    return Transition(message_id, "requeue_stale", fields={"lease_token": UNCLAIMED}, inc={"revivals": 1},
+                      stamped=False)
+
+
 def revive(message_id: str, *, lapsed_before: int) -> Transition:
     """The watchdog: `sending` past its lease (`lapsed_before`, epoch ms: its worker died, its MIME
     is gone) back to `queued`, one more revival; a claim taken meanwhile stands."""
-    return Transition(message_id, "queued", ("sending",), {"lease_token": ""}, "send lease expired; sending again",
-                      guard=lapsed(lapsed_before), inc={"revivals": 1}, entry="deferred",
-                      stamped=False)
+    return Transition(message_id, "revive", fields={"lease_token": UNCLAIMED}, detail="send lease expired; sending again",
+                      guard=lapsed(lapsed_before), inc={"revivals": 1}, entry="deferred", stamped=False)
 
 
 def give_up(message_id: str, why: str, *, lapsed_before: int | None = None) -> Transition:

@@ -109,15 +109,6 @@ def test_a_cancel_leaves_a_born_claim_to_its_job_which_cancels_it(private_db):
     assert stored(private_db, in_job)[in_job["_id"]]["status"] == "cancelled"
 
 
-def test_a_message_stored_before_lease_tokens_is_claimed_as_unclaimed(private_db):
-    at = now_iso()
-    legacy = {"_id": new_message_id(), "workspace_id": "ws", "to": ["a@example.org"], "status": "queued",
-              "created_at": at, "updated_at": at, "history": [], "due_ms": 0, "stall_ms": ms_of(at)}
-    private_db.run(lambda db: db.messages.insert_one(legacy))  # as an earlier version stored it
-    claimed = private_db.run(messages.claim_for_sending, [legacy["_id"]], "job-1", 300)
-    assert [(m["_id"], m["status"]) for m in claimed] == [(legacy["_id"], "sending")]
-
-
 def test_a_message_held_whole_is_written_whole_under_its_claim_and_not_once_the_claim_is_gone(private_db):
     kept, revived = born("born-a", template_data={"name": "Ada"}), born("born-a")
     seed(private_db, kept, revived)
