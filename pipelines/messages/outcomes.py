@@ -137,6 +137,109 @@ def _span(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
 
 
+@dataclasses.dataclass(frozen=True)
+class _Attempt:
+    """One message's attempt, read: its recipients by outcome, what is settled so far,
+    and, while some recipient is owed, the next attempt (None once the lifetime is spent,
+    `gave_up` then saying so)."""
+    message: dict
+    outcomes: dict[str, Outcome]
+    now: dt.datetime
+    now_accepted: list[str]
+    permanent: dict[str, Outcome]
+    transient: dict[str, Outcome]
+    settled: dict
+    following: retry_schedule.NextAttempt | None
+    gave_up: str | None
+
+    @classmethod
+    def of(cls, message: dict, outcomes: dict[str, Outcome], now: dt.datetime, lifetime_seconds: float,
+           scale: float) -> "_Attempt":
+        attempt = int(message.get("attempts") or 0)
+        now_accepted = [r for r, o in outcomes.items() if o.accepted]
+        permanent = {r: o for r, o in outcomes.items() if o.permanent}
+        transient = {r: o for r, o in outcomes.items() if not o.accepted and not o.permanent}
+        settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
+                   "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
+        since = message.get("deferred_since")
+        elapsed = (now - parse_iso(since)).total_seconds() if since else 0.0
+        following = retry_schedule.SMTP.after_failure(attempt + 1, scale, elapsed_seconds=elapsed,
+                                                      lifetime_seconds=lifetime_seconds) if transient else None
+        gave_up = None
+        if transient and following is None:
+            gave_up = "gave up after %d attempts over %s: %s" % (attempt + 1, _span(elapsed),
+                                                               _line(next(iter(transient.values()))))
+        return cls(message, outcomes, now, now_accepted, permanent, transient, settled, following, gave_up)
+
+    @property
+    def mid(self) -> str:
+        return self.message["_id"]
+
+    @property
+    def per_recipient(self) -> dict:
+        return {r: {"code": o.code, "text": o.text} for r, o in self.outcomes.items()}
+
+    @property
+    def refused_by_receiver(self) -> list[Outcome]:
+        return [o for o in self.permanent.values() if not o.local]
+
+    def verdict(self) -> str:
+        """retry, delivered, bounced or failed (see the module's docstring)."""
+        if self.following is not None:
+            return "retry"
+        if self.settled["accepted_recipients"]:
+            return "delivered"
+        return "bounced" if not self.gave_up and self.refused_by_receiver else "failed"
+
+
+def _plan_retry(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+    mid, since = attempt.mid, attempt.message.get("deferred_since")
+    plan.retry_ids.append(mid)
+    plan.next_attempts[mid] = attempt.following
+    plan.retry_notes[mid] = _line(next(iter(attempt.transient.values())))
+    progress = {} if since else {"deferred_since": iso(attempt.now)}
+    if attempt.now_accepted or attempt.permanent:
+        plan.retry_notes[mid] += f" ({len(attempt.transient)} of {len(attempt.message['to'])} recipients still owed)"
+        progress.update(attempt.settled)
+    if progress:
+        plan.retry_progress[mid] = progress
+
+
+def _plan_delivered(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+    message, gave_up = attempt.message, attempt.gave_up
+    response = (_line(attempt.outcomes[attempt.now_accepted[0]]) if attempt.now_accepted
+                else "250 accepted in an earlier attempt")
+    extra = {"smtp_response": response, "recipients_result": attempt.per_recipient, **attempt.settled,
+             **({"undelivered_recipients": list(attempt.transient), "error": gave_up} if gave_up else {})}
+    plan.transitions.append(forward(attempt.mid, "delivered", extra, gave_up or response, via=("sent",)))
+    plan.events.append(_event(message, "email.sent", {"sent_at": at}, at))
+    plan.events.append(_event(message, "email.delivered", {"smtp_response": response}, at))
+    plan.finished.append((message, "delivered"))
+    _count(plan, message, at, sends=1, delivered=1, **{_send_kind(message): 1})
+
+
+def _plan_bounced(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+    detail = _line(attempt.refused_by_receiver[0])
+    plan.transitions.append(forward(attempt.mid, "bounced", {"smtp_response": detail,
+                                                             "recipients_result": attempt.per_recipient,
+                                                             **attempt.settled}, detail))
+    plan.finished.append((attempt.message, "bounced"))
+    _count(plan, attempt.message, at, sends=1, bounces=1, **{_send_kind(attempt.message): 1})
+
+
+def _plan_failed(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+    """Given up (the lifetime spent), or refused here for good (e.g. SMTPUTF8 needed and
+    not offered)."""
+    why = attempt.gave_up or (_line(next(iter(attempt.permanent.values()))) if attempt.permanent
+                              else "no recipient left to send to")
+    plan.transitions.append(forward(attempt.mid, "failed", {"error": why, "recipients_result": attempt.per_recipient,
+                                                            **attempt.settled}, why))
+    plan.finished.append((attempt.message, "failed"))
+
+
+_PLAN = {"retry": _plan_retry, "delivered": _plan_delivered, "bounced": _plan_bounced, "failed": _plan_failed}
+
+
 def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now: dt.datetime | None = None,
                   lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS, scale: float = 1.0) -> OutcomePlan:
     """`results` pairs each claimed message (its `attempts` so far, `deferred_since`) with
@@ -146,64 +249,12 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
     now = now or utcnow()
     at = iso(now)  # one timestamp for the attempt's events and counts
     for message, outcomes in results:
-        mid = message["_id"]
-        attempt = int(message.get("attempts") or 0)
         if outcomes is None:
-            why = "rendered message missing"
-            plan.transitions.append(fail(mid, why))
+            plan.transitions.append(fail(message["_id"], "rendered message missing"))
             plan.finished.append((message, "failed"))
             continue
-        now_accepted = [r for r, o in outcomes.items() if o.accepted]
-        permanent = {r: o for r, o in outcomes.items() if o.permanent}
-        transient = {r: o for r, o in outcomes.items() if not o.accepted and not o.permanent}
-        per_recipient = {r: {"code": o.code, "text": o.text} for r, o in outcomes.items()}
-        for recipient, outcome in permanent.items():
-            if not outcome.local:
-                plan.bounces.append({"message": message, "email": recipient, "code": outcome.code,
-                                     "text": outcome.text})
-        settled = {"accepted_recipients": [*message.get("accepted_recipients", []), *now_accepted],
-                   "refused_recipients": [*message.get("refused_recipients", []), *permanent]}
-        accepted = settled["accepted_recipients"]
-        deferred = _line(next(iter(transient.values()))) if transient else None
-        since = message.get("deferred_since")
-        elapsed = (now - parse_iso(since)).total_seconds() if since else 0.0
-        following = retry_schedule.SMTP.after_failure(attempt + 1, scale, elapsed_seconds=elapsed,
-                                                      lifetime_seconds=lifetime_seconds) if transient else None
-        if following is not None:
-            plan.retry_ids.append(mid)
-            plan.next_attempts[mid] = following
-            plan.retry_notes[mid] = deferred
-            progress = {} if since else {"deferred_since": iso(now)}
-            if now_accepted or permanent:
-                plan.retry_notes[mid] += f" ({len(transient)} of {len(message['to'])} recipients still owed)"
-                progress.update(settled)
-            if progress:
-                plan.retry_progress[mid] = progress
-            continue
-        gave_up = ("gave up after %d attempts over %s: %s" % (attempt + 1, _span(elapsed), deferred)
-                   if transient else None)
-        if accepted:
-            response = _line(outcomes[now_accepted[0]]) if now_accepted else "250 accepted in an earlier attempt"
-            extra = {"smtp_response": response, "recipients_result": per_recipient, **settled,
-                     **({"undelivered_recipients": list(transient), "error": gave_up} if gave_up else {})}
-            plan.transitions.append(forward(mid, "delivered", extra, gave_up or response, via=("sent",)))
-            plan.events.append(_event(message, "email.sent", {"sent_at": at}, at))
-            plan.events.append(_event(message, "email.delivered", {"smtp_response": response}, at))
-            plan.finished.append((message, "delivered"))
-            _count(plan, message, at, sends=1, delivered=1, **{_send_kind(message): 1})
-        elif not gave_up and any(not o.local for o in permanent.values()):
-            detail = _line(next(o for o in permanent.values() if not o.local))
-            plan.transitions.append(forward(mid, "bounced", {"smtp_response": detail,
-                                                             "recipients_result": per_recipient, **settled}, detail))
-            plan.finished.append((message, "bounced"))
-            _count(plan, message, at, sends=1, bounces=1, **{_send_kind(message): 1})
-        elif not gave_up:  # refused here, for good (e.g. SMTPUTF8 needed and not offered)
-            why = _line(next(iter(permanent.values()))) if permanent else "no recipient left to send to"
-            plan.transitions.append(forward(mid, "failed", {"error": why, "recipients_result": per_recipient,
-                                                            **settled}, why))
-            plan.finished.append((message, "failed"))
-        else:
-            plan.transitions.append(forward(mid, "failed", {"error": gave_up, "recipients_result": per_recipient,
-                                                            **settled}, gave_up))
-            plan.finished.append((message, "failed"))
+        attempt = _Attempt.of(message, outcomes, now, lifetime_seconds, scale)
+        plan.bounces += [{"message": message, "email": recipient, "code": outcome.code, "text": outcome.text}
+                         for recipient, outcome in attempt.permanent.items() if not outcome.local]
+        _PLAN[attempt.verdict()](plan, attempt, at)
     return plan

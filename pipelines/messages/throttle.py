@@ -113,6 +113,44 @@ def rate_key_of(message: dict) -> str | None:
     return message.get("key_id") if message.get("kind", "transactional") == "transactional" else None
 
 
+@dataclasses.dataclass
+class _Admitting:
+    """One admission under way: the messages refused so far, the waits the limits that
+    refused them named, and what each limit granted (given back for messages a later
+    limit refused)."""
+    refused: set[str] = dataclasses.field(default_factory=set)
+    waits: list[float] = dataclasses.field(default_factory=list)
+    windows: list[tuple[WindowLimiter, list[dict]]] = dataclasses.field(default_factory=list)
+    leases: list[tuple[Lease, list[dict]]] = dataclasses.field(default_factory=list)
+
+    def unrefused(self, messages: list[dict]) -> list[dict]:
+        return [m for m in messages if m["_id"] not in self.refused]
+
+    async def take_window(self, limiter: WindowLimiter, group: list[dict]) -> list[dict]:
+        """The front of `group` the window grants; the rest refused."""
+        grant = await limiter.take(len(group))
+        granted = group[:grant.granted]
+        self.windows.append((limiter, granted))
+        self.refuse(group[grant.granted:], grant.retry_after_seconds)
+        return granted
+
+    async def take_slots(self, limiter: ConcurrencyLimiter, group: list[dict]) -> None:
+        """Concurrency slots for the front of `group`; the rest refused."""
+        lease = await limiter.take(len(group))
+        if lease is None:
+            return
+        self.leases.append((lease, group[:lease.count]))
+        self.refuse(group[lease.count:], SLOTS_RETRY_SECONDS)
+
+    def refuse(self, messages: list[dict], wait: float) -> None:
+        if messages:
+            self.refused.update(m["_id"] for m in messages)
+            self.waits.append(wait)
+
+    def retry_after_seconds(self) -> float:
+        return min(MAX_HOLD_SECONDS, max(1.0, min(self.waits) if self.waits else 1.0))
+
+
 class SendThrottle:
     def __init__(self, backend: LimiterBackend):
         self.backend = backend
@@ -120,66 +158,52 @@ class SendThrottle:
     async def admit(self, messages: list[dict], limits: SendLimits) -> Admission:
         """Admit as many messages as every limit allows, in order; hold the rest.
         Leases taken for admitted messages must be given back with `release` after sending."""
-        result = Admission()
-        waits: list[float] = []
-        candidates = list(messages)
-        # 1. Per API key email rate.
+        admitting = _Admitting()
+        await self._take_key_rates(admitting, messages, limits)
+        await self._take_domain_limits(admitting, admitting.unrefused(messages), limits)
+        result = Admission(admitted=admitting.unrefused(messages),
+                           held=[m for m in messages if m["_id"] in admitting.refused])
+        result.leases = await self._give_back(admitting)
+        if result.held:
+            result.retry_after_seconds = admitting.retry_after_seconds()
+        return result
+
+    async def _take_key_rates(self, admitting: _Admitting, messages: list[dict], limits: SendLimits) -> None:
+        """1. Each API key's email rate, for the transactional messages sent with it."""
         by_key: dict[str, list[dict]] = {}
-        for m in candidates:
+        for m in messages:
             key = rate_key_of(m)
             if key and limits.key_rate_per_minute.get(key, 0) > 0:
                 by_key.setdefault(key, []).append(m)
-        key_taken: dict[str, list[dict]] = {}
-        refused: set[str] = set()
         for key, group in by_key.items():
-            grant = await WindowLimiter(self.backend, f"key:{key}", limits.key_rate_per_minute[key]).take(len(group))
-            key_taken[key] = group[:grant.granted]
-            for m in group[grant.granted:]:
-                refused.add(m["_id"])
-            if grant.granted < len(group):
-                waits.append(grant.retry_after_seconds)
-        candidates = [m for m in candidates if m["_id"] not in refused]
-        # 2. Per destination domain: rate, then concurrency.
+            await admitting.take_window(WindowLimiter(self.backend, f"key:{key}", limits.key_rate_per_minute[key]),
+                                        group)
+
+    async def _take_domain_limits(self, admitting: _Admitting, messages: list[dict], limits: SendLimits) -> None:
+        """2. Each destination domain's rate, then its concurrency."""
         by_domain: dict[str, list[dict]] = {}
-        for m in candidates:
+        for m in messages:
             for domain in recipient_domains(m):
                 by_domain.setdefault(domain, []).append(m)
-        domain_taken: dict[str, tuple[WindowLimiter, list[dict]]] = {}
-        leases: dict[str, tuple[Lease, list[dict]]] = {}
         for domain, group in by_domain.items():
-            group = [m for m in group if m["_id"] not in refused]
             cap = limits.for_domain(domain)
-            rate = WindowLimiter(self.backend, f"domain:{domain}", cap.rate_per_minute)
-            grant = await rate.take(len(group))
-            granted = group[:grant.granted]
-            domain_taken[domain] = (rate, granted)
-            if grant.granted < len(group):
-                waits.append(grant.retry_after_seconds)
-            lease = await ConcurrencyLimiter(self.backend, f"domain:{domain}", cap.concurrency).take(len(granted))
-            if lease is not None:
-                leases[domain] = (lease, granted[:lease.count])
-                if lease.count < len(granted):
-                    waits.append(SLOTS_RETRY_SECONDS)
-                granted = granted[:lease.count]
-            granted_ids = {m["_id"] for m in granted}
-            refused.update(m["_id"] for m in group if m["_id"] not in granted_ids)
-        result.admitted = [m for m in messages if m["_id"] not in refused]
-        result.held = [m for m in messages if m["_id"] in refused]
-        # 3. Give back what refused messages took from limits they passed.
-        for key, taken in key_taken.items():
-            await WindowLimiter(self.backend, f"key:{key}", limits.key_rate_per_minute[key]).give(
-                sum(1 for m in taken if m["_id"] in refused))
-        for rate, taken in domain_taken.values():
-            await rate.give(sum(1 for m in taken if m["_id"] in refused))
-        for lease, holders in leases.values():
-            used = sum(1 for m in holders if m["_id"] not in refused)
+            granted = await admitting.take_window(WindowLimiter(self.backend, f"domain:{domain}", cap.rate_per_minute),
+                                                  admitting.unrefused(group))
+            await admitting.take_slots(ConcurrencyLimiter(self.backend, f"domain:{domain}", cap.concurrency), granted)
+
+    async def _give_back(self, admitting: _Admitting) -> list[Lease]:
+        """3. What refused messages took from limits they passed; the leases the admitted
+        ones keep."""
+        for limiter, taken in admitting.windows:
+            await limiter.give(sum(1 for m in taken if m["_id"] in admitting.refused))
+        kept = []
+        for lease, holders in admitting.leases:
+            used = sum(1 for m in holders if m["_id"] not in admitting.refused)
             if used < lease.count:
                 await self.backend.give_slots(lease, lease.count - used)
             if used:
-                result.leases.append(dataclasses.replace(lease, count=used))
-        if result.held:
-            result.retry_after_seconds = min(MAX_HOLD_SECONDS, max(1.0, min(waits) if waits else 1.0))
-        return result
+                kept.append(dataclasses.replace(lease, count=used))
+        return kept
 
     async def release(self, admission: Admission) -> None:
         for lease in admission.leases:
