@@ -9,8 +9,9 @@ import dramatiq
 from pipelines.workflows.bounce_reports import handle_report
 
 from . import metrics, runtime
+from .retries import job_options
 
 
-@dramatiq.actor(queue_name="bounces", max_retries=10, min_backoff=1000, max_backoff=60_000)
+@dramatiq.actor(**job_options("bounces"))
 async def process_report(report_id: str) -> None:
     await handle_report(runtime.store(), report_id, on_feedback=metrics.count_feedback_report)

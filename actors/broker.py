@@ -6,6 +6,7 @@ from __future__ import annotations
 import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import Retries
 
 from pipelines.core.settings import Settings
 
@@ -14,6 +15,7 @@ from .event_loop import AsyncIO
 from .heartbeat import CloseResources, Heartbeat
 from .jobs import ACTORS, BrokerPublisher
 from .render_pool import StartRenderPool
+from .retries import ReportFailedJobs
 
 # One queue per concern (the README's "Processes, and scaling workers per queue").
 QUEUES = {
@@ -43,6 +45,7 @@ def setup(settings: Settings) -> dramatiq.Broker:
     broker.add_middleware(Heartbeat())  # after AsyncIO: it beats from that loop
     broker.add_middleware(CloseResources())  # after AsyncIO: its after_worker_shutdown runs first, on a live loop
     broker.add_middleware(StartRenderPool())
+    broker.add_middleware(ReportFailedJobs(), before=Retries)  # its after_ hook runs after Retries decided
     for actor in ACTORS:  # declared on the placeholder at import (actors/__init__.py)
         actor.broker = broker
         broker.declare_actor(actor)

@@ -10,13 +10,14 @@ from pipelines.workflows.cancel_campaign import cancel_messages
 from pipelines.workflows.fan_out_campaign import fan_out
 
 from . import runtime
+from .retries import job_options
 
 
-@dramatiq.actor(queue_name="campaigns", max_retries=20, min_backoff=1000, max_backoff=30_000)
+@dramatiq.actor(**job_options("campaigns"))
 async def fan_out_campaign(campaign_id: str, batch: int) -> None:
     await fan_out(runtime.store(), runtime.settings(), runtime.publisher(), campaign_id, batch)
 
 
-@dramatiq.actor(queue_name="campaigns", max_retries=10, min_backoff=1000, max_backoff=30_000)
+@dramatiq.actor(**job_options("campaigns"))
 async def cancel_campaign_messages(campaign_id: str) -> None:
     await cancel_messages(runtime.store(), campaign_id)

@@ -17,11 +17,12 @@ from pipelines.audience.contact_csv import HeaderError, read_rows
 from pipelines.workflows import bulk_import
 
 from . import runtime
+from .retries import job_options
 
 log = logging.getLogger("postroom.imports")
 
 
-@dramatiq.actor(queue_name="imports", max_retries=3, min_backoff=1000, max_backoff=30_000)
+@dramatiq.actor(**job_options("imports"))
 async def import_contacts(job_id: str) -> None:
     db = runtime.store()
     job = await contact_import.claim_job(db, job_id)

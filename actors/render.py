@@ -11,11 +11,12 @@ import dramatiq
 from pipelines.workflows.render_chunk import render_chunk, render_part
 
 from . import metrics, runtime
+from .retries import job_options
 from .render_pool import render_off_loop
 from .send import timed_transport
 
 
-@dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
+@dramatiq.actor(**job_options("render"))
 async def render_messages(message_ids: list[str], claim_token: str = "", born: list[str] = ()) -> None:
     transport = timed_transport() if runtime.serves("send") else None
     sent = await render_chunk(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, message_ids,
@@ -23,7 +24,7 @@ async def render_messages(message_ids: list[str], claim_token: str = "", born: l
     _count(sent)
 
 
-@dramatiq.actor(queue_name="render", max_retries=10, min_backoff=1000, max_backoff=60_000)
+@dramatiq.actor(**job_options("render"))
 async def render_campaign_part(part_id: str, claim_token: str) -> None:
     transport = timed_transport() if runtime.serves("send") else None
     _count(await render_part(runtime.store(), runtime.settings(), runtime.publisher(), render_off_loop, part_id,

@@ -9,6 +9,7 @@ import dramatiq
 from pipelines.workflows.send_chunk import send_chunk
 
 from . import metrics, runtime
+from .retries import job_options
 
 
 class _Timed:
@@ -26,7 +27,7 @@ def timed_transport() -> _Timed:
     return _Timed(runtime.transport())
 
 
-@dramatiq.actor(queue_name="send", max_retries=10, min_backoff=1000, max_backoff=60_000)
+@dramatiq.actor(**job_options("send"))
 async def send_messages(rendered: list[dict], claim_token: str = "", born: list[str] = ()) -> None:
     sent = await send_chunk(runtime.store(), runtime.settings(), runtime.publisher(), timed_transport(),
                             rendered, claim_token, born)

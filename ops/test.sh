@@ -41,4 +41,12 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
   for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null && break; sleep 1; done
 fi
 
+# The tests make a RabbitMQ vhost per private stack through the management API (ms a
+# vhost, against seconds a rabbitmqctl call); enable the plugin when it is off.
+if ! (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null; then
+  if rabbitmq-plugins enable rabbitmq_management >/dev/null 2>&1; then
+    for _ in $(seq 1 90); do (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null && break; sleep 1; done
+  fi
+fi
+
 exec .venv/bin/python -m pytest "$@"

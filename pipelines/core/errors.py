@@ -31,6 +31,12 @@ def one_line(error: BaseException, limit: int = 300) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+class PermanentJobError(Exception):
+    """A job cannot succeed however often it is retried (what it names is gone or invalid).
+    Raised by a workflow after it has recorded the final state of what it was working on;
+    the job ends at once, without retries (actors/retries.py)."""
+
+
 class PostroomError(Exception):
     status = 500
     code = "internal_error"
