@@ -431,60 +431,76 @@ class SmtpTransport(_Starts):
 
     async def _send(self, mail_from: str, recipients: list[str], data: bytes,
                     start_by: float | None, crlf_only: bool = False) -> dict[str, Outcome] | None:
-        outcomes: dict[str, Outcome] = {}
-        wire: dict[str, str] = {}  # wire form → the recipient as the message names it
-        for recipient in recipients:
-            try:
-                wire[wire_form(recipient)] = recipient
-            except ValueError as error:
-                outcomes[recipient] = Outcome(553, f"5.1.3 not sent: {error}", local=True)
+        wire, outcomes = _wire_forms(recipients)
         if not wire:
             return outcomes
         smtputf8 = not (data.isascii() and mail_from.isascii() and all(a.isascii() for a in wire))
         async with self._slots:
             if not self._may_start(start_by):
                 return None
-            client = self._pooled()
-            try:
-                async with asyncio.timeout(self.timeout):
-                    if client is None:
-                        client = await self._connect()
-                    if smtputf8 and not client.supports_extension("smtputf8"):
-                        self._idle.put_nowait(client)
-                        why = _needs_smtputf8(list(wire), self.host)
-                        return {**outcomes, **{r: Outcome(553, why, local=True) for r in wire.values()}}
-                    errors, _ = await client.send_composed(mail_from, list(wire), data, smtputf8=smtputf8,
-                                                            crlf_only=crlf_only)
-            except aiosmtplib.SMTPRecipientsRefused as refused:
-                self._idle.put_nowait(client)
-                return {**outcomes, **{wire.get(r.recipient, r.recipient): Outcome(r.code, r.message)
-                                       for r in refused.recipients}}
-            except aiosmtplib.SMTPResponseException as error:
-                _drop(client)
-                return {**outcomes, **{r: Outcome(error.code, error.message) for r in wire.values()}}
-            except CleartextLoginRefused as error:
-                return {**outcomes, **{r: Outcome(0, str(error), local=True) for r in wire.values()}}
-            except (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError) as error:
-                _drop(client)
-                why = (f"no answer within {self.timeout:g} s" if isinstance(error, TimeoutError) and not str(error)
-                       else error)
-                return {**outcomes, **{r: Outcome(0, f"connection failed: {why}") for r in wire.values()}}
-            except (ValueError, UnicodeError) as error:  # an address the client will not write
-                _drop(client)
-                return {**outcomes, **{r: Outcome(553, f"5.1.3 not sent: {error}", local=True)
-                                       for r in wire.values()}}
-            except BaseException:
-                _drop(client)
-                raise
+            return {**outcomes, **await self._transaction(mail_from, wire, data, smtputf8, crlf_only)}
+
+    async def _transaction(self, mail_from: str, wire: dict[str, str], data: bytes, smtputf8: bool,
+                           crlf_only: bool) -> dict[str, Outcome]:
+        """One transaction over a pooled (or new) connection, within the timeout: the
+        outcome of each recipient of `wire` (wire form → the recipient as named)."""
+        client = self._pooled()
+        try:
+            async with asyncio.timeout(self.timeout):
+                if client is None:
+                    client = await self._connect()
+                if smtputf8 and not client.supports_extension("smtputf8"):
+                    self._idle.put_nowait(client)
+                    why = _needs_smtputf8(list(wire), self.host)
+                    return {r: Outcome(553, why, local=True) for r in wire.values()}
+                errors, _ = await client.send_composed(mail_from, list(wire), data, smtputf8=smtputf8,
+                                                        crlf_only=crlf_only)
+        except aiosmtplib.SMTPRecipientsRefused as refused:  # every RCPT refused: the connection is sound
             self._idle.put_nowait(client)
-            outcomes.update({r: Outcome(250, "accepted") for r in wire.values()})
-            for address, (code, text) in (errors or {}).items():
-                outcomes[wire.get(address, address)] = Outcome(code, text)
-            return outcomes
+            return {wire.get(r.recipient, r.recipient): Outcome(r.code, r.message) for r in refused.recipients}
+        except BaseException as error:
+            _drop(client)
+            outcome = _outcome_of(error, self.timeout)
+            if outcome is None:
+                raise
+            return {r: outcome for r in wire.values()}
+        self._idle.put_nowait(client)
+        outcomes = {r: Outcome(250, "accepted") for r in wire.values()}
+        for address, (code, text) in (errors or {}).items():
+            outcomes[wire.get(address, address)] = Outcome(code, text)
+        return outcomes
 
     async def close(self) -> None:
         while not self._idle.empty():
             await _quietly_close(self._idle.get_nowait())
+
+
+def _wire_forms(recipients: list[str]) -> tuple[dict[str, str], dict[str, Outcome]]:
+    """The recipients by wire form (wire form → the recipient as the message names it),
+    and the outcome of each that has none (never sent)."""
+    wire: dict[str, str] = {}
+    refused: dict[str, Outcome] = {}
+    for recipient in recipients:
+        try:
+            wire[wire_form(recipient)] = recipient
+        except ValueError as error:
+            refused[recipient] = Outcome(553, f"5.1.3 not sent: {error}", local=True)
+    return wire, refused
+
+
+def _outcome_of(error: BaseException, timeout: float) -> Outcome | None:
+    """What a transaction's error says of each of its recipients (its connection is
+    dropped); None for an error nobody foresaw, which the caller raises."""
+    if isinstance(error, aiosmtplib.SMTPResponseException):
+        return Outcome(error.code, error.message)
+    if isinstance(error, CleartextLoginRefused):
+        return Outcome(0, str(error), local=True)
+    if isinstance(error, (aiosmtplib.SMTPException, OSError, asyncio.TimeoutError)):
+        why = f"no answer within {timeout:g} s" if isinstance(error, TimeoutError) and not str(error) else error
+        return Outcome(0, f"connection failed: {why}")
+    if isinstance(error, (ValueError, UnicodeError)):  # an address the client will not write
+        return Outcome(553, f"5.1.3 not sent: {error}", local=True)
+    return None
 
 
 def _needs_smtputf8(wire_addresses: list[str], host: str) -> str:
