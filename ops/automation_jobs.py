@@ -1,177 +1,36 @@
-"""Scheduler jobs for automations.
-
-- `read_events_for_automations`: outbox events that can start a run or end a wait, read
-  once each (`automations_pending`, cleared after). A trigger starts one run per matching
-  automation and contact: run ids derive from (automation, contact, event), so an event
-  read twice — a crash before it was marked — inserts nothing new. A run waiting for the
-  contact's event (found by the (workspace, contact, wait_event) index) moves on.
-- `hand_due_runs_to_engine`: runs whose `wake_ms` has passed go to the `automations` queue
-  (an index-bound range on an integer; see pipelines/automations/runs.py).
-- `start_date_triggered_runs`: once a day per date_attribute automation, from its time of
-  day on, the contacts whose date attribute has its anniversary (plus the offset) today."""
+"""Scheduler jobs for automations: each a pass over pipelines/workflows/automation_triggers.py
+(which events start runs or end waits, which runs are due, which contacts' dates have come),
+several batches per tick so a burst does not wait a tick per batch."""
 
 from __future__ import annotations
-
-import logging
 
 from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import automation_runs as run_store
-from mongo import automations as automation_store
-from mongo import campaign_audience, contacts, messages, outbox
+from mongo import outbox
 from pipelines.automations import runs
-from pipelines.automations import steps as step_rules
-from pipelines.automations import triggers
-from pipelines.automations.runs import Move, entry
-from pipelines.core.clock import utcnow
 from pipelines.core.settings import Settings
+from pipelines.workflows import automation_triggers
 
 from .job_passes import drain
-
-log = logging.getLogger("postroom.scheduler")
 
 EVENT_BATCH = 500
 DUE_BATCH = 500
 PASSES_PER_TICK = 10
-DATE_PAGE = 1000
 
-
-async def _enqueue(run_ids: list[str]) -> None:
-    if run_ids:
-        await publisher().advance_runs(run_ids)
-
-
-# -- events ------------------------------------------------------------------------------------
 
 async def read_events_for_automations(db: AsyncDatabase, settings: Settings) -> int:
-    async def read(events: list[dict]) -> None:
-        message_of = {m["_id"]: m for m in await messages.load(
-            db, [e["data"]["message_id"] for e in events
-                 if e["event"] in triggers.MESSAGE_EVENTS and (e.get("data") or {}).get("message_id")])}
-        contact_of = await _contacts_of(db, events, message_of)
-        ready = await _start_triggered(db, events, message_of, contact_of)
-        ready += await _end_waits(db, events, contact_of)
-        await _enqueue(ready)
-        await outbox.mark_read_by_automations(db, [e["_id"] for e in events])
-    return await drain(lambda limit: outbox.pending_for_automations(db, limit), read,
+    return await drain(lambda limit: outbox.pending_for_automations(db, limit),
+                       lambda events: automation_triggers.read_events(db, publisher(), events),
                        batch=EVENT_BATCH, passes=PASSES_PER_TICK)
 
 
-def _message(event: dict, message_of: dict) -> dict | None:
-    return message_of.get((event.get("data") or {}).get("message_id"))
-
-
-async def _contacts_of(db: AsyncDatabase, events: list[dict], message_of: dict) -> dict[str, dict]:
-    """Event id → the live contact it concerns (by id when the event names one, else by address)."""
-    by_id: dict[str, set[str]] = {}
-    by_email: dict[str, set[str]] = {}
-    refs = {}
-    for event in events:
-        contact_id, email = triggers.event_contact(event, _message(event, message_of))
-        refs[event["_id"]] = (event["workspace_id"], contact_id, (email or "").lower())
-        if contact_id:
-            by_id.setdefault(event["workspace_id"], set()).add(contact_id)
-        elif email:
-            by_email.setdefault(event["workspace_id"], set()).add(email)
-    found_id, found_email = {}, {}
-    for workspace_id, ids in by_id.items():
-        for contact in await campaign_audience.live_contacts_by_ids(db, workspace_id, sorted(ids)):
-            found_id[(workspace_id, contact["_id"])] = contact
-    for workspace_id, emails in by_email.items():
-        for key, contact in (await contacts.find_by_emails(db, workspace_id, sorted(emails))).items():
-            found_email[(workspace_id, key)] = contact
-    out = {}
-    for event_id, (workspace_id, contact_id, email) in refs.items():
-        contact = found_id.get((workspace_id, contact_id)) if contact_id else found_email.get((workspace_id, email))
-        if contact is not None:
-            out[event_id] = contact
-    return out
-
-
-async def _start_triggered(db: AsyncDatabase, events: list[dict], message_of: dict,
-                           contact_of: dict[str, dict]) -> list[str]:
-    wanted = [e for e in events if e["event"] in triggers.EVENT_TRIGGERS and e["_id"] in contact_of]
-    automations = await automation_store.triggered_by(
-        db, [e["workspace_id"] for e in wanted], [triggers.EVENT_TRIGGERS[e["event"]] for e in wanted])
-    requests = [run_store.StartRequest(automation=a, contact=contact_of[e["_id"]], source=e["_id"],
-                                       trigger={"type": a["trigger_type"], "event_id": e["_id"],
-                                                "data": e.get("data") or {}})
-                for e in wanted for a in automations if triggers.trigger_matches(a, e, _message(e, message_of))]
-    started = await run_store.start_many(db, requests) if requests else []
-    return [s.run["_id"] for s in started if s.created and s.run["status"] == "active"]
-
-
-async def _end_waits(db: AsyncDatabase, events: list[dict], contact_of: dict[str, dict]) -> list[str]:
-    """Runs waiting for this contact's event move to their next step. The event must have
-    happened after the wait began; a paused run takes it too and goes on when resumed."""
-    ready = []
-    for event in events:
-        wait_event, contact = triggers.WAIT_EVENTS.get(event["event"]), contact_of.get(event["_id"])
-        if wait_event is None or contact is None:
-            continue
-        waiting = [r for r in await run_store.waiting_for(db, event["workspace_id"], contact["_id"], wait_event)
-                   if r["status"] in runs.OPEN_STATUSES and r["phase"] == "waiting"
-                   and r.get("wait_since", "") <= event["timestamp"]]
-        automations = await automation_store.load_many(db, list({r["automation_id"] for r in waiting}))
-        for run in waiting:
-            automation = automations.get(run["automation_id"])
-            if automation is None:
-                continue
-            step = {"id": run["step_id"], "step_type": "wait_for_event"}
-            move = Move(entry(step, "event_received", wait_event, event_id=event["_id"]),
-                        step_id=step_rules.step_after(automation["steps"], run["step_id"]), status=run["status"])
-            update = runs.transition(run, move)
-            if run["status"] == "paused" and move.step_id is not None:
-                update["$set"].update(wake_ms=runs.NEVER_MS, resume_ms=runs.now_ms())
-            if await run_store.transition(db, run, update, automation) and run["status"] == "active":
-                ready.append(run["_id"])
-    return ready
-
-
-# -- due runs ----------------------------------------------------------------------------------
-
 async def hand_due_runs_to_engine(db: AsyncDatabase, settings: Settings) -> int:
-    handed = 0
-    for _ in range(PASSES_PER_TICK):
-        now = runs.now_ms()
-        found = await run_store.due(db, now, DUE_BATCH)
-        if not found:
-            break
-        await run_store.hand_off(db, found, now)
-        await _enqueue([r["_id"] for r in found])
-        handed += len(found)
-        if len(found) < DUE_BATCH:
-            break
-    return handed
+    return await drain(lambda limit: run_store.due(db, runs.now_ms(), limit),
+                       lambda due: automation_triggers.hand_due_runs(db, publisher(), due),
+                       batch=DUE_BATCH, passes=PASSES_PER_TICK)
 
-
-# -- date_attribute ----------------------------------------------------------------------------
 
 async def start_date_triggered_runs(db: AsyncDatabase, settings: Settings) -> int:
-    now = utcnow()
-    today = now.date()
-    started = 0
-    for automation in await automation_store.active_of_type(db, "date_attribute"):
-        config = automation["trigger_config"]
-        pass_id = f"{automation['_id']}:{today.isoformat()}"
-        if not triggers.anniversary_pass_due(now, config["time_of_day"]) \
-                or await automation_store.date_pass_done(db, pass_id):
-            continue
-        pattern = triggers.anniversary_pattern(today, config["offset_days"])
-        after = None
-        while page := await automation_store.contacts_with_date(db, automation["workspace_id"], config["attribute"],
-                                                                 pattern, after, DATE_PAGE):
-            requests = [run_store.StartRequest(
-                automation=automation, contact=c, source=f"date:{today.isoformat()}",
-                trigger={"type": "date_attribute", "data": {"attribute": config["attribute"],
-                                                            "value": c["attributes"].get(config["attribute"]),
-                                                            "date": today.isoformat()}}) for c in page]
-            result = await run_store.start_many(db, requests)
-            ready = [s.run["_id"] for s in result if s.created and s.run["status"] == "active"]
-            await _enqueue(ready)
-            started += len(ready)
-            after = page[-1]["_id"]
-        await automation_store.mark_date_pass(db, pass_id)
-    return started
-
+    return await automation_triggers.start_date_triggered_runs(db, publisher())

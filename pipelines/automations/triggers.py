@@ -1,9 +1,9 @@
 """What starts an automation run, and what ends a run's wait, as plain code.
 
 Triggers come from the events the outbox already records (mongo/outbox.py), read once
-each by the scheduler (ops/automation_jobs.py): a trigger fires exactly once per event
-because a run's id is derived from the automation, the contact and the event
-(`run_id`), so reading an event twice inserts nothing new. `api` runs start only through
+each by the scheduler (pipelines/workflows/automation_triggers.py): a trigger fires
+exactly once per event because a run's id is derived from the automation, the contact and
+the event (`run_id`), so reading an event twice inserts nothing new. `api` runs start only through
 `POST /automations/:id/trigger`; `date_attribute` runs are started by a daily scheduler
 pass (`anniversary_pattern`).
 
