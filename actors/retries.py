@@ -35,24 +35,17 @@ class RetryPolicy:
     max_retries: int
     min_backoff_ms: int
     max_backoff_ms: int
-    why: str
 
 
-# queue → policy. Backoff doubles from the minimum up to the maximum (Dramatiq's rule).
+# queue → policy; why each is what it is: docs/operating.md, "Retries: one policy a queue".
+# Backoff doubles from the minimum up to the maximum (Dramatiq's rule), jittered.
+_STORE_BLIP = RetryPolicy(10, 1_000, 60_000)  # render, send, bounces: guarded by claims and guarded writes
 RETRY_POLICY: dict[str, RetryPolicy] = {
-    "render": RetryPolicy(10, 1_000, 60_000, "a store or broker blip; the message's claim keeps a retry from "
-                                             "rendering twice, the watchdog settles what is left after the last"),
-    "send": RetryPolicy(10, 1_000, 60_000, "as render; SMTP trouble is not a job failure (outcomes are recorded "
-                                           "per recipient and retried on the message's own schedule)"),
-    "campaigns": RetryPolicy(20, 1_000, 30_000, "fan-out batches are idempotent and a campaign must not stall "
-                                                "on a short store outage"),
-    "bounces": RetryPolicy(10, 1_000, 60_000, "a stored report is applied once (guarded writes); kept unapplied "
-                                              "in the store after the last retry"),
-    "webhooks": RetryPolicy(5, 1_000, 30_000, "a lane's turn; deliveries carry their own retry schedule in the "
-                                              "store and the scheduler hands the lane on again"),
-    "automations": RetryPolicy(20, 1_000, 60_000, "each step is a compare-and-set on the run; due runs are "
-                                                  "handed back by the scheduler anyway"),
-    "imports": RetryPolicy(3, 1_000, 30_000, "an import is claimed once; rows already written are idempotent"),
+    "render": _STORE_BLIP, "send": _STORE_BLIP, "bounces": _STORE_BLIP,
+    "campaigns": RetryPolicy(20, 1_000, 30_000),  # idempotent fan-out must not stall on a short outage
+    "automations": RetryPolicy(20, 1_000, 60_000),  # each step is a compare-and-set on the run
+    "webhooks": RetryPolicy(5, 1_000, 30_000),  # deliveries keep their own schedule in the store
+    "imports": RetryPolicy(3, 1_000, 30_000),  # claimed once; rows already written are idempotent
 }
 
 # The request or the data is wrong, not the moment: retrying cannot help.
