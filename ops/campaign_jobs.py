@@ -1,130 +1,30 @@
-"""Scheduler jobs for campaigns: start scheduled ones when due, finish sending ones when
-every message is final (emitting campaign.completed), keep stats snapshots fresh, revive
-a fan-out whose broker message was lost, and give a cancelled campaign's unsent
-recipients back to the plan. (Messages whose render or send job was
-lost are revived for every kind of message by ops/scheduler.requeue_stalled_messages.)"""
+"""Scheduler jobs for campaigns, each a one-call shell over
+pipelines/workflows/campaign_upkeep.py (what each decides, and why it is safe to repeat)."""
 
 from __future__ import annotations
-
-import logging
 
 from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import campaign_parts, campaigns, outbox, send_limits, workspaces
-from pipelines.messages import send_jobs
-from pipelines.messages import throttle
-from pipelines.core.clock import in_seconds, ms_in, parse_iso
-from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
-from pipelines.workflows import render_chunk, start_campaign
-
-log = logging.getLogger("postroom.scheduler")
-
-STATS_REFRESH_SECONDS = 2.0
-# A fan-out that has not advanced for this long gets its next batch enqueued again
-# (harmless if the first is merely slow: a batch is guarded on the cursor it started from).
-FANOUT_STALL_SECONDS = 120
-# Bounces and complaints arrive after a campaign finishes; its stats follow them this long.
-LATE_STATS_WINDOW_SECONDS = 24 * 3600
+from pipelines.workflows import campaign_upkeep
 
 
 async def start_due_campaigns(db: AsyncDatabase, settings: Settings) -> int:
-    started = 0
-    for campaign in await campaigns.due_scheduled(db):
-        workspace = await workspaces.get(db, campaign["workspace_id"])
-        try:
-            if workspace is None:
-                raise PostroomError("The workspace no longer exists.")
-            await start_campaign.start(db, settings, publisher(), workspace, campaign, key_id=campaign["key_id"],
-                                       sandbox=bool(campaign.get("sandbox")))
-        except PostroomError as error:
-            # Template, list or sender gone since it was scheduled. (When another start won,
-            # the campaign is no longer startable and `fail` changes nothing.)
-            await campaigns.fail(db, campaign["_id"], error.message)
-            continue
-        started += 1
-    return started
-
-
-def _stale(timestamp: str | None, seconds: float) -> bool:
-    return timestamp is None or timestamp < in_seconds(-seconds)
+    return await campaign_upkeep.start_due_campaigns(db, settings, publisher())
 
 
 async def finish_campaigns(db: AsyncDatabase, settings: Settings) -> int:
-    finished = 0
-    for campaign in await campaigns.sending(db):
-        if not campaign["fanout_done"]:
-            if _stale(campaign.get("fanout_at"), FANOUT_STALL_SECONDS):
-                log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"],
-                            extra={"campaign_id": campaign["_id"], "workspace_id": campaign.get("workspace_id")})
-                await campaigns.touch_fanout(db, campaign["_id"])
-                await publisher().fan_out(campaign["_id"], campaign["batches_done"])
-        elif not await campaigns.has_pending_messages(db, campaign["_id"]):
-            await campaigns.refresh_status_counts(db, campaign["_id"])
-            done = await campaigns.complete(db, campaign["_id"])
-            if done is not None:
-                finished += 1
-                await outbox.record(db, done["workspace_id"], "campaign.completed",
-                                    {"campaign_id": done["_id"], "name": done["name"],
-                                     "total_recipients": done["total_recipients"],
-                                     "completed_at": done["completed_at"]},
-                                    event_id=f"{done['_id']}:campaign.completed")
-            continue
-        if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS):
-            await campaigns.refresh_status_counts(db, campaign["_id"])
-    return finished
+    return await campaign_upkeep.finish_campaigns(db, publisher())
 
 
 async def revive_lapsed_parts(db: AsyncDatabase, settings: Settings) -> int:
-    """Campaign parts (mongo/campaign_parts.py) whose job's lease ran out undone (its
-    worker died and its broker message is gone, or it was never published): each goes to
-    a new job under a new claim. A job still holding the old claim, if it ever runs,
-    finds the part no longer its own; recipients recorded already are not sent again.
-    A part handed back POSTROOM_MESSAGE_MAX_REVIVALS times is stored as single messages
-    (render_chunk.unpack_part), which the message watchdog then sees to one by one."""
-    revived = 0
-    for part in await campaign_parts.lapsed(db):
-        token = send_jobs.new_claim_token()
-        if not await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
-            continue
-        about = {"campaign_id": part["campaign_id"], "workspace_id": part.get("workspace_id")}
-        if int(part.get("revivals") or 0) >= settings.message_max_revivals:
-            log.error("campaign part %s handed back %d times; its recipients go on as single messages",
-                      part["_id"], settings.message_max_revivals, extra=about)
-            await render_chunk.unpack_part(db, publisher(), part["_id"], token)
-        else:
-            log.warning("campaign part %s was not finished within its lease; rendering it again", part["_id"],
-                        extra=about)
-            await publisher().render_parts([part["_id"]], token=token)
-        revived += 1
-    return revived
+    return await campaign_upkeep.revive_lapsed_parts(db, settings, publisher())
 
 
 async def refresh_finished_stats(db: AsyncDatabase, settings: Settings) -> int:
-    refreshed = 0
-    for campaign in await campaigns.recently_finished(db, ms_in(-LATE_STATS_WINDOW_SECONDS)):
-        if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS * 15):
-            await campaigns.refresh_status_counts(db, campaign["_id"])
-            refreshed += 1
-    return refreshed
+    return await campaign_upkeep.refresh_finished_stats(db)
 
 
 async def refund_cancelled_campaigns(db: AsyncDatabase, settings: Settings) -> int:
-    """A cancelled campaign was charged its whole audience when it started; once nothing of
-    it is queued or on the wire, what never left — recipients never fanned out, and
-    messages cancelled — goes back to the month it was charged to. (Recipients skipped for
-    other reasons, suppressed or failed, stay counted, as for any campaign.)"""
-    refunded = 0
-    for campaign in await campaigns.refunds_due(db):
-        if await campaigns.has_pending_messages(db, campaign["_id"]):
-            continue
-        counts = await campaigns.refresh_status_counts(db, campaign["_id"])
-        unsent = (campaign["total_recipients"] - int(campaign.get("messages_created") or 0)
-                  + counts.get("cancelled", 0))
-        if await campaigns.take_refund(db, campaign["_id"], unsent):  # flag first: never twice
-            month = throttle.month_of(parse_iso(campaign["started_at"]))
-            await send_limits.refund_plan(db, campaign["workspace_id"], month, unsent)
-            refunded += 1
-    return refunded
-
+    return await campaign_upkeep.refund_cancelled_campaigns(db)

@@ -1,11 +1,16 @@
-"""Scheduler jobs that tidy the store: each a one-call shell over a guarded write in mongo/."""
+"""Scheduler jobs that tidy the store: each a one-call shell over guarded writes in mongo/."""
 
 from __future__ import annotations
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import contact_removal, forms, outbox, send_limits
+from mongo import contact_removal, forms, idempotency, outbox, rate_windows, send_limits
 from pipelines.core.settings import Settings
+
+
+async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
+    """Rate windows and Idempotency-Key records past their lifetime."""
+    return await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
 
 
 async def relay_stranded(db: AsyncDatabase, settings: Settings) -> int:
