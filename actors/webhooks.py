@@ -13,6 +13,7 @@ from pipelines.adapters import http_client as outbound_http
 from pipelines.workflows.deliver_webhooks import take_turn
 
 from . import metrics, runtime
+from .retries import job_options
 
 _sessions: dict[int, tuple[asyncio.AbstractEventLoop, outbound_http.Session]] = {}
 
@@ -30,7 +31,7 @@ def _session() -> outbound_http.Session:
 # Dramatiq's own retries cover only store or broker errors around a turn; the HTTP retry
 # schedule is ours (pipelines/messages/retry_schedule.py) and never raises. A retried turn keeps
 # its token, so it still holds its lane.
-@dramatiq.actor(queue_name="webhooks", max_retries=5, min_backoff=1000, max_backoff=30_000)
+@dramatiq.actor(**job_options("webhooks"))
 async def take_webhook_turn(webhook_id: str, token: str) -> None:
     await take_turn(runtime.store(), runtime.settings(), runtime.publisher(), _session(), webhook_id, token,
                     on_attempt=metrics.count_webhook_attempt)
