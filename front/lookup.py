@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 
 from pipelines.core.errors import NotFound
@@ -33,15 +33,15 @@ async def owned(store: ModuleType, doc_id: str, noun: str) -> dict:
 
 
 async def deleted(removal: Awaitable[bool], doc_id: str, noun: str):
-    """Answers {id, deleted} once `removal` (a store delete of the caller's `doc_id`) removed it."""
+    """Answers {id, deleted} once `removal` (a delete of the caller's `doc_id`) removed it."""
     await found(removal, no_such(noun))
     return one({"id": doc_id, "deleted": True})
 
 
-async def updated(store: ModuleType, doc_id: str, noun: str, changes: dict, current: dict | None = None,
-                  **options) -> dict:
-    """The caller's document after `store.update(db, workspace_id, id, changes, **options)`, or
-    `current` as it is when there is nothing to change."""
+async def updated(change: Callable[..., Awaitable[dict | None]], doc_id: str, noun: str, changes: dict,
+                  current: dict | None = None, **options) -> dict:
+    """The caller's document after `change(db, workspace_id, id, changes, **options)` (a
+    workflow's update), or `current` as it is when there is nothing to change."""
     if not changes and current is not None:
         return current
-    return await found(store.update(db(), caller().workspace_id, doc_id, changes, **options), no_such(noun))
+    return await found(change(db(), caller().workspace_id, doc_id, changes, **options), no_such(noun))

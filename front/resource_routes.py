@@ -42,8 +42,8 @@ def read_route(bp: Blueprint, rule: str, endpoint: str, store: ModuleType, noun:
 
 def delete_route(bp: Blueprint, rule: str, endpoint: str, remove: Callable[..., Awaitable[bool]],
                  noun: str) -> None:
-    """DELETE `rule` (one id variable) through `remove(db, workspace_id, id)`, a store's delete:
-    answers {id, deleted}, or 404 when it removed nothing."""
+    """DELETE `rule` (one id variable) through `remove(db, workspace_id, id)`, a workflow's
+    delete: answers {id, deleted}, or 404 when it removed nothing."""
     async def delete(**ids: str):
         [doc_id] = ids.values()
         return await deleted(remove(db(), caller().workspace_id, doc_id), doc_id, noun)

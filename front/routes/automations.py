@@ -5,13 +5,12 @@ pipelines/automations/triggers.py."""
 
 from __future__ import annotations
 
-import logging
-import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
+from actors.runtime import publisher
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
 from pipelines.automations import runs as run_rules
@@ -20,13 +19,13 @@ from pipelines.automations import triggers as trigger_rules
 from pipelines import views
 from pipelines.automations.triggers import TRIGGER_TYPES
 from pipelines.core.clock import now_iso
-from pipelines.core.errors import Conflict, ServerError, ValidationFailed
+from pipelines.core.errors import Conflict, ValidationFailed
+from pipelines.workflows import manage_automations
 
 from ..audience import contact_or_404
 from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
                                  referring_step, successors_of_removed)
 from ..commerce_types import Metadata
-from ..enqueue import enqueue
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, paged
 from ..resource_routes import list_route
@@ -36,7 +35,6 @@ from ..types import EmailAddress, FreeJson, Id, Strict
 from ..validation import body, query
 
 bp = Blueprint("automations", __name__, url_prefix="/api/v1")
-log = logging.getLogger("postroom.front")
 
 AutomationName = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 StepId = Annotated[str, StringConstraints(pattern=step_rules.STEP_ID.pattern)]
@@ -143,10 +141,6 @@ def _steps_path(index: int) -> str:
     return f"steps[{index}]"
 
 
-def _changed_meanwhile() -> Conflict:
-    return Conflict("The automation changed while this request was applied; read it again and retry.")
-
-
 async def _detail(doc: dict) -> dict:
     stats = await automation_store.run_stats(db(), doc["_id"])
     out = views.automation(doc)
@@ -164,16 +158,8 @@ async def _save_steps(doc: dict, steps: list[dict], path_of) -> dict:
     if doc["status"] != "draft":
         check_runnable(steps, path_of)
     await check_references(steps, path_of, doc["_id"], unchanged=doc["steps"])
-    successors = successors_of_removed(doc["steps"], steps)
-    removed = {**doc.get("removed_steps", {}), **successors}
-    saved = await automation_store.update(db(), caller().workspace_id, doc["_id"], doc["version"],
-                                          {"steps": steps, "removed_steps": removed})
-    if saved is None:
-        raise _changed_meanwhile()
-    if successors:
-        for run_id in await run_store.move_off_steps(db(), saved, successors):
-            await _hand_to_engine({"_id": run_id, "status": "active"})
-    return saved
+    return await manage_automations.save_steps(db(), publisher(), doc, steps,
+                                               successors_of_removed(doc["steps"], steps))
 
 
 list_route(bp, "/automations", "list_automations", AutomationQuery, automation_store.page, by=["status"],
@@ -188,10 +174,9 @@ async def create_automation(data: CreateAutomation):
     trigger_config = await checked_trigger(data.trigger_type, data.trigger_config)
     steps = build_steps([s.model_dump(exclude_none=True) for s in data.steps], _steps_path)
     await check_references(steps, _steps_path, None)
-    doc = automation_store.new_document(who.workspace_id, name=data.name, trigger_type=data.trigger_type,
-                                        trigger_config=trigger_config, steps=steps, key_id=who.key_id,
-                                        sandbox=who.sandbox)
-    await automation_store.insert(db(), doc)
+    doc = await manage_automations.create(db(), who.workspace_id, name=data.name, trigger_type=data.trigger_type,
+                                          trigger_config=trigger_config, steps=steps, key_id=who.key_id,
+                                          sandbox=who.sandbox)
     return one(await _detail(doc), 201)
 
 
@@ -229,21 +214,14 @@ async def update_automation(automation_id: str, data: UpdateAutomation):
                 changes["activated_at"] = now_iso()
     if not changes:
         return one(await _detail(doc))
-    saved = await automation_store.update(db(), caller().workspace_id, automation_id, doc["version"], changes)
-    if saved is None:
-        raise _changed_meanwhile()
-    if status == "paused":
-        await run_store.pause_all(db(), automation_id)
-    elif status == "active" and doc["status"] == "paused":
-        await run_store.resume_all(db(), automation_id)
-    return one(await _detail(saved))
+    return one(await _detail(await manage_automations.update(db(), doc, changes)))
 
 
 @bp.delete("/automations/<automation_id>")
 async def delete_automation(automation_id: str):
     """Soft delete: gone from every read; its active and paused runs are cancelled."""
-    await found(automation_store.soft_delete(db(), caller().workspace_id, automation_id), no_such("automation"))
-    cancelled = await run_store.cancel_all(db(), automation_id, "the automation was deleted")
+    cancelled = await found(manage_automations.delete(db(), caller().workspace_id, automation_id),
+                            no_such("automation"))
     return one({"id": automation_id, "deleted": True, "runs_cancelled": cancelled})
 
 
@@ -327,27 +305,8 @@ async def trigger(automation_id: str, data: TriggerRun):
         raise ValidationFailed("Give exactly one of contact_id or email.",
                                path="email" if data.email is not None else "contact_id")
     contact = await contact_or_404(contact_id=data.contact_id, email=data.email, email_path="email")
-    if doc["status"] != "active":
-        raise Conflict(f"The automation is {doc['status']}; only an active automation starts runs.")
-    [started] = await run_store.start_many(db(), [run_store.StartRequest(
-        automation=doc, contact=contact, source=f"api:{uuid.uuid4().hex}",
-        trigger={"type": "api", "data": data.trigger_data or {}})])
-    if not started.created:
-        raise Conflict(f"The contact is in this automation already or has been through it "
-                       f"(reentry: {doc['trigger_config'].get('reentry')}).")
-    await _hand_to_engine(started.run)
-    return one(views.run(started.run, doc["steps"]), 201)
-
-
-async def _hand_to_engine(run: dict) -> None:
-    """Enqueue the run's first step. Stored is enough: if this enqueue fails, the scheduler
-    hands the run over once its hand-off grace is out, so the request still succeeds."""
-    if run["status"] != "active":
-        return
-    try:
-        await enqueue(lambda publisher: publisher.advance_runs([run["_id"]]))
-    except ServerError:
-        log.warning("run %s stored; the scheduler will hand it to the engine", run["_id"])
+    run = await manage_automations.start_run(db(), publisher(), doc, contact, data.trigger_data or {})
+    return one(views.run(run, doc["steps"]), 201)
 
 
 @bp.get("/automations/<automation_id>/runs")
@@ -363,12 +322,5 @@ async def list_runs(automation_id: str, params: RunQuery):
 async def cancel_run(automation_id: str, run_id: str):
     """An active or paused run → cancelled; any other status is 409 conflict."""
     doc = await owned(automation_store, automation_id, "automation")
-    workspace_id = caller().workspace_id
-    for _ in range(5):  # a worker may move the run between our read and our write: read again
-        run = await found(run_store.get(db(), workspace_id, automation_id, run_id), "No such run of this automation.")
-        if run["status"] not in run_rules.OPEN_STATUSES:
-            raise Conflict(f"The run is {run['status']}; only an active or paused run can be cancelled.")
-        if await run_store.cancel(db(), run, "cancelled through the API"):
-            [run] = await run_store.load(db(), [run_id])
-            return one(views.run(run, doc["steps"]))
-    raise _changed_meanwhile()
+    run = await found(manage_automations.cancel_run(db(), doc, run_id), "No such run of this automation.")
+    return one(views.run(run, doc["steps"]))

@@ -10,11 +10,9 @@ from quart import Blueprint
 
 from mongo import campaigns as campaign_store
 from pipelines import views
-from pipelines.campaigns import stats as campaign_stats
-from pipelines.core.clock import future_within, iso, now_iso
-from pipelines.core.errors import Conflict, ValidationFailed
-from pipelines.core.ids import new_uuid
-from pipelines.workflows import cancel_campaign, start_campaign
+from pipelines.core.clock import future_within, iso
+from pipelines.core.errors import ValidationFailed
+from pipelines.workflows import cancel_campaign, manage_campaigns, start_campaign
 
 from ..enqueue import enqueue
 from ..idempotency import idempotent
@@ -29,9 +27,6 @@ from ..validation import body
 bp = Blueprint("campaigns", __name__, url_prefix="/api/v1")
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(days=365)
-# Up to this many recipients GET /campaigns/:id counts statuses live; above it, the
-# snapshot the scheduler refreshes every few seconds is shown (see `stats_at`).
-LIVE_STATS_MAX_RECIPIENTS = 10_000
 
 CampaignStatus = Literal["draft", "scheduled", "sending", "sent", "cancelled", "failed"]
 
@@ -71,19 +66,8 @@ async def create(data: CreateCampaign):
         raise ValidationFailed("Give exactly one of list_id or segment_id.",
                                path="segment_id" if data.list_id else "list_id")
     who = caller()
-    await start_campaign.check_references(db(), who.workspace_id, data.template_id,
-                                          data.list_id, data.segment_id)
-    await start_campaign.resolve_sender(db(), who.workspace, data.from_email, data.from_name,
-                                        data.reply_to, shared_domain=settings().shared_domain)
-    now = now_iso()
-    doc = {
-        "_id": new_uuid(), "workspace_id": who.workspace_id, "key_id": who.key_id,
-        "sandbox": who.sandbox, **data.model_dump(), "status": "draft", "send_at": None,
-        "created_at": now, "updated_at": now, "total_recipients": 0, "batches_queued": 0,
-        "batches_done": 0, "messages_created": 0, "fanout_done": False, "status_counts": {}, "stats_at": None,
-        **{counter: 0 for counter in campaign_stats.COUNTERS},
-    }
-    await campaign_store.insert(db(), doc)
+    doc = await manage_campaigns.create(db(), settings(), who.workspace, data.model_dump(), key_id=who.key_id,
+                                        sandbox=who.sandbox)
     return one(views.campaign(doc), 201)
 
 
@@ -94,10 +78,7 @@ list_route(bp, "/campaigns", "list_campaigns", CampaignQuery, campaign_store.lis
 @bp.get("/campaigns/<uuid:campaign_id>")
 async def read(campaign_id: str):
     doc = await owned(campaign_store, campaign_id, "campaign")
-    if doc["status"] in ("sending", "sent", "cancelled") and doc.get("total_recipients", 0) <= LIVE_STATS_MAX_RECIPIENTS:
-        doc["status_counts"] = await campaign_store.refresh_status_counts(db(), doc["_id"])
-        doc["stats_at"] = now_iso()
-    return one(views.campaign(doc))
+    return one(views.campaign(await manage_campaigns.with_live_counts(db(), doc)))
 
 
 @bp.post("/campaigns/<uuid:campaign_id>/send/api")
@@ -116,10 +97,7 @@ async def send(campaign_id: str):
 async def schedule(campaign_id: str, data: ScheduleCampaign):
     doc = await owned(campaign_store, campaign_id, "campaign")
     when = future_within(data.send_at, MAX_SCHEDULE_AHEAD, "365 days", path="send_at")
-    scheduled = await campaign_store.schedule(db(), caller().workspace_id, campaign_id, iso(when))
-    if scheduled is None:
-        raise Conflict(f"The campaign is {doc['status']}; only a draft or scheduled campaign can be scheduled.")
-    return one(views.campaign(scheduled))
+    return one(views.campaign(await manage_campaigns.schedule(db(), doc, iso(when))))
 
 
 @bp.post("/campaigns/<uuid:campaign_id>/cancel")

@@ -18,11 +18,12 @@ from mongo import lists as lists_store
 from mongo import segments as segment_store
 from mongo import tags as tag_store
 from pipelines import views
-from pipelines.core.clock import in_seconds, now_iso
+from pipelines.core.clock import now_iso
 from pipelines.audience.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
 from pipelines.audience.contact_search import search_filter
-from pipelines.core.errors import ConfirmationRequired, Conflict, ValidationFailed
+from pipelines.core.errors import ConfirmationRequired, ValidationFailed
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME, compile_conditions
+from pipelines.workflows import contact_jobs, manage_contacts
 from pipelines.workflows import update_contact as updating
 
 from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page
@@ -98,10 +99,6 @@ class ActivityQuery(PageQuery):
         None, description="contacts.delete_all or contacts.restore.")
 
 
-def _duplicate() -> Conflict:
-    return Conflict("A contact with this email already exists in this workspace.", code="duplicate")
-
-
 @bp.get("/contacts")
 @query(ContactQuery)
 async def list_contacts(params: ContactQuery):
@@ -117,12 +114,9 @@ async def create_contact(data: CreateContact):
     if target is not None and target["type"] != "static":
         raise ValidationFailed("list_id: contacts join a dynamic list by matching its conditions.",
                                path="list_id")
-    doc = contact_store.new_document(
-        caller().workspace_id, email=data.email, first_name=data.first_name, last_name=data.last_name,
-        attributes=data.attributes, subscribed=data.subscribed, lists=[target["_id"]] if target else [])
-    joined = tuple(list_store.joining_events(target, doc, "api")) if target is not None else ()
-    if not await contact_store.insert(db(), doc, joined):
-        raise _duplicate()
+    doc = await manage_contacts.create(
+        db(), caller().workspace_id, email=data.email, first_name=data.first_name, last_name=data.last_name,
+        attributes=data.attributes, subscribed=data.subscribed, static_list=target)
     return one(await contact_with_lists(doc), 201)
 
 
@@ -141,21 +135,18 @@ async def update_contact(contact_id: str, data: UpdateContact):
     doc = await updating.update(db(), caller().workspace_id, contact_id, fields=fields,
                                 attributes=attributes, max_attributes=MAX_ATTRIBUTES)
     if doc is None:
-        raise _duplicate()
+        raise manage_contacts.duplicate()
     return one(await contact_with_lists(doc))
 
 
-delete_route(bp, "/contacts/<uuid:contact_id>", "delete_contact", contact_store.delete, "contact")
+delete_route(bp, "/contacts/<uuid:contact_id>", "delete_contact", manage_contacts.delete, "contact")
 
 
 @bp.post("/contacts/bulk-delete")
 @body(ContactIds)
 async def bulk_delete(data: ContactIds):
     """Permanently delete up to 5000 contacts; answers {deleted, not_found}."""
-    deleted = await contact_store.delete_many(db(), caller().workspace_id, data.contact_ids)
-    gone = set(deleted)
-    return one({"deleted": len(deleted),
-                "not_found": [i for i in dict.fromkeys(data.contact_ids) if i not in gone]})
+    return one(await manage_contacts.delete_many(db(), caller().workspace_id, data.contact_ids))
 
 
 @bp.post("/contacts/delete-all")
@@ -165,7 +156,7 @@ async def delete_all(data: DeleteAll):
     if data.confirm is not True:
         raise ConfirmationRequired("Send {\"confirm\": true} to delete every contact; nothing was deleted.",
                                    path="confirm")
-    entry = await contact_removal.delete_all(db(), caller().workspace_id, caller().key_id)
+    entry = await manage_contacts.delete_all(db(), caller().workspace_id, caller().key_id)
     return one({"deleted": entry["details"]["count"], "deletion_id": entry["details"]["deletion_id"],
                 "restorable_until": entry["details"]["restorable_until"], "activity_id": entry["_id"]})
 
@@ -176,9 +167,7 @@ async def restore(data: Restore):
     """Undo a delete-all within 30 days; answers {deletion_id, restored, skipped, activity_id}."""
     entry = await found(contact_removal.find_deletion(db(), caller().workspace_id, data.deletion_id),
                         "No delete-all to restore in this workspace.")
-    if not contact_removal.restorable(entry):
-        raise Conflict(f"The restore window of this delete-all ended at {entry['details']['restorable_until']}.")
-    done = await contact_removal.restore(db(), caller().workspace_id, entry, caller().key_id)
+    done = await manage_contacts.restore(db(), caller().workspace_id, entry, caller().key_id)
     return one({**done["details"], "activity_id": done["_id"]})
 
 
@@ -204,9 +193,6 @@ async def duplicates(params: DuplicatesQuery):
 
 
 # -- import and export (jobs) ---------------------------------------------------------------
-
-EXPORT_LIFETIME_SECONDS = 24 * 3600
-
 
 class ImportQuery(Strict):
     list_id: Id | None = Field(None, description="Add every imported contact to this static list.")
@@ -240,12 +226,10 @@ async def start_import(params: ImportQuery):
         raise ValidationFailed("list_id: contacts join a dynamic list by matching its conditions.", path="list_id")
     if params.tag_id is not None:
         await owned(tag_store, params.tag_id, "tag")
-    job = await contact_import.create_job(db(), caller().workspace_id, "import", list_id=params.list_id,
-                                          tag_id=params.tag_id, file_bytes=len(data), file_chunks=0)
-    chunks = await contact_import.store_file(db(), job["_id"], data)
-    await contact_import.update_job(db(), job["_id"], {"file_chunks": chunks})
-    await enqueue(lambda publisher: publisher.import_contacts(job["_id"]))
-    return one(views.contact_job({**job, "file_chunks": chunks}), 202)
+    workspace_id = caller().workspace_id
+    job = await enqueue(lambda publisher: contact_jobs.start_import(
+        db(), publisher, workspace_id, data, list_id=params.list_id, tag_id=params.tag_id))
+    return one(views.contact_job(job), 202)
 
 
 @bp.get("/contacts/import/<job_id>")
@@ -268,9 +252,8 @@ async def start_export(data: ExportRequest):
         await owned(list_store, data.list_id, "list")
     if data.segment_id is not None:
         await owned(segment_store, data.segment_id, "segment")
-    job = await contact_import.create_job(db(), caller().workspace_id, "export", list_id=data.list_id,
-                                          segment_id=data.segment_id, status="ready",
-                                          expires_at=in_seconds(EXPORT_LIFETIME_SECONDS))
+    job = await contact_jobs.start_export(db(), caller().workspace_id, list_id=data.list_id,
+                                          segment_id=data.segment_id)
     return one(views.contact_job(job), 201)
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pydantic import Field
 from quart import Blueprint
 
-from mongo import outbox, tracking
-from pipelines.core.clock import now_iso
-from pipelines.core.ids import new_uuid
+from mongo import tracking
+from pipelines.workflows import track_events
 
 from ..audience import contact_or_404
 from ..commerce_types import Amount, Currency, Metadata, amount_text
@@ -37,19 +36,10 @@ class ConversionQuery(PageQuery):
 @bp.post("/conversions")
 @body(CreateConversion)
 async def create(data: CreateConversion):
-    who = caller()
     contact = await contact_or_404(contact_id=data.contact_id)
-    doc = {"_id": new_uuid(), "workspace_id": who.workspace_id, "contact_id": contact["_id"],
-           "contact_email": contact["email"], "value": amount_text(data.value), "currency": data.currency,
-           "metadata": data.metadata, "created_at": now_iso()}
-    view = public(doc)
-    await tracking.insert_conversion(db(), doc, outbox.event_document(who.workspace_id, "conversion.created",
-                                                                      {"conversion": view}))
-    await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "purchase",
-                                     {"conversion_id": doc["_id"], "value": doc["value"],
-                                      "currency": doc["currency"], "metadata": doc["metadata"]},
-                                     event_id=f"{doc['_id']}:purchase")
-    return one(view, 201)
+    return one(await track_events.record_conversion(db(), contact, value=amount_text(data.value),
+                                                    currency=data.currency, metadata=data.metadata,
+                                                    shown=public), 201)
 
 
 @bp.get("/conversions")

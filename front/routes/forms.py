@@ -20,7 +20,7 @@ from pipelines.messages import links
 from pipelines.templates import merge_tags
 from pipelines.core.errors import NotFound, PostroomError, ValidationFailed
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME
-from pipelines.workflows import accept_email, form_signup
+from pipelines.workflows import accept_email, form_signup, manage_forms
 
 from ..lookup import owned, updated
 from ..pagination import PageQuery
@@ -181,7 +181,7 @@ list_route(bp, "/forms", "list_forms", PageQuery, form_store.page, view=form_vie
 @bp.post("/forms")
 @body(CreateForm)
 async def create_form(data: CreateForm):
-    doc = await form_store.create(db(), caller().workspace_id, await _checked(data))
+    doc = await manage_forms.create(db(), caller().workspace_id, await _checked(data))
     return one(await form_view(doc), 201)
 
 
@@ -193,8 +193,8 @@ read_route(bp, "/forms/<form_id>", "get_form", form_store, "form", form_view)
 async def update_form(form_id: str, data: UpdateForm):
     current = await owned(form_store, form_id, "form")
     changes = await _checked(data, current)
-    doc = await updated(form_store, form_id, "form", changes, current)
+    doc = await updated(manage_forms.update, form_id, "form", changes, current)
     return one(await form_view(doc))
 
 
-delete_route(bp, "/forms/<form_id>", "delete_form", form_store.delete, "form")
+delete_route(bp, "/forms/<form_id>", "delete_form", manage_forms.delete, "form")

@@ -9,6 +9,7 @@ from quart import Blueprint
 
 from mongo import lists as list_store
 from pipelines.core.errors import ValidationFailed
+from pipelines.workflows import manage_lists
 
 from ..audience import changed_fields, checked_filter, contacts_page, list_views, members_changed, members_filter
 from ..lookup import owned, updated
@@ -85,8 +86,8 @@ async def create_list(data: CreateList):
         raise ValidationFailed("conditions: a static list has no conditions; use type dynamic.", path="conditions")
     if conditions is not None:
         await checked_filter(conditions)
-    doc = await list_store.create(db(), caller().workspace_id, name=data.name, description=data.description,
-                                  type=data.type, conditions=conditions)
+    doc = await manage_lists.create(db(), caller().workspace_id, name=data.name, description=data.description,
+                                    type=data.type, conditions=conditions)
     return one(await _one_view(doc), 201)
 
 
@@ -99,11 +100,11 @@ async def update_list(list_id: str, data: UpdateList):
     current = await owned(list_store, list_id, "list")
     if "conditions" in data.model_fields_set and current["type"] != "dynamic":
         raise ValidationFailed("conditions: a static list has no conditions.", path="conditions")
-    doc = await updated(list_store, list_id, "list", await changed_fields(data), current)
+    doc = await updated(manage_lists.update, list_id, "list", await changed_fields(data), current)
     return one(await _one_view(doc))
 
 
-delete_route(bp, "/lists/<uuid:list_id>", "delete_list", list_store.delete, "list")
+delete_route(bp, "/lists/<uuid:list_id>", "delete_list", manage_lists.delete, "list")
 
 
 @bp.get("/lists/<uuid:list_id>/members")
@@ -117,7 +118,7 @@ async def members(list_id: str, params: PageQuery):
 @body(MemberIds)
 async def add_members(list_id: str, data: MemberIds):
     """Add contacts to a static list; answers {list_id, added, already_members, not_found}."""
-    outcome = await list_store.add_members(db(), await _static_list(list_id), data.contact_ids)
+    outcome = await manage_lists.add_members(db(), await _static_list(list_id), data.contact_ids)
     return one(members_changed({"list_id": list_id}, outcome, "added", "already_members"))
 
 
@@ -125,5 +126,5 @@ async def add_members(list_id: str, data: MemberIds):
 @body(MemberIds)
 async def remove_members(list_id: str, data: MemberIds):
     """Remove contacts from a static list; answers {list_id, removed, not_members, not_found}."""
-    outcome = await list_store.remove_members(db(), await _static_list(list_id), data.contact_ids)
+    outcome = await manage_lists.remove_members(db(), await _static_list(list_id), data.contact_ids)
     return one(members_changed({"list_id": list_id}, outcome, "removed", "not_members"))

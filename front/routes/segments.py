@@ -12,6 +12,7 @@ from mongo import contacts as contact_store
 from mongo import segments as segment_store
 from pipelines.audience import segment_rules
 from pipelines import views
+from pipelines.workflows import manage_segments
 
 from ..audience import changed_fields, checked_filter, contacts_page
 from ..lookup import owned, updated
@@ -105,8 +106,8 @@ list_route(bp, "/segments", "list_segments", SegmentQuery, segment_store.page, b
 async def create_segment(data: CreateSegment):
     conditions = data.conditions.model_dump(exclude_none=True)
     await checked_filter(conditions)
-    doc = await segment_store.create(db(), caller().workspace_id, name=data.name,
-                                     description=data.description, conditions=conditions)
+    doc = await manage_segments.create(db(), caller().workspace_id, name=data.name,
+                                       description=data.description, conditions=conditions)
     return one(views.segment(doc), 201)
 
 
@@ -117,11 +118,11 @@ read_route(bp, "/segments/<uuid:segment_id>", "get_segment", segment_store, "seg
 @body(UpdateSegment)
 async def update_segment(segment_id: str, data: UpdateSegment):
     current = await owned(segment_store, segment_id, "segment")
-    doc = await updated(segment_store, segment_id, "segment", await changed_fields(data), current)
+    doc = await updated(manage_segments.update, segment_id, "segment", await changed_fields(data), current)
     return one(views.segment(doc))
 
 
-delete_route(bp, "/segments/<uuid:segment_id>", "delete_segment", segment_store.delete, "segment")
+delete_route(bp, "/segments/<uuid:segment_id>", "delete_segment", manage_segments.delete, "segment")
 
 
 @bp.post("/segments/<uuid:segment_id>/estimate")

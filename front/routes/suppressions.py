@@ -10,7 +10,8 @@ from quart import Blueprint
 from mongo import suppressions as suppression_store
 from pipelines import views
 from pipelines.audience.addresses import normalize
-from pipelines.core.errors import Conflict, NotFound
+from pipelines.core.errors import NotFound
+from pipelines.workflows import manage_suppressions
 
 from ..lookup import found
 from ..pagination import PageQuery
@@ -46,10 +47,7 @@ list_route(bp, "/suppressions", "list_suppressions", SuppressionQuery, suppressi
 @bp.post("/suppressions")
 @body(AddSuppression)
 async def add_suppression(data: AddSuppression):
-    doc, created = await suppression_store.add(db(), caller().workspace_id, data.email, data.reason)
-    if not created:
-        raise Conflict(f"{data.email} is already suppressed ({doc['reason']}).", code="duplicate",
-                       path="email")
+    doc = await manage_suppressions.add(db(), caller().workspace_id, data.email, data.reason)
     return one(views.suppression(doc), 201)
 
 
@@ -59,5 +57,5 @@ async def remove_suppression(email: str):
         address = normalize(email)
     except ValueError:
         raise NotFound(NOT_LISTED) from None
-    await found(suppression_store.remove(db(), caller().workspace_id, address), NOT_LISTED)
+    await found(manage_suppressions.remove(db(), caller().workspace_id, address), NOT_LISTED)
     return one({"email": address, "deleted": True})

@@ -10,7 +10,7 @@ from quart import Blueprint
 from mongo import memberships
 from mongo import tags as tag_store
 from pipelines import views
-from pipelines.core.errors import Conflict
+from pipelines.workflows import manage_tags
 
 from ..audience import contacts_page, members_changed
 from ..lookup import owned
@@ -64,20 +64,14 @@ async def _one_view(doc: dict) -> dict:
     return (await _tag_views([doc]))[0]
 
 
-def _duplicate(name: str) -> Conflict:
-    return Conflict(f"A tag named {name!r} already exists in this workspace.", code="duplicate")
-
-
 list_route(bp, "/tags", "list_tags", TagQuery, tag_store.page, by=["search"], page_view=_tag_views)
 
 
 @bp.post("/tags")
 @body(CreateTag)
 async def create_tag(data: CreateTag):
-    doc = await tag_store.create(db(), caller().workspace_id, name=data.name, color=data.color,
-                                 description=data.description)
-    if doc is None:
-        raise _duplicate(data.name)
+    doc = await manage_tags.create(db(), caller().workspace_id, name=data.name, color=data.color,
+                                   description=data.description)
     return one(await _one_view(doc), 201)
 
 
@@ -91,13 +85,10 @@ async def update_tag(tag_id: str, data: UpdateTag):
     changes = data.model_dump(include=data.model_fields_set)
     if not changes:
         return one(await _one_view(current))
-    doc = await tag_store.update(db(), caller().workspace_id, tag_id, changes)
-    if doc is None:
-        raise _duplicate(changes["name"])
-    return one(await _one_view(doc))
+    return one(await _one_view(await manage_tags.update(db(), caller().workspace_id, tag_id, changes)))
 
 
-delete_route(bp, "/tags/<uuid:tag_id>", "delete_tag", tag_store.delete, "tag")
+delete_route(bp, "/tags/<uuid:tag_id>", "delete_tag", manage_tags.delete, "tag")
 
 
 @bp.get("/tags/<uuid:tag_id>/contacts")
@@ -111,7 +102,7 @@ async def tag_contacts(tag_id: str, params: PageQuery):
 @body(TagContacts)
 async def assign(tag_id: str, data: TagContacts):
     """Assign the tag; answers {tag_id, assigned, already_assigned, not_found}."""
-    outcome = await tag_store.assign(db(), await owned(tag_store, tag_id, "tag"), data.contact_ids)
+    outcome = await manage_tags.assign(db(), await owned(tag_store, tag_id, "tag"), data.contact_ids)
     return one(members_changed({"tag_id": tag_id}, outcome, "assigned", "already_assigned"))
 
 
@@ -119,6 +110,5 @@ async def assign(tag_id: str, data: TagContacts):
 @body(TagContacts)
 async def unassign(tag_id: str, data: TagContacts):
     """Remove the tag; answers {tag_id, removed, not_assigned, not_found}."""
-    await owned(tag_store, tag_id, "tag")
-    outcome = await memberships.remove(db(), caller().workspace_id, "tags", tag_id, data.contact_ids)
+    outcome = await manage_tags.unassign(db(), await owned(tag_store, tag_id, "tag"), data.contact_ids)
     return one(members_changed({"tag_id": tag_id}, outcome, "removed", "not_assigned"))

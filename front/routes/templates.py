@@ -20,8 +20,9 @@ from pipelines import views
 from pipelines.templates.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.templates.email_blocks_html import render_structure
 from pipelines.core.errors import ValidationFailed
+from pipelines.workflows import manage_templates
 
-from ..lookup import found, owned, updated
+from ..lookup import found, no_such, owned, updated
 from ..pagination import PageQuery, paged
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one
@@ -128,7 +129,7 @@ async def create_template(data: CreateTemplate):
     if data.html is None and data.json_structure is None:
         raise ValidationFailed("html: Field required (or give json_structure to render it from).", path="html")
     changes = content_changes(data, render_html=data.html is None)
-    doc = await template_store.create(db(), caller().workspace_id, changes)
+    doc = await manage_templates.create(db(), caller().workspace_id, changes)
     return one(views.template(doc), 201)
 
 
@@ -155,11 +156,11 @@ async def update_template(template_id: str, data: UpdateTemplate):
                               stored_structure=stored.get("json_structure") if stored else None)
     if not changes:
         raise ValidationFailed("Give at least one of name, html, description, json_structure.")
-    doc = await updated(template_store, template_id, "template", changes)
+    doc = await updated(manage_templates.update, template_id, "template", changes)
     return one(views.template(doc))
 
 
-delete_route(bp, "/templates/<uuid:template_id>", "delete_template", template_store.soft_delete, "template")
+delete_route(bp, "/templates/<uuid:template_id>", "delete_template", manage_templates.delete, "template")
 
 
 @bp.get("/templates/<uuid:template_id>/versions")
@@ -185,6 +186,6 @@ async def get_template_version(template_id: str, version: int):
 @bp.post("/templates/<uuid:template_id>/versions/<int:version>/restore")
 async def restore_template_version(template_id: str, version: int):
     old = await _version(template_id, version)
-    changes = {k: old.get(k) for k in template_store.CONTENT_FIELDS}
-    doc = await updated(template_store, template_id, "template", changes, restored_from=version)
+    doc = await found(manage_templates.restore_version(db(), caller().workspace_id, template_id, old),
+                      no_such("template"))
     return one(views.template(doc))

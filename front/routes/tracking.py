@@ -10,16 +10,15 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
-from mongo import outbox, tracking
 from pipelines import views
-from pipelines.automations.triggers import PRODUCT_VIEWED_EVENT
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME
+from pipelines.workflows import track_events
 
 from ..audience import contact_or_404
 from ..commerce_types import (MAX_PRODUCT_FIELD_DEPTH, MAX_PRODUCT_FIELDS, Amount, Currency, Metadata, WebUrl,
                               amount_text, check_product_fields)
 from ..responses import one
-from ..runtime import caller, db
+from ..runtime import db
 from ..types import EmailAddress, Strict
 from ..validation import body
 
@@ -64,7 +63,6 @@ RESERVED_FIELDS = {"id", "contact_id", "event", "viewed_at"}
 @bp.post("/track/product-view")
 @body(ProductView)
 async def product_view(data: ProductView):
-    who = caller()
     extra = check_product_fields(data.model_extra or {}, RESERVED_FIELDS)
     contact = await contact_or_404(email=data.contact_email)
     product = data.model_dump(exclude={"contact_email", *extra})
@@ -73,9 +71,5 @@ async def product_view(data: ProductView):
         product["currency"] = data.currency or "USD"
     product["metadata"] = data.metadata or {}
     product.update(extra)
-    event = await tracking.add_contact_event(db(), who.workspace_id, contact["_id"], "page_viewed", product)
-    view = views.product_view(event, contact["email"])
-    await outbox.record(db(), who.workspace_id, PRODUCT_VIEWED_EVENT,  # what automations read
-                        {"contact_id": contact["_id"], "contact_email": contact["email"], "product": product,
-                         "viewed_at": event["at"]}, event_id=f"{event['_id']}:{PRODUCT_VIEWED_EVENT}")
-    return one(view, 201)
+    event = await track_events.record_product_view(db(), contact, product)
+    return one(views.product_view(event, contact["email"]), 201)

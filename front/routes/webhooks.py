@@ -15,9 +15,9 @@ from pipelines.core.errors import ValidationFailed
 from pipelines.core.ids import new_uuid
 from pipelines.core.clock import now_iso
 from pipelines.core.targets import MAX_URL_LENGTH, target_problem
-from pipelines.core.secret_box import seal
 from pipelines.workflows.deliver_webhooks import send_signed
 from pipelines.webhooks.events import EVENT_TYPES, TEST_EVENT
+from pipelines.workflows import manage_webhooks
 
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, page
@@ -69,15 +69,13 @@ def check_target(url: str, path: str) -> None:
 
 
 async def subscribe(events: list[str], url: str, form: str):
-    secret = webhook_signing.new_secret()
-    doc = await webhook_store.create(db(), caller().workspace_id, events=list(dict.fromkeys(events)),
-                                     target_url=url, secret_sealed=seal(secret, settings().secret_key),
-                                     form=form)
+    doc, secret = await manage_webhooks.subscribe(db(), settings(), caller().workspace_id, events=events,
+                                                  target_url=url, form=form)
     return one({**views.subscription(doc), "secret": secret}, 201)
 
 
 async def unsubscribe(webhook_id: str):
-    await found(webhook_store.deactivate(db(), caller().workspace_id, webhook_id), no_such("webhook subscription"))
+    await found(manage_webhooks.unsubscribe(db(), caller().workspace_id, webhook_id), no_such("webhook subscription"))
     return one({"success": True})
 
 
@@ -127,10 +125,8 @@ async def delete_webhook(webhook_id: str):
 @bp.post("/webhooks/<uuid:webhook_id>/rotate-secret")
 async def rotate_secret(webhook_id: str):
     """Replace the signing secret at once; the new one is returned only here."""
-    secret = webhook_signing.new_secret()
-    doc = await found(webhook_store.replace_secret(db(), caller().workspace_id, webhook_id,
-                                                   seal(secret, settings().secret_key)),
-                      no_such("webhook subscription"))
+    doc, secret = await manage_webhooks.rotate_secret(db(), settings(), caller().workspace_id, webhook_id)
+    await found(doc, no_such("webhook subscription"))
     return one({"id": doc["_id"], "secret": secret, "rotatedAt": doc["secret_rotated_at"]})
 
 
