@@ -90,15 +90,36 @@ async def release_entry(db: AsyncDatabase, run: dict) -> None:
 async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[Started]:
     """Start a run for each request, or find the one the same trigger started before. One
     bulk insert (duplicates refused by `_id`) and one relay for the lot."""
-    now = utcnow()
-    planned: list[tuple[StartRequest, dict, list[dict]]] = []
     results: dict[str, Started] = {}
+    planned = await _plan_runs(db, requests, results)
+    duplicates = await _insert_runs(db, planned)
+    await _record_created(db, [doc for doc, _ in planned if doc["_id"] not in duplicates], results)
+    await _record_duplicates(db, duplicates, results)
+    order, seen = [], set()
     for req in requests:
-        automation, contact = req.automation, req.contact
-        reentry = automation["trigger_config"].get("reentry", "never")
-        rid = derive_run_id(automation["_id"], contact["_id"], run_source(reentry, req.source))
-        if rid in results or any(doc["_id"] == rid for _, doc, _ in planned):
+        rid = _run_id(req)
+        first = results[rid]
+        order.append(first if rid not in seen else Started(first.run, created=False, refused=True))
+        seen.add(rid)
+    return order
+
+
+def _run_id(req: StartRequest) -> str:
+    reentry = req.automation["trigger_config"].get("reentry", "never")
+    return derive_run_id(req.automation["_id"], req.contact["_id"], run_source(reentry, req.source))
+
+
+async def _plan_runs(db: AsyncDatabase, requests: list[StartRequest],
+                     results: dict[str, Started]) -> list[tuple[dict, list[dict]]]:
+    """The new run of each request with the events it carries, once per run id; a request
+    whose contact is in a run already (reentry after_exit) refused into `results`."""
+    now = utcnow()
+    planned: dict[str, tuple[dict, list[dict]]] = {}
+    for req in requests:
+        automation, contact, rid = req.automation, req.contact, _run_id(req)
+        if rid in results or rid in planned:
             continue  # the same run twice in one batch (two events of one contact, reentry never)
+        reentry = automation["trigger_config"].get("reentry", "never")
         if reentry == "after_exit" and not await _claim_entry(db, automation["_id"], contact["_id"], rid):
             results[rid] = Started(None, created=False, refused=True)
             continue
@@ -106,46 +127,48 @@ async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[St
         doc = runs.new_run(run_id=rid, automation=automation, contact=contact, trigger=req.trigger,
                            first_step=steps[0]["id"] if steps else None, now=now)
         doc["reentry"] = reentry
-        events = [outbox.event_document(automation["workspace_id"], "flow.triggered",
-                                        runs.flow_event_data(doc, automation), event_id=f"{rid}:flow.triggered")]
-        if doc["status"] == "completed":  # no steps: done at once
-            events.append(outbox.event_document(automation["workspace_id"], "flow.completed",
-                                                runs.flow_event_data(doc, automation),
-                                                event_id=f"{rid}:flow.completed"))
-        planned.append((req, doc, events))
-    duplicates: set[str] = set()
-    if planned:
-        try:
-            await db.automation_runs.bulk_write([InsertOne(outbox.inserted_with(doc, events))
-                                                 for _, doc, events in planned], ordered=False)
-        except BulkWriteError as error:
-            if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
-                raise
-            duplicates = {planned[e["index"]][1]["_id"] for e in error.details["writeErrors"]}
-    created = [doc for _, doc, _ in planned if doc["_id"] not in duplicates]
+        planned[rid] = (doc, _start_events(doc, automation))
+    return list(planned.values())
+
+
+def _start_events(doc: dict, automation: dict) -> list[dict]:
+    """flow.triggered, and flow.completed for a run with no steps (done at once)."""
+    ended = ("flow.triggered", "flow.completed") if doc["status"] == "completed" else ("flow.triggered",)
+    return [outbox.event_document(automation["workspace_id"], event, runs.flow_event_data(doc, automation),
+                                  event_id=f"{doc['_id']}:{event}") for event in ended]
+
+
+async def _insert_runs(db: AsyncDatabase, planned: list[tuple[dict, list[dict]]]) -> set[str]:
+    """Insert the planned runs; the ids of those the same trigger started before."""
+    if not planned:
+        return set()
+    try:
+        await db.automation_runs.bulk_write([InsertOne(outbox.inserted_with(doc, events))
+                                             for doc, events in planned], ordered=False)
+    except BulkWriteError as error:
+        if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
+            raise
+        return {planned[e["index"]][0]["_id"] for e in error.details["writeErrors"]}
+    return set()
+
+
+async def _record_created(db: AsyncDatabase, created: list[dict], results: dict[str, Started]) -> None:
     if created:
         await outbox.relay(db, "automation_runs", [d["_id"] for d in created])
-        for doc in created:
-            if doc["status"] != "active":
-                await release_entry(db, doc)
+    for doc in created:
+        if doc["status"] != "active":
+            await release_entry(db, doc)
+        results[doc["_id"]] = Started(doc, created=True)
+
+
+async def _record_duplicates(db: AsyncDatabase, duplicates: set[str], results: dict[str, Started]) -> None:
     existing = {d["_id"]: d for d in await db.automation_runs.find({"_id": {"$in": sorted(duplicates)}}).to_list()} \
         if duplicates else {}
-    for req, doc, _ in planned:
-        if doc["_id"] in duplicates:
-            found = existing.get(doc["_id"])
-            if found is not None and found["status"] in runs.ENDED_STATUSES:
-                await release_entry(db, found)  # a repeated trigger of an ended run claimed for nothing
-            results[doc["_id"]] = Started(found, created=False, refused=True)
-        else:
-            results[doc["_id"]] = Started(doc, created=True)
-    order, seen = [], set()
-    for req in requests:
-        reentry = req.automation["trigger_config"].get("reentry", "never")
-        rid = derive_run_id(req.automation["_id"], req.contact["_id"], run_source(reentry, req.source))
-        first = results[rid]
-        order.append(first if rid not in seen else Started(first.run, created=False, refused=True))
-        seen.add(rid)
-    return order
+    for rid in sorted(duplicates):
+        found = existing.get(rid)
+        if found is not None and found["status"] in runs.ENDED_STATUSES:
+            await release_entry(db, found)  # a repeated trigger of an ended run claimed for nothing
+        results[rid] = Started(found, created=False, refused=True)
 
 
 async def load(db: AsyncDatabase, run_ids: list[str]) -> list[dict]:

@@ -120,26 +120,11 @@ async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, o
     now = now_iso()
     for row in rows:
         current = existing[row.email.lower()]
-        changes = {k: v for k, v in row.fields.items() if k != "subscribed" and current.get(k) != v}
-        merged = {**(current.get("attributes") or {}), **row.attributes}
-        if merged != (current.get("attributes") or {}):
-            changes["attributes"] = merged
-        joins = list_doc is not None and list_doc["_id"] not in (current.get("lists") or [])
-        tags = tag_id is not None and tag_id not in (current.get("tags") or [])
-        if not changes and not joins and not tags:
+        planned = _row_update(workspace_id, row, current, list_doc, tag_id, now)
+        if planned is None:
             outcome.unchanged += 1
             continue
-        after = {**current, **changes, "updated_at": now}
-        update: dict = {"$set": {**changes, "updated_at": now}}
-        events = []
-        if changes:
-            events.append(outbox.event_document(workspace_id, "contact.updated",
-                                                {"contact": views.contact(after), "changed": sorted(changes)}))
-        if joins:
-            update["$addToSet"] = {"lists": list_doc["_id"]}
-            events.extend(joining_events(list_doc, after, IMPORT_REASON))
-        if tags:
-            update.setdefault("$addToSet", {})["tags"] = tag_id
+        update, events = planned
         event_ids.update(e["_id"] for e in events)
         writes.append(UpdateOne({"_id": current["_id"]}, outbox.carrying(update, events) if events else update))
         written_ids.append(current["_id"])
@@ -148,6 +133,32 @@ async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, o
         outcome.updated += len(writes)
         if event_ids:
             await outbox.relay(db, "contacts", written_ids, event_ids)
+
+
+def _row_update(workspace_id: str, row, current: dict, list_doc: dict | None, tag_id: str | None,
+                now: str) -> tuple[dict, list[dict]] | None:
+    """The update an imported row makes to the contact it matches, and the events it
+    carries; None when it changes nothing (the subscription flag is never imported over)."""
+    changes = {k: v for k, v in row.fields.items() if k != "subscribed" and current.get(k) != v}
+    merged = {**(current.get("attributes") or {}), **row.attributes}
+    if merged != (current.get("attributes") or {}):
+        changes["attributes"] = merged
+    joins = list_doc is not None and list_doc["_id"] not in (current.get("lists") or [])
+    tags = tag_id is not None and tag_id not in (current.get("tags") or [])
+    if not changes and not joins and not tags:
+        return None
+    after = {**current, **changes, "updated_at": now}
+    update: dict = {"$set": {**changes, "updated_at": now}}
+    events = []
+    if changes:
+        events.append(outbox.event_document(workspace_id, "contact.updated",
+                                            {"contact": views.contact(after), "changed": sorted(changes)}))
+    if joins:
+        update["$addToSet"] = {"lists": list_doc["_id"]}
+        events.extend(joining_events(list_doc, after, IMPORT_REASON))
+    if tags:
+        update.setdefault("$addToSet", {})["tags"] = tag_id
+    return update, events
 
 
 async def export_attribute_names(db: AsyncDatabase, workspace_id: str, condition: dict | None) -> list[str]:

@@ -174,25 +174,13 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
         current = await get(db, workspace_id, contact_id)
         if current is None:
             raise LookupError(f"contact {contact_id} vanished during update")
-        # only what differs is written and reported: a PATCH repeating what is stored
-        # changes nothing and emits nothing
-        changes = {k: v for k, v in fields.items() if current.get(k) != v}
-        if set_attributes or unset_attributes:
-            merged = {**(current.get("attributes") or {}), **set_attributes}
-            merged = {k: v for k, v in merged.items() if k not in unset_attributes}
-            if max_attributes is not None and len(merged) > max_attributes:  # on what is stored now
-                return Refusal.TOO_MANY_ATTRIBUTES
-            if merged != (current.get("attributes") or {}):
-                changes["attributes"] = merged
+        changes = _differences(current, fields, set_attributes, unset_attributes, max_attributes)
+        if not isinstance(changes, dict):
+            return changes
         if not changes:
             return current
         changed = sorted(changes)
-        now = now_iso()
-        if "email" in changes:
-            changes["email_key"] = changes["email"].lower()
-        if "subscribed" in changes:
-            changes["unsubscribed_at"] = None if changes["subscribed"] else now
-        changes["updated_at"] = now
+        _stamp(changes, now_iso())
         after = {**current, **changes}
         events = [subscription_event(workspace_id, after, "api")] if "subscribed" in changes else []
         events.append(outbox.event_document(workspace_id, "contact.updated",
@@ -207,6 +195,31 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
             await outbox.relay(db, "contacts", [contact_id], {e["_id"] for e in events})
             return {**after, versions.FIELD: current.get(versions.FIELD, 0) + 1}
     raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
+
+
+def _differences(current: dict, fields: dict, set_attributes: dict, unset_attributes: list[str],
+                 max_attributes: int | None) -> dict | Refusal:
+    """Only what differs from `current` is written and reported (a PATCH repeating what is
+    stored changes nothing and emits nothing); the attributes merged whole, refused past
+    `max_attributes` (on what is stored now)."""
+    changes = {k: v for k, v in fields.items() if current.get(k) != v}
+    if set_attributes or unset_attributes:
+        merged = {**(current.get("attributes") or {}), **set_attributes}
+        merged = {k: v for k, v in merged.items() if k not in unset_attributes}
+        if max_attributes is not None and len(merged) > max_attributes:
+            return Refusal.TOO_MANY_ATTRIBUTES
+        if merged != (current.get("attributes") or {}):
+            changes["attributes"] = merged
+    return changes
+
+
+def _stamp(changes: dict, now: str) -> None:
+    """The fields that follow from `changes`: the email's key, when it unsubscribed, when."""
+    if "email" in changes:
+        changes["email_key"] = changes["email"].lower()
+    if "subscribed" in changes:
+        changes["unsubscribed_at"] = None if changes["subscribed"] else now
+    changes["updated_at"] = now
 
 
 def subscription_event(workspace_id: str, contact: dict, reason: str, *, subscribed: bool | None = None,

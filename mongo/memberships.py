@@ -38,25 +38,39 @@ async def _apply(db: AsyncDatabase, workspace_id: str, field: str, ref_id: str,
     assert field in FIELDS
     wanted = list(dict.fromkeys(contact_ids))
     docs = await existing(db, workspace_id, wanted, fields=None if event_for else ("_id", "email", field))
-    found = {d["_id"] for d in docs}
     changed = [d for d in docs if (ref_id in d.get(field, [])) != adding]
     now = now_iso()
     events = {d["_id"]: event_for({**d, "updated_at": now}) for d in changed} if event_for else {}
-    ops = []
-    for d in changed:
-        if adding:
-            guard, update = {field: {"$nin": [ref_id]}}, {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}
-        else:
-            guard, update = {field: ref_id}, {"$pull": {field: ref_id}, "$set": {"updated_at": now}}
-        if events:
-            update = outbox.carrying(update, events[d["_id"]])
-        ops.append(UpdateOne({"_id": d["_id"], **guard}, versions.bump(update)))
+    ops = [_membership_write(d["_id"], field, ref_id, adding, now, events.get(d["_id"])) for d in changed]
     if ops:
         await db.contacts.bulk_write(ops, ordered=False)
-    if events:  # what a concurrent caller changed first carries no event of ours: not ours to report
-        written = {e["_id"] for e in await outbox.relay(db, "contacts", list(events),
-                                                         {e["_id"] for mine in events.values() for e in mine})}
-        changed = [d for d in changed if events[d["_id"]][0]["_id"] in written]
+    if events:
+        changed = await _relayed(db, changed, events)
+    return _outcome(wanted, {d["_id"] for d in docs}, changed)
+
+
+def _membership_write(contact_id: str, field: str, ref_id: str, adding: bool, now: str,
+                      events: list[dict] | None) -> UpdateOne:
+    """Add `ref_id` to (or pull it from) the contact's `field`, guarded on it not being
+    there (being there) yet, carrying its `events`."""
+    if adding:
+        guard, update = {field: {"$nin": [ref_id]}}, {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}
+    else:
+        guard, update = {field: ref_id}, {"$pull": {field: ref_id}, "$set": {"updated_at": now}}
+    if events:
+        update = outbox.carrying(update, events)
+    return UpdateOne({"_id": contact_id, **guard}, versions.bump(update))
+
+
+async def _relayed(db: AsyncDatabase, changed: list[dict], events: dict[str, list[dict]]) -> list[dict]:
+    """The contacts whose change was ours: what a concurrent caller changed first carries
+    no event of ours, so it is not ours to report."""
+    written = {e["_id"] for e in await outbox.relay(db, "contacts", list(events),
+                                                     {e["_id"] for mine in events.values() for e in mine})}
+    return [d for d in changed if events[d["_id"]][0]["_id"] in written]
+
+
+def _outcome(wanted: list[str], found: set[str], changed: list[dict]) -> Outcome:
     changed_ids = {d["_id"] for d in changed}
     return Outcome(changed=[{"_id": d["_id"], "email": d["email"]} for d in changed],
                    unchanged=[i for i in wanted if i in found and i not in changed_ids],
