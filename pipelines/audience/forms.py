@@ -132,44 +132,58 @@ class Submission:
 def _typed(field: dict, value: Any) -> Any:
     """`value` as the field's type, or ValueError saying what is expected."""
     kind = field.get("type", "text")
-    if kind == "text":
-        if not isinstance(value, str):
-            raise ValueError("must be text")
-        limit = MAX_NAME_CHARS if field["name"] in STANDARD_FIELDS else MAX_TEXT_CHARS
-        value = value.strip()
-        if len(value) > limit:
-            raise ValueError(f"must be at most {limit} characters")
-        return value
-    if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if kind not in _AS_TYPE:
+        raise ValueError(f"has an unknown type {kind!r}")
+    return _AS_TYPE[kind](field, value)
+
+
+def _as_text(field: dict, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be text")
+    limit = MAX_NAME_CHARS if field["name"] in STANDARD_FIELDS else MAX_TEXT_CHARS
+    value = value.strip()
+    if len(value) > limit:
+        raise ValueError(f"must be at most {limit} characters")
+    return value
+
+
+def _as_number(field: dict, value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("must be a number")
+    if isinstance(value, str):
+        text = value.strip()
+        if not _NUMBER.match(text):
             raise ValueError("must be a number")
-        if isinstance(value, str):
-            text = value.strip()
-            if not _NUMBER.match(text):
-                raise ValueError("must be a number")
-            value = float(text) if any(c in text for c in ".eE") else int(text)
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise ValueError("must be a number")
-            if value.is_integer() and abs(value) < 2**53:
-                value = int(value)
-        if isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise ValueError("is out of range")
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must be a number")
+        if value.is_integer() and abs(value) < 2**53:
+            value = int(value)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError("is out of range")
+    return value
+
+
+def _as_boolean(field: dict, value: Any) -> bool:
+    if isinstance(value, bool):
         return value
-    if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError("must be yes or no")
-    if kind == "date":
-        if not isinstance(value, str):
-            raise ValueError("must be a date (YYYY-MM-DD)")
-        try:
-            return dt.date.fromisoformat(value.strip()).isoformat()
-        except ValueError:
-            raise ValueError("must be a date (YYYY-MM-DD)") from None
-    raise ValueError(f"has an unknown type {kind!r}")
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError("must be yes or no")
+
+
+def _as_date(field: dict, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a date (YYYY-MM-DD)")
+    try:
+        return dt.date.fromisoformat(value.strip()).isoformat()
+    except ValueError:
+        raise ValueError("must be a date (YYYY-MM-DD)") from None
+
+
+# A form field's `type` → how an answer becomes a value of it.
+_AS_TYPE = {"text": _as_text, "number": _as_number, "boolean": _as_boolean, "date": _as_date}
 
 
 def _blank(value: Any) -> bool:

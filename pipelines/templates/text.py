@@ -192,6 +192,21 @@ def text_from_parts(parts: list[str]) -> str:
     """`html_to_text("".join(parts))` for the pieces of a rendered HTML template (literal
     text as `str`, escaped values as `Markup`), from the skeleton of their arrangement
     when the values allow it (see above)."""
+    key, escaped = _arrangement(parts)
+    skeleton = _skeleton_of(key)
+    if skeleton is None or any(_NOT_INERT.search(e) for e in escaped):
+        return html_to_text("".join(parts))
+    raw = [html.unescape(e) if "&" in e else e for e in escaped]
+    if not _fills_alike(skeleton, escaped, raw):
+        return html_to_text("".join(parts))
+    out = [skeleton.pieces[0]]
+    for index, piece in zip(skeleton.values, skeleton.pieces[1:]):
+        out += (raw[index], piece)
+    return "".join(out)
+
+
+def _arrangement(parts: list[str]) -> tuple[tuple[str | None, ...], list[str]]:
+    """The literal pieces with None for each escaped value, and the values."""
     key: list[str | None] = []
     escaped: list[str] = []
     for part in parts:
@@ -205,19 +220,22 @@ def text_from_parts(parts: list[str]) -> str:
             if line:
                 key.append(None)
                 escaped.append(line)
-    frozen = tuple(key)
-    skeleton = _SKELETONS.get(frozen, False)
+    return tuple(key), escaped
+
+
+def _skeleton_of(key: tuple[str | None, ...]) -> _Skeleton | None:
+    """The skeleton of an arrangement, kept (None: none can be made)."""
+    skeleton = _SKELETONS.get(key, False)
     if skeleton is False:
         if len(_SKELETONS) >= _SKELETONS_KEPT:
             _SKELETONS.clear()
-        skeleton = _SKELETONS[frozen] = _skeleton(frozen)
-    if skeleton is None or any(_NOT_INERT.search(e) for e in escaped):
-        return html_to_text("".join(parts))
-    raw = [html.unescape(e) if "&" in e else e for e in escaped]
-    if (any("href" in raw[i].lower() for i in skeleton.in_tag) or any("&" in escaped[i] for i in skeleton.in_href)
-            or any(_link_form(_fill(url, raw), _fill(label, raw)) != form for url, label, form in skeleton.links)):
-        return html_to_text("".join(parts))
-    out = [skeleton.pieces[0]]
-    for index, piece in zip(skeleton.values, skeleton.pieces[1:]):
-        out += (raw[index], piece)
-    return "".join(out)
+        skeleton = _SKELETONS[key] = _skeleton(key)
+    return skeleton
+
+
+def _fills_alike(skeleton: _Skeleton, escaped: list[str], raw: list[str]) -> bool:
+    """The values change nothing the skeleton decided: no `href` inside a tag, no entity
+    in a link's address, every link shown as the whole HTML would show it."""
+    return not (any("href" in raw[i].lower() for i in skeleton.in_tag)
+                or any("&" in escaped[i] for i in skeleton.in_href)
+                or any(_link_form(_fill(url, raw), _fill(label, raw)) != form for url, label, form in skeleton.links))

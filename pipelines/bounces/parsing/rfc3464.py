@@ -7,8 +7,10 @@ whichever of them the message was sent to (matching.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from collections.abc import Callable
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 from email.utils import getaddresses
@@ -137,40 +139,67 @@ def bounces_of(blocks: list[Message], *, notice=lambda: "") -> list[Bounce]:
     whose block says nothing but a vague status (Google's "Address not found" with a bare
     `Status: 5.0.0`): the text of a report about several could be about any of them."""
     per_message, recipients = blocks[0], blocks[1:]
-    if per_message.get("Final-Recipient") or per_message.get("Original-Recipient"):
+    if _names_recipient(per_message):
         per_message, recipients = Message(), blocks  # no per-message block given
-    named = [b for b in recipients if b.get("Final-Recipient") or b.get("Original-Recipient")]
-    notice = functools.cache(notice)
-    text = notice() if any(not b.get("Diagnostic-Code") for b in named) else ""
-    own_words = notice() if len(named) == 1 else ""
-    everyone = [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named]
-    reporting = str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip()
-    bounces = []
-    for block in recipients:
+    report = _Report.of(per_message, [b for b in recipients if _names_recipient(b)], functools.cache(notice))
+    return [bounce for bounce in (report.bounce_of(block) for block in recipients) if bounce is not None]
+
+
+def _names_recipient(block: Message) -> bool:
+    return bool(block.get("Final-Recipient") or block.get("Original-Recipient"))
+
+
+def _first_word(value, default: str = "") -> str:
+    return (str(value or "").split() or [default])[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Report:
+    """What every recipient block of one report is read with: the report's own text
+    (`notice`, read only when needed), the addresses its blocks name, its Reporting-MTA."""
+    notice: Callable[[], str]
+    text: str          # the notice, when some block has no Diagnostic-Code of its own
+    own_words: str     # the notice, when the report is about one recipient
+    everyone: list[str]
+    reporting: str
+
+    @classmethod
+    def of(cls, per_message: Message, named: list[Message], notice: Callable[[], str]) -> "_Report":
+        return cls(notice, notice() if any(not b.get("Diagnostic-Code") for b in named) else "",
+                   notice() if len(named) == 1 else "",
+                   [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named],
+                   str(per_message.get("Reporting-MTA") or "").split(";", 1)[-1].strip())
+
+    def bounce_of(self, block: Message) -> Bounce | None:
+        """The bounce a recipient block reports; None for a block about mail that went
+        through (or would), or about no address."""
         final, original = address_of(block.get("Final-Recipient")), address_of(block.get("Original-Recipient"))
-        action = (str(block.get("Action") or "").split() or ["failed"])[0].lower()
-        if not (final or original) or action in _NOT_FAILURES or is_success(str(block.get("Status") or "")):
-            continue
-        diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or "")
-                                      or _line_about(final or original, text, everyone))
+        action = _first_word(block.get("Action"), "failed").lower()
         status_field = str(block.get("Status") or "")
+        if not (final or original) or action in _NOT_FAILURES or is_success(status_field):
+            return None
+        diagnostic = clean_diagnostic(str(block.get("Diagnostic-Code") or "")
+                                      or _line_about(final or original, self.text, self.everyone))
         status = status_from(status_field, diagnostic)
         action = action if action == "delayed" else "failed"  # `failure`, `error`: senders' own words
         # X.400 gateways put the remote server's reply in a field of their own
         verdict = classify(status, f"{status_field} {diagnostic} {block.get('X400-Supplementary-Info') or ''}",
-                           action, notice=own_words)
-        if verdict.reason == reasons.USERUNKNOWN and re.fullmatch(r"[45]\.[07]\.\d+", status):
-            # "User unknown" in answer to DATA, not to RCPT TO, under a vague or policy status
-            # (5.0.0, 5.7.1): the server took the recipient and then refused the message, a
-            # filter's words; an addressing status (5.1.1, 5.5.0 "Invalid recipient") still means unknown
-            about = notice() if len(named) == 1 else reply_for(final or original, notice(),
-                                                               [e for e in everyone if e != (final or original)])
-            if _AT_DATA.search(about):
-                verdict = Verdict(TRANSIENT if verdict.type == PERMANENT else verdict.type, POLICY, reasons.FILTERED)
+                           action, notice=self.own_words)
+        verdict = self._at_data(verdict, status, final or original)
         remote = str(block.get("Remote-MTA") or "").split(";", 1)[-1].strip()
-        remote = remote.split()[0].rstrip(".") if remote else ""
-        bounces.append(Bounce(email=final or original, original_recipient=original if final and final != original else "",
-                              type=verdict.type, category=verdict.category, reason=verdict.reason,
-                              source="dsn", smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
-                              action=action, reporting_mta=remote or reporting))
-    return bounces
+        return Bounce(email=final or original, original_recipient=original if final and final != original else "",
+                      type=verdict.type, category=verdict.category, reason=verdict.reason,
+                      source="dsn", smtp_status=status, diagnostic_code=diagnostic or _comment(status_field),
+                      action=action, reporting_mta=_first_word(remote).rstrip(".") or self.reporting)
+
+    def _at_data(self, verdict: Verdict, status: str, address: str) -> Verdict:
+        """"User unknown" in answer to DATA, not to RCPT TO, under a vague or policy status
+        (5.0.0, 5.7.1): the server took the recipient and then refused the message, a
+        filter's words; an addressing status (5.1.1, 5.5.0 "Invalid recipient") still means unknown."""
+        if verdict.reason != reasons.USERUNKNOWN or not re.fullmatch(r"[45]\.[07]\.\d+", status):
+            return verdict
+        about = self.notice() if len(self.everyone) == 1 else reply_for(address, self.notice(),
+                                                                        [e for e in self.everyone if e != address])
+        if not _AT_DATA.search(about):
+            return verdict
+        return Verdict(TRANSIENT if verdict.type == PERMANENT else verdict.type, POLICY, reasons.FILTERED)
