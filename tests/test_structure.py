@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from radon.complexity import cc_rank, cc_visit
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = ("front", "actors", "pipelines", "mongo", "ops")
