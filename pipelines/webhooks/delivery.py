@@ -28,12 +28,22 @@ def lease_seconds(http_timeout_seconds: float, rounds: int = TURN_ROUNDS) -> int
 
 
 class AttemptResult(Protocol):
-    """What an attempt's HTTP exchange answered (the HTTP adapter's HttpResult)."""
-    status_code: int  # 0 when no HTTP answer came back
-    duration_ms: int
-    error: str | None
-    response_excerpt: str
-    permanent: bool  # trying again cannot help
+    """What an attempt's HTTP exchange answered (the HTTP adapter's HttpResult), read only."""
+
+    @property
+    def status_code(self) -> int: ...  # 0 when no HTTP answer came back
+
+    @property
+    def duration_ms(self) -> int: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def response_excerpt(self) -> str: ...
+
+    @property
+    def permanent(self) -> bool: ...  # trying again cannot help
 
     @property
     def ok(self) -> bool: ...
