@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import lists as list_store
-from pipelines.core.errors import ValidationFailed
+from pipelines.core.errors import Conflict, ValidationFailed
 from pipelines.workflows import manage_lists
 
 from ..audience import changed_fields, checked_filter, contacts_page, list_views, members_changed, members_filter
@@ -64,8 +64,10 @@ class MemberIds(Strict):
 async def _static_list(list_id: str) -> dict:
     list_doc = await owned(list_store, list_id, "list")
     if list_doc["type"] != "static":
-        raise ValidationFailed("This is a dynamic list: its members are the contacts matching its "
-                               "conditions, so they cannot be added or removed by id.")
+        # 409 as every other refusal that depends on a resource's state: the request itself
+        # is valid (the document cannot say which lists are dynamic).
+        raise Conflict("This is a dynamic list: its members are the contacts matching its "
+                       "conditions, so they cannot be added or removed by id.")
     return list_doc
 
 

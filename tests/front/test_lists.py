@@ -125,8 +125,8 @@ def test_dynamic_list_members_cannot_be_added_or_removed_by_id(tenant):
     vip = make_list(tenant, "VIPs", type="dynamic", conditions=VIP_RULES)
     contact = make_contact(tenant, "d@example.org")
     for call in (tenant.post, tenant.delete):
-        body = assert_error(call(f"/lists/{vip['id']}/members", json={"contact_ids": [contact["id"]]}), 400,
-                     "validation_error")
+        body = assert_error(call(f"/lists/{vip['id']}/members", json={"contact_ids": [contact["id"]]}), 409,
+                            "conflict")
         assert "dynamic" in body["message"]
 
 
