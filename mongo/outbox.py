@@ -35,7 +35,7 @@ def event_document(workspace_id: str, event: str, data: dict, event_id: str | No
         "data": data,
         "timestamp": now_iso(),
         "dispatched": False,
-        # automations read the events that can start a run or end a wait, once (ops/automation_jobs.py)
+        # automations read the events that can start a run or end a wait, once (pipelines/workflows/automation_triggers.py)
         "automations_pending": event in CONSUMED_EVENTS,
     }
 
