@@ -15,35 +15,30 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.core.clock import now_iso
+from pipelines.core.documents import Batch
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
 
 INDEXES: dict[str, list] = {}  # read and bumped by `_id` only
 
 
-def new_batch(batch_id: str, workspace_id: str, key_id: str, message_ids: list[str],
-              statuses: list[str]) -> dict:
+def new_batch(batch_id: str, workspace_id: str, key_id: str | None, message_ids: list[str],
+              statuses: list[str]) -> Batch:
     """The batch document; messages already final at creation (e.g. suppressed) count at once."""
     now = now_iso()
-    doc = {"_id": batch_id, "workspace_id": workspace_id, "key_id": key_id,
-           "message_ids": message_ids, "total": len(message_ids), "pending": 0, "sent": 0,
-           "finished": 0, "created_at": now, "completed_at": ""}
-    doc.update({k: 0 for k in BATCH_OUTCOMES})
-    for status in statuses:
-        if status in BATCH_OUTCOMES:
-            doc[status] += 1
-            doc["finished"] += 1
-        else:
-            doc["pending"] += 1
-    if doc["finished"] == doc["total"]:
-        doc["completed_at"] = now
-    return doc
+    final = Counter(status for status in statuses if status in BATCH_OUTCOMES)
+    finished = sum(final.values())
+    return {"_id": batch_id, "workspace_id": workspace_id, "key_id": key_id,
+            "message_ids": message_ids, "total": len(message_ids), "pending": len(statuses) - finished, "sent": 0,
+            "delivered": final["delivered"], "bounced": final["bounced"], "failed": final["failed"],
+            "suppressed": final["suppressed"], "cancelled": final["cancelled"],
+            "finished": finished, "created_at": now, "completed_at": now if finished == len(message_ids) else ""}
 
 
-async def insert(db: AsyncDatabase, doc: dict) -> None:
+async def insert(db: AsyncDatabase, doc: Batch) -> None:
     await db.batches.insert_one(doc)
 
 
-async def get(db: AsyncDatabase, workspace_id: str, batch_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, batch_id: str) -> Batch | None:
     return await db.batches.find_one({"_id": batch_id, "workspace_id": workspace_id},
                                      {"message_ids": 0})
 

@@ -18,6 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.core.documents import CampaignPart
 from pipelines.messages.delivery_status import NEVER_MS
 
 INDEXES = {
@@ -26,13 +27,13 @@ INDEXES = {
 }
 
 
-def new_part(campaign: dict, batch: int, number: int, contact_ids: list[str], token: str, lease_until: str) -> dict:
+def new_part(campaign: dict, batch: int, number: int, contact_ids: list[str], token: str, lease_until: str) -> CampaignPart:
     return {"_id": f"{campaign['_id']}:{batch}:{number}", "campaign_id": campaign["_id"],
             "workspace_id": campaign["workspace_id"], "contact_ids": contact_ids, "done": False,
             "lease_token": token, "lease_until": lease_until, "due_ms": ms_of(lease_until), "created_at": now_iso()}
 
 
-async def insert_new(db: AsyncDatabase, parts: list[dict]) -> list[dict]:
+async def insert_new(db: AsyncDatabase, parts: list[CampaignPart]) -> list[CampaignPart]:
     """Store the parts; those that exist already (a fan-out job run twice: the first run's
     jobs, or the scheduler, see to them) are skipped. Returns the parts stored now."""
     if not parts:
@@ -47,7 +48,7 @@ async def insert_new(db: AsyncDatabase, parts: list[dict]) -> list[dict]:
         return [p for p in parts if p["_id"] not in existing]
 
 
-async def load(db: AsyncDatabase, part_id: str) -> dict | None:
+async def load(db: AsyncDatabase, part_id: str) -> CampaignPart | None:
     return await db.campaign_parts.find_one({"_id": part_id})
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -32,7 +34,7 @@ def connect(url: str, database: str, *, wait_seconds: float = DEFAULT_WAIT_SECON
     reachable store: an unreachable one fails it after that (ConnectionFailure).
     `answer_within_seconds` (socketTimeoutMS) bounds waiting for a reply from a store that
     accepted the connection but stopped answering; None waits as long as it takes."""
-    options = {"serverSelectionTimeoutMS": int(wait_seconds * 1000),
+    options: dict[str, Any] = {"serverSelectionTimeoutMS": int(wait_seconds * 1000),
                "connectTimeoutMS": int(CONNECT_TIMEOUT_SECONDS * 1000)}
     if answer_within_seconds is not None:
         options["socketTimeoutMS"] = int(answer_within_seconds * 1000)

@@ -116,7 +116,8 @@ async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outc
 
 
 async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, outcome) -> None:
-    writes, written_ids, event_ids = [], [], set()
+    writes, written_ids = [], []
+    event_ids: set[str] = set()
     now = now_iso()
     for row in rows:
         current = existing[row.email.lower()]
@@ -153,7 +154,7 @@ def _row_update(workspace_id: str, row, current: dict, list_doc: dict | None, ta
     if changes:
         events.append(outbox.event_document(workspace_id, "contact.updated",
                                             {"contact": views.contact(after), "changed": sorted(changes)}))
-    if joins:
+    if joins and list_doc is not None:  # (joins names a list)
         update["$addToSet"] = {"lists": list_doc["_id"]}
         events.extend(joining_events(list_doc, after, IMPORT_REASON))
     if tags:

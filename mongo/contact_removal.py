@@ -58,7 +58,8 @@ async def restore(db: AsyncDatabase, workspace_id: str, entry: dict, key_id: str
     deletion_id = entry["details"]["deletion_id"]
     docs = await db.contacts.find({"workspace_id": workspace_id, "deletion_id": deletion_id},
                                   {"_id": 1, "email": 1}).to_list()
-    restored, skipped = 0, []
+    restored = 0
+    skipped: list[str] = []
     now = now_iso()
     for start in range(0, len(docs), _RESTORE_CHUNK):
         chunk = docs[start:start + _RESTORE_CHUNK]

@@ -32,6 +32,7 @@ async def add_fields(db: AsyncDatabase, collection: str, _id: str, costs: dict[s
         doc = await db[collection].find_one_and_update(
             {"_id": _id}, {"$inc": totals, "$setOnInsert": set_on_insert}, upsert=True,
             return_document=ReturnDocument.AFTER)
+        assert doc is not None, "upserted"
         value = {field: doc.get(field, 0) - total for field, total in totals.items()}
         answers = []
         for fields in adds:  # in arrival order, as if each had gone alone

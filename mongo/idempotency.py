@@ -37,8 +37,9 @@ def record_id(workspace_id: str, key: str) -> str:
 
 
 async def claim(db: AsyncDatabase, workspace_id: str, key: str, fingerprint: str,
-                ttl_seconds: int) -> tuple[str, dict]:
-    """("new", record) when this request owns the key now, otherwise ("existing", record).
+                ttl_seconds: int) -> tuple[str, dict | None]:
+    """("new", record) when this request owns the key now, otherwise ("existing", record)
+    (None when the record was released or purged between the two reads).
 
     The record's `seed` names what the request creates (front/idempotency.py). A new key
     gets a fresh seed; a request taking over a key whose earlier attempt's outcome is

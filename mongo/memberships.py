@@ -53,6 +53,8 @@ def _membership_write(contact_id: str, field: str, ref_id: str, adding: bool, no
                       events: list[dict] | None) -> UpdateOne:
     """Add `ref_id` to (or pull it from) the contact's `field`, guarded on it not being
     there (being there) yet, carrying its `events`."""
+    guard: dict
+    update: dict
     if adding:
         guard, update = {field: {"$nin": [ref_id]}}, {"$addToSet": {field: ref_id}, "$set": {"updated_at": now}}
     else:
@@ -110,7 +112,7 @@ async def counts(db: AsyncDatabase, workspace_id: str, field: str, ref_ids: list
     assert field in FIELDS
     if not ref_ids:
         return {}
-    pipeline = [
+    pipeline: list[dict] = [
         {"$match": {"workspace_id": workspace_id, field: {"$in": list(ref_ids)}, "deleted": False}},
         {"$unwind": f"${field}"},
         {"$match": {field: {"$in": list(ref_ids)}}},

@@ -34,7 +34,7 @@ async def insert_new(db: AsyncDatabase, docs: list[dict]) -> None:
 INSERT_CHUNK = 100
 
 
-async def _insert_groups(db: AsyncDatabase, groups: list[list[dict]]) -> list[BaseException | None]:
+async def _insert_groups(db: AsyncDatabase, groups: list[list[dict]]) -> list[BulkWriteError | None]:
     flat = [messages.watched(d) for docs in groups for d in docs]
     errors: list[dict] = []
     for first in range(0, len(flat), INSERT_CHUNK):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 from pymongo import ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -103,7 +104,7 @@ def _filter(t: Transition, source: str | None = None, held: Held | None = None) 
             **t.guard, **claim}
 
 
-def _holds_history(held: Held | None, t: Transition) -> bool:
+def _holds_history(held: Held | None, t: Transition) -> TypeGuard[Held]:
     return held is not None and t.message_id in held.histories
 
 

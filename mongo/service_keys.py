@@ -32,4 +32,6 @@ async def _get_or_create(db: AsyncDatabase, name: str, make: Callable[[], dict])
         await db.service_keys.insert_one(doc)
         return doc
     except DuplicateKeyError:
-        return await db.service_keys.find_one({"_id": name})
+        made = await db.service_keys.find_one({"_id": name})
+        assert made is not None, "service keys are never deleted: the one made meanwhile is there"
+        return made

@@ -44,7 +44,9 @@ async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
         await db.suppressions.insert_one(doc)
         return doc, True
     except DuplicateKeyError:
-        return await db.suppressions.find_one({"_id": doc["_id"]}), False
+        there = await db.suppressions.find_one({"_id": doc["_id"]})
+        assert there is not None, "lifted between the insert and the read"
+        return there, False
 
 
 async def get(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:

@@ -97,11 +97,11 @@ async def get_version(db: AsyncDatabase, workspace_id: str, template_id: str, ve
                                                 "workspace_id": workspace_id})
 
 
-async def load_versions(db: AsyncDatabase, keys: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+async def load_versions(db: AsyncDatabase, keys: list[tuple[str, int | None]]) -> dict[tuple[str, int | None], dict]:
     """The exact versions messages were sent with, by (template id, version), for rendering.
     A version document missing after a crash between the two writes of `update` is
     stood in for by the template itself when it is still at that version."""
-    wanted = {version_id(t, v): (t, v) for t, v in keys}
+    wanted: dict[str, tuple[str, int | None]] = {version_id(t, v): (t, v) for t, v in keys if v is not None}
     if not wanted:
         return {}
     found = {wanted[d["_id"]]: d for d in await grouped_reads.find_in(db, "template_versions", "_id", wanted)}

@@ -71,7 +71,7 @@ async def resolve_checked(host: str, port: int, allow_private: bool) -> list[str
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as error:
             raise ConnectionError(f"DNS lookup for {host} failed: {error}") from error
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     if not addresses:
         raise ConnectionError(f"DNS lookup for {host} returned no address")
     for ip in addresses:

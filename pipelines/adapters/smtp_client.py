@@ -34,6 +34,7 @@ import re
 import socket
 import ssl
 import time
+from typing import cast
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -222,7 +223,7 @@ class _GroupReading(SMTPProtocol):
 
 # aiosmtplib makes its protocol by this module-level name; ours behaves as its own outside
 # a group, so every client in the process may share it.
-aiosmtplib.smtp.SMTPProtocol = _GroupReading
+aiosmtplib.smtp.SMTPProtocol = _GroupReading  # type: ignore[misc]  # (replacing a class, on purpose)
 
 
 class _Client(aiosmtplib.SMTP):
@@ -240,6 +241,12 @@ class _Client(aiosmtplib.SMTP):
     recipient. Where it offers CHUNKING (RFC 3030) too (Postfix 3.4+, Exchange, Gmail),
     the message itself joins that group as one `BDAT … LAST` chunk: one round trip and
     one write a message in all, and nothing to dot-stuff."""
+
+    @property
+    def _grouping(self) -> _GroupReading:
+        """The connection's protocol: ours, made by the name replaced above (connected: a
+        transaction runs on a connection)."""
+        return cast(_GroupReading, self.protocol)
 
     async def send_composed(self, sender: str, recipients: list[str], message: bytes, *, smtputf8: bool,
                             crlf_only: bool = False):
@@ -262,9 +269,9 @@ class _Client(aiosmtplib.SMTP):
             else:
                 refused = await self._envelope_one_by_one(sender, recipients, encoding, options)
             # written and awaited with no pause between: the reply cannot arrive unawaited
-            self.protocol.write(payload)
+            self._grouping.write(payload)
             try:  # no timeout of its own: SmtpTransport bounds the whole transaction
-                response = await self.protocol.read_response(timeout=None)
+                response = await self._grouping.read_response(timeout=None)
             except (aiosmtplib.SMTPServerDisconnected, aiosmtplib.SMTPTimeoutError):
                 self.close()
                 raise
@@ -290,7 +297,7 @@ class _Client(aiosmtplib.SMTP):
         reused: a server that did not read the chunk would take its lines for commands."""
         commands = [b"MAIL FROM:" + b" ".join([_envelope(sender, encoding), *options]),
                     *(b"RCPT TO:" + _envelope(r, encoding) for r in recipients), b"BDAT %d LAST" % len(normal)]
-        answers = await self.protocol.group(commands, payload=normal)
+        answers = await self._grouping.group(commands, payload=normal)
         mail, rcpt_answers, chunk = answers[0], answers[1:-1], answers[-1]
         refused = _refused(recipients, rcpt_answers)
         if chunk.code != aiosmtplib.SMTPStatus.completed:  # refused, whatever became of the chunk
@@ -326,13 +333,13 @@ class _Client(aiosmtplib.SMTP):
         dot, as RFC 2920 section 3.1 asks, before the refusal is raised."""
         commands = [b"MAIL FROM:" + b" ".join([_envelope(sender, encoding), *options]),
                     *(b"RCPT TO:" + _envelope(r, encoding) for r in recipients), b"DATA"]
-        answers = await self.protocol.group(commands)
+        answers = await self._grouping.group(commands)
         mail, rcpt_answers, data = answers[0], answers[1:-1], answers[-1]
         refused = _refused(recipients, rcpt_answers)
         nothing_to_send = mail.code != aiosmtplib.SMTPStatus.completed or len(refused) == len(recipients)
         if nothing_to_send and data.code == aiosmtplib.SMTPStatus.start_input:
-            self.protocol.write(b".\r\n")
-            await self.protocol.read_response(timeout=self.timeout)
+            self._grouping.write(b".\r\n")
+            await self._grouping.read_response(timeout=self.timeout)
         if mail.code != aiosmtplib.SMTPStatus.completed:
             raise aiosmtplib.SMTPSenderRefused(mail.code, mail.message, sender)
         if len(refused) == len(recipients):
@@ -456,6 +463,7 @@ class SmtpTransport(_Starts):
                 errors, _ = await client.send_composed(mail_from, list(wire), data, smtputf8=smtputf8,
                                                         crlf_only=crlf_only)
         except aiosmtplib.SMTPRecipientsRefused as refused:  # every RCPT refused: the connection is sound
+            assert client is not None, "refused by send_composed, on a connection"
             self._idle.put_nowait(client)
             return {wire.get(r.recipient, r.recipient): Outcome(r.code, r.message) for r in refused.recipients}
         except BaseException as error:

@@ -91,8 +91,8 @@ class RowError:
 def read_header(names: list[str]) -> list[Column]:
     columns, seen = [], set()
     for raw in names:
-        name, _, declared = raw.strip().partition(":")
-        name, declared = name.strip(), declared.strip().lower() or None
+        name, _, spelled = raw.strip().partition(":")
+        name, declared = name.strip(), spelled.strip().lower() or None
         key = name.lower()
         if key in FIELDS:
             column = Column(key, "field")

@@ -27,7 +27,7 @@ filter, and user text reaches `$regex` only through `re.escape`.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from pipelines.core.clock import iso, parse_iso
 from pipelines.core.errors import ValidationFailed
@@ -108,7 +108,7 @@ class _Rule:
             allowed = ", ".join(o for o in OPERATORS if o in _ALLOWED[self.kind])
             self.fail("operator", f"{self.operator} does not apply to {self.field}; use one of {allowed}.")
 
-    def fail(self, part: str, message: str):
+    def fail(self, part: str, message: str) -> NoReturn:
         where = f"{self.path}.{part}" if part else self.path
         raise ValidationFailed(f"{where}: {message}", path=where)
 

@@ -347,7 +347,9 @@ def condition_holds(contact: dict, config: dict) -> bool:
     has (pipelines.audience.segment_rules): `email` and `contains` compare case-insensitively,
     `not_equals` also holds when the field is missing, membership fields (tags, lists)
     mean "has"; `gt`…`lte` compare numbers with numbers and text with text only."""
-    kind, stored = segment_rules.field_kind(config["field"])
+    resolved = segment_rules.field_kind(config["field"])
+    assert resolved is not None, "a condition step's field is checked when its automation is saved"
+    kind, stored = resolved
     operator, wanted = config["operator"], config["value"]
     actual = _contact_value(contact, stored)
     if kind == "membership":

@@ -65,7 +65,11 @@ class Unauthorized(PostroomError): status, code = 401, "unauthorized"
 class Forbidden(PostroomError): status, code = 403, "forbidden"
 class NotFound(PostroomError): status, code = 404, "not_found"
 class Conflict(PostroomError): status, code = 409, "conflict"
-class ServerError(PostroomError): status, code = 500, "internal_error"
+class ServerError(PostroomError):
+    status, code = 500, "internal_error"
+    # Set by the workflow that raises it, absent otherwise (read with getattr): declared, not defaulted.
+    unpublished: list[str]  # the items whose jobs were not published (workflows/publisher.not_queued)
+    unsent: int             # the request's emails not sent, given back to the limits (workflows/accept_email)
 
 
 class RateLimited(PostroomError):

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import re
 import time
+from typing import cast
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -161,7 +162,8 @@ def _fold_names(names: list[str]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _load_private_key(pem: str) -> rsa.RSAPrivateKey:
-    return serialization.load_pem_private_key(pem.encode("ascii"), password=None)
+    # our keys are RSA (new_sealed_key makes them)
+    return cast(rsa.RSAPrivateKey, serialization.load_pem_private_key(pem.encode("ascii"), password=None))
 
 
 @functools.lru_cache(maxsize=256)

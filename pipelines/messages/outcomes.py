@@ -154,7 +154,7 @@ class _Attempt:
 
     @classmethod
     def of(cls, message: dict, outcomes: dict[str, Outcome], now: dt.datetime, lifetime_seconds: float,
-           scale: float) -> "_Attempt":
+           scale: float) -> _Attempt:
         attempt = int(message.get("attempts") or 0)
         now_accepted = [r for r, o in outcomes.items() if o.accepted]
         permanent = {r: o for r, o in outcomes.items() if o.permanent}
@@ -167,8 +167,8 @@ class _Attempt:
                                                       lifetime_seconds=lifetime_seconds) if transient else None
         gave_up = None
         if transient and following is None:
-            gave_up = "gave up after %d attempts over %s: %s" % (attempt + 1, _span(elapsed),
-                                                               _line(next(iter(transient.values()))))
+            gave_up = (f"gave up after {attempt + 1} attempts over {_span(elapsed)}: "
+                       f"{_line(next(iter(transient.values())))}")
         return cls(message, outcomes, now, now_accepted, permanent, transient, settled, following, gave_up)
 
     @property

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import NoReturn
 
 from pipelines.core.errors import ValidationFailed
 from pipelines.templates.render_budget import MAX_NESTING_DEPTH
@@ -188,7 +189,7 @@ class _Parser:
         self.root: list = []
         self.stack: list[_Open] = []
 
-    def fail(self, message: str, offset: int):
+    def fail(self, message: str, offset: int) -> NoReturn:
         raise MergeTagError(message, *_position(self.source, offset))
 
     @property

@@ -174,9 +174,9 @@ def compare(left, op: str, right) -> bool:
         if a is None or b is None:
             return op == "!="
         return _ordered(op, a, b)
-    a, b = _number(left), _number(right)
-    if a is not None and b is not None:
-        return _ordered(op, a, b)
+    x, y = _number(left), _number(right)
+    if x is not None and y is not None:
+        return _ordered(op, x, y)
     numeric = (int, float)
     if isinstance(left, (dict, list, *numeric)) or isinstance(right, (dict, list, *numeric)):
         return op == "!="       # a number against non-numeric text, or a list/object: unrelated

@@ -184,10 +184,12 @@ def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, li
     over the limit (stopping runaway output early); only a body that ends up over the
     limit itself pays for measuring our part exactly. Also returns the pieces the HTML
     is joined from (for its plain-text alternative)."""
+    html = compiled.html
+    assert html is not None, "rendered for a message with HTML"
     if compiled.html_footer is None:
-        return _render_pieces(compiled.html, data, budget, "HTML body", limit)
+        return _render_pieces(html, data, budget, "HTML body", limit)
     try:
-        out, pieces = _render_pieces(compiled.html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
+        out, pieces = _render_pieces(html, data, budget, "HTML body", limit + ADDITIONS_MARGIN_BYTES)
         if len(out) * 4 > limit and len(out.encode()) - len(compiled.html_footer.render(data).encode()) > limit:
             budget.too_large()
     except RenderedTooLarge:
@@ -227,6 +229,6 @@ def render_content(compiled: CompiledContent, data: dict, *, max_html_bytes: int
     subject = clean_subject(_render_part(compiled.subject, data, budget, "subject", limit))
     html, pieces = (None, None) if compiled.html is None else _render_html(compiled, data, budget, limit)
     text = None if compiled.text is None else _render_part(compiled.text, data, budget, "text body", limit)
-    if text is None and html and html_as_sent is not None:   # (an empty HTML body has an empty text part)
+    if text is None and html and pieces is not None and html_as_sent is not None:  # (an empty HTML body has an empty text part)
         text = text_from_parts(html_as_sent(pieces))
     return subject, html, text

@@ -226,7 +226,7 @@ def _arrangement(parts: list[str]) -> tuple[tuple[str | None, ...], list[str]]:
 def _skeleton_of(key: tuple[str | None, ...]) -> _Skeleton | None:
     """The skeleton of an arrangement, kept (None: none can be made)."""
     skeleton = _SKELETONS.get(key, False)
-    if skeleton is False:
+    if isinstance(skeleton, bool):  # False: not made yet (a skeleton or None is kept)
         if len(_SKELETONS) >= _SKELETONS_KEPT:
             _SKELETONS.clear()
         skeleton = _SKELETONS[key] = _skeleton(key)

@@ -35,6 +35,7 @@ from pipelines.messages import send_jobs
 from pipelines.messages import throttle
 from pipelines.messages import sender as sender_rules
 from pipelines.core.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
+from pipelines.core.documents import Batch
 from pipelines.core.errors import (
     UNAVAILABLE_RETRY_AFTER_SECONDS,
     Conflict,
@@ -87,7 +88,7 @@ class Accepting:
     """What the steps work with."""
     db: AsyncDatabase
     settings: Settings
-    publisher: Publisher
+    publisher: Publisher | None  # None: building messages only (`prepare`), nothing is published
 
 
 async def send(db: AsyncDatabase, settings: Settings, publisher: Publisher, who: Identity, fields: dict, *,
@@ -116,7 +117,7 @@ async def send(db: AsyncDatabase, settings: Settings, publisher: Publisher, who:
 
 
 async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher, who: Identity,
-                     items: list[dict], *, window: EmailWindow | None = None) -> tuple[dict, list[dict]]:
+                     items: list[dict], *, window: EmailWindow | None = None) -> tuple[Batch, list[dict]]:
     """A batch: every item checked on its own (the first failure names
     `messages[i]...`), with the workspace's domains and suppressions looked up once for
     the whole batch. The batch document and its messages."""
@@ -137,7 +138,7 @@ async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher
     return batch, docs
 
 
-async def _accept_counted(run: Accepting, who: Identity, docs: list[dict], batch: dict | None,
+async def _accept_counted(run: Accepting, who: Identity, docs: list[dict], batch: Batch | None,
                           window: EmailWindow | None, *, ahead: ChargeAhead | None = None) -> None:
     """Count the emails in the key's email window (all or none), then charge, store and
     enqueue them; units of a request that ends up sending nothing are given back.
@@ -383,7 +384,7 @@ async def refund_plan(db: AsyncDatabase, workspace_id: str, count: int, accepted
     await send_limits.refund_plan(db, workspace_id, month, count)
 
 
-async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: dict | None,
+async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: Batch | None,
                   ahead: ChargeAhead | None = None) -> None:
     """Charge the plan for the messages that will be sent (`ahead`: see charge_plan), then
     store the batch (if any) and the messages and enqueue them. Whatever then fails to be
@@ -434,6 +435,7 @@ async def _store_and_enqueue(run: Accepting, docs: list[dict], *, failure_code: 
                 d.update(claimed)
     await _store(run.db, docs, failure_code)
     due = [d["_id"] for d in docs if d["status"] == "queued"]
+    assert run.publisher is not None, "accepting publishes"
     try:
         await run.publisher.render(due, born=token)
     except PublishFailed as failed:

@@ -38,7 +38,7 @@ async def _hand_to_engine(publisher: Publisher, run_ids: list[str]) -> None:
 
 def _ready(started: list[run_store.Started]) -> list[str]:
     """The runs just started that have a step to take (not completed at once, not paused)."""
-    return [s.run["_id"] for s in started if s.created and s.run["status"] == "active"]
+    return [s.run["_id"] for s in started if s.created and s.run is not None and s.run["status"] == "active"]
 
 
 # -- events ------------------------------------------------------------------------------------
@@ -77,7 +77,8 @@ async def _contacts_of(db: AsyncDatabase, events: list[dict], message_of: dict) 
             by_id.setdefault(event["workspace_id"], set()).add(contact_id)
         elif email:
             by_email.setdefault(event["workspace_id"], set()).add(email)
-    found_id, found_email = {}, {}
+    found_id: dict[tuple[str, str], dict] = {}
+    found_email: dict[tuple[str, str], dict] = {}
     for workspace_id, ids in by_id.items():
         for contact in await campaign_audience.live_contacts_by_ids(db, workspace_id, sorted(ids)):
             found_id[(workspace_id, contact["_id"])] = contact
@@ -86,9 +87,9 @@ async def _contacts_of(db: AsyncDatabase, events: list[dict], message_of: dict) 
             found_email[(workspace_id, key)] = contact
     out = {}
     for event_id, (workspace_id, contact_id, email) in refs.items():
-        contact = found_id.get((workspace_id, contact_id)) if contact_id else found_email.get((workspace_id, email))
-        if contact is not None:
-            out[event_id] = contact
+        known = found_id.get((workspace_id, contact_id)) if contact_id else found_email.get((workspace_id, email))
+        if known is not None:
+            out[event_id] = known
     return out
 
 

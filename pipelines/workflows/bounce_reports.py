@@ -67,7 +67,8 @@ async def _apply_report(db: AsyncDatabase, report: dict, on_feedback: Callable[[
     # parsing is CPU work (up to 10 MB of MIME): off the loop every async actor shares
     parsed = await asyncio.to_thread(parse_report, inbound_reports.raw_bytes(report), verp_message_id=verp)
     message_id = parsed.message_id if parsed else verp
-    [message] = (await messages.load(db, [message_id]) if message_id else []) or [None]
+    found = await messages.load(db, [message_id]) if message_id else []
+    message = found[0] if found else None
     about = {"message_id": message_id or "", "workspace_id": message["workspace_id"] if message else ""}
     if parsed is None:
         await inbound_reports.finish(db, report_id, "unparseable", "not a DSN, ARF or known bounce style", **about)
@@ -123,7 +124,9 @@ async def record_bounces(db: AsyncDatabase, items: list[tuple[Bounce, dict]], *,
         doc = bounce_effects.bounce_document(bounce, origin=key, workspace_id=ws,
                                              message_id=message["_id"], created_at=now_iso())
         new = await bounces.insert(db, doc)
-        doc = doc if new else await bounces.get(db, ws, doc["_id"])
+        stored = doc if new else await bounces.get(db, ws, doc["_id"])
+        assert stored is not None, "bounces are never deleted: the one that was there is"
+        doc = stored
         recent = await bounces.count_recent(db, ws, doc["email"], type_="transient", categories=SOFT_COUNTED,
                                             since=in_seconds(-bounce_effects.TRANSIENT_WINDOW_SECONDS))
         effects = bounce_effects.effects_of(doc, transient_count=recent)

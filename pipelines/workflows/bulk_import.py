@@ -5,6 +5,7 @@ batch), with the summary the job and the command report."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -24,7 +25,7 @@ async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, l
     merged into it, later cells winning), `suppressed` (rows of suppressed addresses),
     `error_count` and the first MAX_STORED_ERRORS `errors` with their line numbers.
     `on_progress(rows_done, summary)` after each batch."""
-    summary = {"rows": 0, "created": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "suppressed": 0,
+    summary: dict[str, Any] = {"rows": 0, "created": 0, "updated": 0, "unchanged": 0, "duplicates": 0, "suppressed": 0,
                "error_count": 0, "errors": []}
     seen: set[str] = set()
     batch: list[ContactRow] = []

@@ -28,9 +28,8 @@ from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import Publisher
 
 
-def _runs(campaign: dict | None, batch: int) -> bool:
-    return (campaign is not None and campaign["status"] == "sending" and not campaign["fanout_done"]
-            and campaign["batches_done"] == batch)
+def _runs(campaign: dict, batch: int) -> bool:
+    return campaign["status"] == "sending" and not campaign["fanout_done"] and campaign["batches_done"] == batch
 
 
 async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
@@ -54,9 +53,9 @@ async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
 async def fan_out(db: AsyncDatabase, settings: Settings, publisher: Publisher, campaign_id: str, batch: int) -> None:
     campaign = await campaigns.load(db, campaign_id)
     # (a campaign started before the count at start came resolved its audience then)
-    if _runs(campaign, batch) and not campaign.get("audience_resolved", True):
+    if campaign is not None and _runs(campaign, batch) and not campaign.get("audience_resolved", True):
         campaign = await resolve_audience(db, campaign)
-    if not _runs(campaign, batch):
+    if campaign is None or not _runs(campaign, batch):
         return  # finished, cancelled, nobody to send to, or this batch was already done by someone else
     contact_ids = await campaign_audience.batch_contact_ids(db, campaign, batch)
     # parts stored claimed by their render jobs (one job a part, campaign_parts.py): no

@@ -84,6 +84,7 @@ async def start_run(db: AsyncDatabase, publisher: Publisher, automation: dict, c
     if not started.created:
         raise Conflict(f"The contact is in this automation already or has been through it "
                        f"(reentry: {automation['trigger_config'].get('reentry')}).")
+    assert started.run is not None, "created"
     await _hand_to_engine(publisher, started.run)
     return started.run
 

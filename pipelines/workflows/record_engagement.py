@@ -41,7 +41,7 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     if not first:
         return True
     at = now_iso()
-    await analytics.bump(db, workspace_id, **{counter: 1})
+    await analytics.bump(db, workspace_id, None, **{counter: 1})
     data = {"message_id": message_id, "to": before["to"], "subject": before["subject"],
             f"{status}_at": at, **({"campaign_id": campaign_id} if campaign_id else {}),
             **({"url": url} if url else {})}

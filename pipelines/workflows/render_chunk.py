@@ -30,6 +30,7 @@ from pipelines.messages import mail_streams
 from pipelines.audience import recipients
 from pipelines.campaigns.fanout import campaign_message
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
+from pipelines.core.documents import CampaignPart
 from pipelines.templates.render_message import RenderContext, RenderResult
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 
@@ -106,7 +107,7 @@ async def unpack_part(db: AsyncDatabase, publisher: Publisher, part_id: str, tok
     given up on, by the message watchdog on its own."""
     part = await campaign_parts.load(db, part_id)
     campaign = None if part is None else await campaigns.load(db, part["campaign_id"])
-    if campaign is None or part["done"] or part["lease_token"] != token:
+    if part is None or campaign is None or part["done"] or part["lease_token"] != token:
         return
     sendable, docs = await _part_messages(db, campaign, part)
     await messages.insert_new(db, [{**m, "lease_token": delivery_status.UNCLAIMED} for m in docs])
@@ -114,7 +115,7 @@ async def unpack_part(db: AsyncDatabase, publisher: Publisher, part_id: str, tok
     await publisher.render([m["_id"] for m in docs])
 
 
-async def _part_messages(db: AsyncDatabase, campaign: dict, part: dict) -> tuple[list[dict], list[dict]]:
+async def _part_messages(db: AsyncDatabase, campaign: dict, part: CampaignPart) -> tuple[list[dict], list[dict]]:
     """The part's contacts still to send to now, and the messages to make for them, held
     under the part's claim (those already recorded, by an earlier run, left out)."""
     at = now_iso()
@@ -125,14 +126,14 @@ async def _part_messages(db: AsyncDatabase, campaign: dict, part: dict) -> tuple
     return sendable, [m for m in made if m["_id"] not in recorded]
 
 
-async def _finish_part(db: AsyncDatabase, campaign: dict, part: dict, sendable: int) -> None:
+async def _finish_part(db: AsyncDatabase, campaign: dict, part: CampaignPart, sendable: int) -> None:
     if await campaign_parts.finish(db, part["_id"], part["lease_token"]):
         # who was left out (gone, unsubscribed, bounced or suppressed since the audience
         # was resolved) is no longer counted as handed on: no message will be made
         await campaigns.bump_created(db, campaign["_id"], sendable - len(part["contact_ids"]))
 
 
-async def _part_lease(db: AsyncDatabase, settings: Settings, part: dict) -> float | None:
+async def _part_lease(db: AsyncDatabase, settings: Settings, part: CampaignPart) -> float | None:
     """When our claim on the part ends (monotonic, less a margin): as stored when at least
     half of it is left, else extended first; None when the part is no longer ours."""
     left = (ms_of(part["lease_until"]) - now_ms()) / 1000

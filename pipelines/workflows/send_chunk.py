@@ -40,6 +40,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
+from mongo.messages import Held
 from pipelines.messages import delivery_status
 from pipelines.core.clock import ms_of, now_ms, utcnow
 from pipelines.messages.outcomes import OutcomePlan, plan_outcomes
@@ -82,7 +83,7 @@ class Claim:
     # read whole (a render job's): their writes replace them whole (messages.Held)
     whole: bool = False
 
-    def held(self) -> messages.Held:
+    def held(self) -> Held:
         return messages.Held.of(self.messages, whole=self.whole)
 
     async def record(self, db: AsyncDatabase, transitions: list) -> int:
@@ -119,7 +120,9 @@ async def claim_messages(db: AsyncDatabase, settings: Settings, message_ids: lis
     token = token or uuid.uuid4().hex
     claimed_at = time.monotonic()
     lease_end = claimed_at + settings.send_lease_seconds - SEND_LEASE_MARGIN_SECONDS
-    kept, claiming, converting = [], list(message_ids), {}
+    kept: list[dict] = []
+    claiming = list(message_ids)
+    converting: dict[str, str] = {}
     if born:
         kept, claiming, converting = await _born_claims(db, message_ids, set(born), settings.send_lease_seconds,
                                                         whole)

@@ -35,7 +35,8 @@ async def check_references(db: AsyncDatabase, workspace_id: str, template_id: st
         if audience is None:
             raise NotFound("No such list in this workspace.", path="list_id")
     else:
-        audience = await segments.get(db, workspace_id, segment_id)
+        # the body names a list or a segment (the front's model); no id finds none
+        audience = await segments.get(db, workspace_id, segment_id or "")
         if audience is None:
             raise NotFound("No such segment in this workspace.", path="segment_id")
     return template, audience

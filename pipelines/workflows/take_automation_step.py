@@ -155,6 +155,7 @@ async def tag(job: JobView, run: dict, step: dict, automation: dict, contact: di
     config, workspace_id = step["config"], run["workspace_id"]
     found = await job.tag(workspace_id, config["tagName"], create=config["action"] == "add")
     if config["action"] == "add":  # the step creates the tag it names when it does not exist
+        assert found is not None, "asked to create it, the tag is there"
         outcome = await tags.assign(job.db, found, [contact["_id"]])
         done = "tagged" if outcome.changed else "already_tagged"
     elif found is None:
@@ -280,7 +281,7 @@ async def move_to_flow(job: JobView, run: dict, step: dict, automation: dict, co
         automation=target, contact=contact, source=f"move:{run['_id']}:{run['seq']}",
         trigger={"type": "move_to_flow", "data": {"from_automation_id": automation["_id"],
                                                   "from_run_id": run["_id"]}})])
-    if started.created and started.run["status"] == "active":
+    if started.created and started.run is not None and started.run["status"] == "active":
         await job.publisher.advance_runs([started.run["_id"]])
     outcome = "moved" if started.run is not None else "not_entered"
     detail = None if started.run is not None else "the target's re-entry rule refused the contact"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 from email.utils import getaddresses
+from typing import cast
 
 from pipelines.bounces.parsing.model import PERMANENT, Bounce
 from pipelines.bounces.parsing.rfc3464 import address_of
@@ -21,8 +22,8 @@ def _feedback_fields(msg: EmailMessage) -> Message | None:
             continue
         payload = part.get_payload()
         if isinstance(payload, list) and payload:
-            return payload[0]
-        text = part.get_payload(decode=True) or b""
+            return cast(Message, payload[0])  # a message/* part's payload is messages
+        text = cast(bytes, part.get_payload(decode=True) or b"")  # decoded: a leaf part's bytes
         return HeaderParser().parsestr(text.decode("latin-1"))
     return None
 
@@ -36,7 +37,8 @@ def _original_to(msg: EmailMessage) -> str:
             if isinstance(inner, Message) and inner.get("To"):
                 return str(inner["To"])
         if content_type == "text/rfc822-headers":
-            headers = HeaderParser().parsestr((part.get_payload(decode=True) or b"").decode("latin-1"))
+            text = cast(bytes, part.get_payload(decode=True) or b"")
+            headers = HeaderParser().parsestr(text.decode("latin-1"))
             if headers.get("To"):
                 return str(headers["To"])
     return ""

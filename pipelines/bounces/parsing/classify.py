@@ -97,7 +97,7 @@ def reason_of(code: str, text: str) -> str:
     if outranking := reasons.outranking_reason(text):
         return outranking
     by_code, strong = reasons.reason_from_code(code) if code else (None, False)
-    if strong:
+    if strong and by_code is not None:  # (a strong reading always names its reason)
         return by_code
     reason = reasons.reason_from_words(text)
     if not reason and _vague(code):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from email.message import EmailMessage, Message
 from email.parser import HeaderParser
 from email.utils import getaddresses
+from typing import cast
 
 from pipelines.bounces.parsing import reasons
 from pipelines.bounces.parsing.classify import BASIC, ENHANCED, OTHER, POLICY, Verdict, classify, clean_diagnostic, is_success, status_from
@@ -31,9 +32,9 @@ def delivery_status_blocks(msg: EmailMessage) -> list[Message] | None:
             continue
         payload = part.get_payload()
         if isinstance(payload, list):
-            return payload
+            return cast(list[Message], payload)  # a message/* part's payload is messages
         # some senders quote-print or otherwise leave it as text: split the blocks ourselves
-        text = part.get_payload(decode=True) or b""
+        text = cast(bytes, part.get_payload(decode=True) or b"")  # decoded: a leaf part's bytes
         blocks = [b for b in text.decode("latin-1").replace("\r\n", "\n").split("\n\n") if b.strip()]
         return [HeaderParser().parsestr(b) for b in blocks]
     return None
@@ -93,9 +94,10 @@ def _returned_to(msg: EmailMessage) -> list[str]:
     for part in msg.walk():
         kind = part.get_content_type()
         if kind == "message/rfc822" and isinstance(part.get_payload(), list) and part.get_payload():
-            headers = part.get_payload()[0]
+            headers = cast(list[Message], part.get_payload())[0]
         elif kind == "text/rfc822-headers":
-            headers = HeaderParser().parsestr((part.get_payload(decode=True) or b"").decode("latin-1"))
+            text = cast(bytes, part.get_payload(decode=True) or b"")
+            headers = HeaderParser().parsestr(text.decode("latin-1"))
         else:
             continue
         found = getaddresses([str(v) for v in (headers.get_all("To") or []) + (headers.get_all("Cc") or [])])
@@ -164,7 +166,7 @@ class _Report:
     reporting: str
 
     @classmethod
-    def of(cls, per_message: Message, named: list[Message], notice: Callable[[], str]) -> "_Report":
+    def of(cls, per_message: Message, named: list[Message], notice: Callable[[], str]) -> _Report:
         return cls(notice, notice() if any(not b.get("Diagnostic-Code") for b in named) else "",
                    notice() if len(named) == 1 else "",
                    [address_of(b.get("Final-Recipient")) or address_of(b.get("Original-Recipient")) for b in named],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from email.message import Message
+from typing import Any
 
 from pipelines.templates.text import html_to_text
 from pipelines.bounces.parsing.classify import BASIC, ENHANCED, classify, clean_diagnostic, status_from, words_category
@@ -52,7 +53,7 @@ def notice_text(msg: Message) -> str:
     """The text parts of the notice itself (text/plain, else text/html made text), outside
     any quoted message, and cut where the notice starts quoting the original inline."""
     plain, html = [], []
-    stack = [msg]
+    stack: list[Any] = [msg]  # messages (a multipart payload is a list of them)
     while stack:  # iterative: a deeply nested message must not exhaust the stack here
         part = stack.pop(0)
         content_type = part.get_content_type()

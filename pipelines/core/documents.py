@@ -1,0 +1,405 @@
+"""The stored documents, one TypedDict a collection: the fields the code writes (mongo/'s
+inserts and the documents pipelines/ builds for them), so a reader and mypy
+(tests/test_types.py) know a document's shape without reading every write.
+
+A key always written is plain; `NotRequired` marks one a document may lack (set by a
+later step, or absent on documents written before it was). Times are ISO-8601 UTC strings
+(`*_at`) or epoch milliseconds (`*_ms`: what the store filters and sorts on, see the store
+notes in docs/store-notes.md). `_id`s are strings. Types only: nothing here runs."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class HistoryEntry(TypedDict):
+    """One step of a message's history: the status it reached, when, and why (`detail`)."""
+    status: str
+    at: str
+    detail: NotRequired[str]
+
+
+class OutboxCarrier(TypedDict):
+    """The fields of a document whose change carries its events to the outbox in the same
+    write (mongo/outbox.py: PENDING, PENDING_AT, PENDING_TOKEN)."""
+    outbox_pending: NotRequired[list[OutboxEvent]]   # the events not yet relayed
+    outbox_pending_ms: NotRequired[int]              # when the newest pending event was written
+    outbox_pending_token: NotRequired[str]           # the newest pending event's id
+
+
+class Message(TypedDict):
+    """`messages`: one email to one or more recipients, transactional (`accept_email`) or a
+    campaign's (`campaigns/fanout.campaign_message`). Its status moves only as the table of
+    pipelines/messages/delivery_status.py says."""
+    _id: str
+    workspace_id: str
+    key_id: str | None
+    sandbox: bool                        # accepted by a sandbox key: rendered, never sent
+    kind: str                            # "transactional" | "campaign"
+    to: list[str]
+    subject: str
+    html: str | None
+    text: str | None
+    template_id: str | None
+    template_version: int | None         # the version rendered, pinned when accepted
+    template_data_json: NotRequired[str]  # personalise.TEMPLATE_DATA_FIELD: compact JSON
+    from_address: str
+    from_name: str | None
+    reply_to: str | None
+    signing_domain: str                  # the DKIM d= domain
+    custom_domain: str | None            # the workspace's own verified domain, if sent from one
+    track_opens: bool
+    track_clicks: bool
+    status: str                          # delivery_status.ALL
+    queued_at: str | None
+    attempts: int                        # SMTP attempts that ended in a transient failure
+    batch_id: str | None
+    campaign_id: str | None
+    created_at: str
+    updated_at: str
+    history: list[HistoryEntry]
+    stream: NotRequired[str]             # mail_streams: transactional or marketing
+    footer: NotRequired[bool]            # the compliance footer is added
+    contact_id: NotRequired[str]         # a campaign message's recipient
+    suppressed_recipients: NotRequired[list[str]]
+    due_at: NotRequired[str | None]      # a scheduled message's send time
+    # the claim of the job that holds it ("" = nobody) and until when (lease_ms: its integer twin)
+    lease_token: NotRequired[str]
+    lease_until: NotRequired[str]
+    lease_ms: NotRequired[int]
+    due_ms: NotRequired[int]             # when the scheduler must act unasked (delivery_status.watch)
+    stall_ms: NotRequired[int]           # when a queued message was last touched
+    next_attempt_at: NotRequired[str | None]  # a retry waiting in the store
+    deferred_since: NotRequired[str]     # the first transient failure (the retry lifetime runs from it)
+    revivals: NotRequired[int]           # times the watchdog took it back from a dead claim
+    last_error: NotRequired[str | None]
+    error: NotRequired[str | None]
+    smtp_response: NotRequired[str | None]
+    sent_at: NotRequired[str]
+    delivered_at: NotRequired[str]
+    opened_at: NotRequired[str]
+    clicked_at: NotRequired[str]
+    bounced_at: NotRequired[str]
+    failed_at: NotRequired[str]
+    suppressed_at: NotRequired[str]
+    cancelled_at: NotRequired[str]
+
+
+class Batch(TypedDict):
+    """`batches`: the messages of one POST /email/batch and their flat counters
+    (mongo/batches.py)."""
+    _id: str
+    workspace_id: str
+    key_id: str | None
+    message_ids: NotRequired[list[str]]  # left out of the reads (mongo/batches.get)
+    total: int
+    pending: int                         # not final yet
+    sent: int                            # accepted by the receiving server
+    delivered: int
+    bounced: int
+    failed: int
+    suppressed: int
+    cancelled: int
+    finished: int                        # the sum of the final outcomes
+    created_at: str
+    completed_at: str                    # "" until `finished` reaches `total`
+    last_finished_at: NotRequired[str]
+
+
+class CampaignSender(TypedDict):
+    from_address: str
+    from_name: str | None
+    reply_to: str | None
+    signing_domain: str
+    custom_domain: str | None
+
+
+class Campaign(TypedDict):
+    """`campaigns`: a draft (manage_campaigns.create), then started (start_campaign) and fanned
+    out in batches of parts (fan_out_campaign)."""
+    _id: str
+    workspace_id: str
+    key_id: str | None
+    sandbox: bool
+    name: str
+    subject: str
+    template_id: str
+    list_id: str | None
+    segment_id: str | None
+    from_email: str | None
+    from_name: str | None
+    reply_to: str | None
+    track_opens: bool
+    track_clicks: bool
+    status: str                          # draft, scheduled, sending, sent, cancelled, failed
+    send_at: str | None
+    created_at: str
+    updated_at: str
+    total_recipients: int
+    batches_queued: int                  # fan-out batches to make (campaign_fanout.batch_count)
+    batches_done: int
+    messages_created: int
+    fanout_done: bool
+    status_counts: dict[str, int]        # messages per status, a snapshot (campaigns/stats.py)
+    stats_at: str | None
+    # engagement counters (campaigns/stats.COUNTERS), bumped with $inc
+    opened_unique: int
+    opens_total: int
+    clicked_unique: int
+    clicks_total: int
+    unsubscribed: int
+    complained: int
+    # set when it starts
+    audience: NotRequired[dict[str, Any]]  # {_id, conditions, is_list}: the list or segment, as started
+    audience_at: NotRequired[str]
+    audience_resolved: NotRequired[bool]
+    recipients_token: NotRequired[str | None]
+    sender: NotRequired[CampaignSender]
+    template_version: NotRequired[int]
+    started_at: NotRequired[str]
+    fanout_at: NotRequired[str]
+    revived_at: NotRequired[str]
+    completed_at: NotRequired[str]
+    cancelled_at: NotRequired[str]
+    failure_reason: NotRequired[str | None]
+    send_at_ms: NotRequired[int]
+    updated_ms: NotRequired[int]
+
+
+class CampaignPart(TypedDict):
+    """`campaign_parts`: up to campaign_fanout.PART_SIZE recipients of a campaign, stored
+    claimed by the render job that makes their messages (mongo/campaign_parts.py)."""
+    _id: str                             # <campaign id>:<batch>:<number>
+    campaign_id: str
+    workspace_id: str
+    contact_ids: list[str]
+    done: bool
+    lease_token: str
+    lease_until: str
+    due_ms: int                          # the lease's end: then the scheduler hands it on again
+    created_at: str
+
+
+class Contact(OutboxCarrier):
+    """`contacts` (mongo/contacts.new_document). Deleted contacts are kept a while, marked."""
+    _id: str
+    workspace_id: str
+    email: str
+    email_key: str                       # the address lower-cased: the unique key in a workspace
+    first_name: str | None
+    last_name: str | None
+    attributes: dict[str, Any]
+    subscribed: bool
+    bounced: bool
+    tags: list[str]                      # tag ids
+    lists: list[str]                     # list ids
+    deleted: bool
+    deleted_at: str | None
+    deletion_id: str                     # the bulk deletion that removed it ("" none), for undo
+    created_at: str
+    updated_at: str
+    unsubscribed_at: str | None
+    created_ms: int
+    version: int                         # mongo/versions.FIELD: bumped by every write
+
+
+class Template(TypedDict):
+    """`templates`: the current version of a template (mongo/templates.py)."""
+    _id: str
+    workspace_id: str
+    name: str | None
+    description: str | None
+    html: str | None
+    json_structure: dict[str, Any] | None
+    version: int
+    deleted: bool
+    deleted_at: str | None
+    created_at: str
+    updated_at: str
+
+
+class TemplateVersion(TypedDict):
+    """`template_versions`: every version a template had, `_id` <template id>:<version>."""
+    _id: str
+    template_id: str
+    workspace_id: str
+    version: int
+    name: str | None
+    description: str | None
+    html: str | None
+    json_structure: dict[str, Any] | None
+    restored_from: int | None            # the version a restore copied
+    created_at: str
+
+
+class WebhookSubscription(TypedDict):
+    """`webhooks` (mongo/webhooks.create)."""
+    _id: str
+    workspace_id: str
+    events: list[str]
+    target_url: str
+    secret_sealed: str                   # the signing secret, encrypted (core/secret_box.py)
+    form: str                            # which of the spec's two request forms created it
+    active: bool
+    created_at: str
+    updated_at: str
+    secret_rotated_at: str
+    deleted_at: NotRequired[str]
+
+
+class WebhookDelivery(TypedDict):
+    """`webhook_deliveries`: one event to one subscription, `_id` <event id>:<subscription id>
+    (webhooks/events.plan_deliveries); waits in its subscription's lane."""
+    _id: str
+    workspace_id: str
+    webhook_id: str
+    event_id: str
+    event: str
+    body: str                            # the payload as signed and sent, serialised once
+    status: str                          # pending, delivered, failed, cancelled
+    attempt_count: int
+    next_attempt_at: str                 # for people (the delivery log); the store reads due_ms
+    due_ms: int
+    lane_due: str                        # <subscription id>~<due ms>: orders a lane (events.lane_due)
+    locked_by: str
+    last_status_code: int
+    last_error: str | None
+    created_at: str
+    updated_at: str
+    delivered_at: NotRequired[str]
+    version: NotRequired[int]
+
+
+class WebhookLane(TypedDict):
+    """`webhook_lanes`: one a subscription, `_id` its id (mongo/webhooks.py)."""
+    _id: str
+    workspace_id: NotRequired[str]
+    busy_ms: NotRequired[int]            # until when a turn in flight is presumed alive
+    token: NotRequired[str]              # that turn's job
+    wake_ms: NotRequired[int]            # when the lane next needs a turn
+    rev: NotRequired[int]                # notes of new work, so a turn ending misses none
+
+
+class AutomationStep(TypedDict):
+    id: str
+    step_type: str
+    config: dict[str, Any]
+
+
+class Automation(TypedDict):
+    """`automations` (mongo/automations.new_document)."""
+    _id: str
+    workspace_id: str
+    name: str
+    status: str                          # draft, active, paused
+    trigger_type: str
+    trigger_config: dict[str, Any]
+    steps: list[AutomationStep]
+    version: int
+    deleted: bool
+    deleted_at: str | None
+    key_id: str
+    sandbox: bool
+    created_at: str
+    updated_at: str
+    activated_at: str | None
+
+
+class AutomationRun(OutboxCarrier):
+    """`automation_runs`: one contact's way through an automation (automations/runs.new_run)."""
+    _id: str
+    workspace_id: str
+    automation_id: str
+    contact_id: str
+    contact_email: str
+    status: str                          # active, paused, completed, failed, cancelled
+    step_id: str                         # the current step ("" none)
+    phase: str                           # ready, waiting, calling ("" ended)
+    version: int
+    seq: int                             # stamps history entries: two visits of a step are two
+    wake_ms: int
+    resume_ms: int                       # a paused run's wake time, kept for its resume
+    wait_event: str                      # the event a wait step waits for ("" none)
+    wait_since: str
+    attempts: int
+    hops: int                            # runs started by move_to_flow before it, against loops
+    history: list[dict[str, Any]]        # automations/runs.entry
+    passed_steps: list[str]
+    trigger: dict[str, Any]              # {type, data}: what started it
+    error: str | None
+    created_at: str
+    updated_at: str
+    ended_at: str | None
+
+
+class Workspace(TypedDict):
+    """`workspaces` (mongo/workspaces.create)."""
+    _id: str
+    name: str
+    default_from_email: str | None
+    settings: dict[str, Any]             # company_name / company_address feed the merge tags
+    monthly_email_limit: int | None      # None: the POSTROOM_PLAN_MONTHLY_EMAIL_LIMIT default
+    created_at: str
+
+
+class ApiKey(TypedDict):
+    """`api_keys`: only the key's hash is kept (mongo/api_keys.create)."""
+    _id: str
+    workspace_id: str
+    name: str
+    hash: str
+    prefix: str                          # the key's first characters, to recognise it
+    type: str                            # live | sandbox
+    permissions: list[str]
+    rate_limit: int | None               # requests a minute; None: the setting's default
+    email_rate_limit: int | None
+    revoked: bool
+    created_at: str
+
+
+class Suppression(TypedDict):
+    """`suppressions`, `_id` <workspace id>:<address's match key> (mongo/suppressions.document)."""
+    _id: str
+    workspace_id: str
+    email: str
+    email_key: str
+    reason: str
+    source: str                          # api, bounce, complaint, unsubscribe, ...
+    detail: str
+    created_at: str
+
+
+class BounceRecord(TypedDict):
+    """`bounces` (bounces/effects.bounce_document): one recipient's bounce or complaint."""
+    _id: str
+    workspace_id: str
+    message_id: str                      # "" when no message of ours was found
+    email: str
+    email_key: str
+    kind: str                            # bounce | complaint
+    type: str                            # permanent, transient, undetermined
+    category: str | None
+    reason: str | None
+    smtp_status: str | None
+    diagnostic_code: str | None
+    isp_name: str | None
+    source: str                          # smtp (refused when sent), dsn, arf
+    action: str | None
+    reporting_mta: str | None
+    feedback_type: str | None
+    origin: str                          # what reported it (a report's id, or the message's)
+    created_at: str
+
+
+class OutboxEvent(TypedDict):
+    """`outbox`: an event as webhooks and automations read it (mongo/outbox.event_document)."""
+    _id: str
+    workspace_id: str
+    event: str                           # its type, e.g. email.delivered
+    data: dict[str, Any]
+    timestamp: str
+    dispatched: bool                     # handed to the webhook dispatch
+    automations_pending: bool            # automations still have to read it
+    dispatch_ms: NotRequired[int]
+    automations_ms: NotRequired[int]
+
