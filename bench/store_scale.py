@@ -8,7 +8,8 @@ deliveries, finished runs, …), and at each size every shape below is timed thr
 real functions of mongo/ and ops/ — the scheduler's whole pass job by job (nothing due:
 the steady state of every tick), the send step's claims (the lapsed-lease claim of a
 redelivered job included) and outcomes, the watchdog's finds and hand-backs, stored
-retries, the outbox, webhook lanes. A shape whose cost grows with the collection fails.
+retries, the outbox, webhook lanes, and an API client's time window over its bounces. A
+shape whose cost grows with the collection fails.
 
 While it runs, every filter sent to the store is inspected (a PyMongo command listener):
 one holding a date-like string — which sends the embedded store's query to the tier that
@@ -16,6 +17,12 @@ reads the whole collection, even beside `_id` — is reported by command and col
 
     python -m bench.store_scale                  # 1,000 vs 100,000 (the README's figures)
     python -m bench.store_scale --sizes 1000 20000
+    python -m bench.store_scale --off-paths      # the reads left on ISO strings, for the record
+
+`--off-paths` times instead the reads that still filter on an ISO-date string and are on
+none of those paths (an operator's `postroom status` and `messages failed --since`), each
+beside the same read without the date: what one of them holds the store's lock for as the
+collection grows (docs/store-notes.md says why each is left so).
 
 tests/mongo/test_store_scale.py runs the bounded version in the suite."""
 
@@ -33,10 +40,10 @@ from pathlib import Path
 
 from pymongo import AsyncMongoClient, monitoring
 
-from mongo import messages, outbox, webhooks
+from mongo import bounces, messages, operations, outbox, webhooks
 from mongo.indexes import prepare_store
 from pipelines.messages import delivery_status
-from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.webhooks.events import plan_deliveries
 
@@ -143,6 +150,16 @@ def _delivery(i: int, at: str) -> dict:
     return {**doc, "status": "delivered", "due_ms": NEVER_MS, "lane_due": f"~done~{i:07d}"}
 
 
+OLD_BOUNCE_AT = "2026-01-01T00:00:00.000000Z"  # a bounce collection is mostly old bounces
+
+
+def _bounce(i: int, at: str) -> dict:
+    return {"_id": f"bn_fill_{i:07d}", "workspace_id": WORKSPACE, "message_id": f"msg_fill_{i:07d}",
+            "email": f"r{i}@example.org", "email_key": f"r{i}@example.org", "kind": "bounce",
+            "type": "permanent", "category": "unknown_user", "created_at": OLD_BOUNCE_AT,
+            "created_ms": ms_of(OLD_BOUNCE_AT)}
+
+
 def _run(i: int, at: str) -> dict:
     return {"_id": f"run_fill_{i:07d}", "workspace_id": WORKSPACE, "automation_id": "au_fill",
             "contact_id": f"ct_fill_{i:07d}", "status": "completed", "wake_ms": NEVER_MS, "step": None,
@@ -160,6 +177,7 @@ FILLERS: dict[str, Callable[[int, str], dict]] = {
     "outbox": _event,
     "webhook_deliveries": _delivery,
     "automation_runs": _run,
+    "bounces": _bounce,
     "activity": _small("act", lambda i, at: {"action": "contact.created", "details": {}, "at": at}),
     "form_signups": _small("su", lambda i, at: {"status": "confirmed", "expires_at": at, "expires_ms": NEVER_MS,
                                                  **outbox.no_events()}),
@@ -173,15 +191,19 @@ FILLERS: dict[str, Callable[[int, str], dict]] = {
 }
 
 
-async def grow(db, have: int, want: int) -> None:
-    """Fill every collection from `have` to `want` documents (the collections side by side)."""
+# what the off-path reads (--off-paths) read
+OFF_PATH_FILLERS: dict[str, Callable[[int, str], dict]] = {"messages": _sent_message}
+
+
+async def grow(db, have: int, want: int, fillers: dict[str, Callable[[int, str], dict]] = FILLERS) -> None:
+    """Fill every collection of `fillers` from `have` to `want` documents (side by side)."""
     at = now_iso()
 
     async def fill(collection, make):
         for start in range(have, want, SEED_CHUNK):
             await db[collection].insert_many([make(i, at) for i in range(start, min(want, start + SEED_CHUNK))],
                                              ordered=False)
-    await asyncio.gather(*(fill(c, make) for c, make in FILLERS.items()))
+    await asyncio.gather(*(fill(c, make) for c, make in fillers.items()))
 
 
 # -- the shapes ----------------------------------------------------------------------------
@@ -358,8 +380,45 @@ def scheduler_shapes() -> list[Shape]:
     return [job_shape(job) for job in scheduler.ALL_JOBS]
 
 
+def api_shapes() -> list[Shape]:
+    """API reads that take a time window: the window ranges over an integer field."""
+    async def recent_bounces(db):
+        for n in range(BATCH):
+            await bounces.insert(db, {**_bounce(n, ""), "_id": f"bn_{uuid.uuid4().hex}", "created_at": now_iso()})
+
+    async def bounces_of_the_last_hour(db, settings):
+        page, total = await bounces.list_page(db, WORKSPACE, type_=None, kind=None, email=None,
+                                              since=in_seconds(-3600), until=now_iso(), limit=50, offset=0)
+        assert len(page) == min(50, total) and total >= BATCH, (len(page), total)
+
+    return [Shape("api: GET /bounces?since=&until= (a page and its total)", bounces_of_the_last_hour, recent_bounces)]
+
+
 def all_shapes() -> list[Shape]:
-    return message_shapes() + outbox_shapes() + webhook_shapes() + scheduler_shapes()
+    return message_shapes() + outbox_shapes() + webhook_shapes() + scheduler_shapes() + api_shapes()
+
+
+def off_path_shapes() -> list[Shape]:
+    """The reads still filtering on an ISO string, each beside the same read without the
+    date where there is one, so the table shows what the date itself costs."""
+    async def status_last_hour(db, settings):
+        await operations.messages_by_status_since(db, in_seconds(-3600))
+
+    async def failed_since(db, settings):
+        await operations.failed_messages(db, None, in_seconds(-3600), 50)
+
+    async def status_any_time(db, settings):
+        cursor = await db.messages.aggregate([{"$match": {"status": {"$in": ["sent", "failed"]}}},
+                                              {"$group": {"_id": "$status", "count": {"$sum": 1}}}])
+        await cursor.to_list()
+
+    async def failed_any_time(db, settings):
+        await operations.failed_messages(db, None, None, 50)
+
+    return [Shape("postroom status: messages by status, last hour", status_last_hour),
+            Shape("the same without the date (status in a list)", status_any_time),
+            Shape("postroom messages failed --since 1h", failed_since),
+            Shape("postroom messages failed (no --since)", failed_any_time)]
 
 
 # -- measuring -----------------------------------------------------------------------------
@@ -400,7 +459,8 @@ def scale_settings(url: str, database: str):
 
 
 async def measure(url: str, sizes: list[int], *, rounds: int = 3, shapes: list[Shape] | None = None,
-                  report: Callable[[str], None] = print, confirm: int = 2) -> tuple[list[Result], DatedFilters]:
+                  report: Callable[[str], None] = print, confirm: int = 2,
+                  fillers: dict[str, Callable[[int, str], dict]] = FILLERS) -> tuple[list[Result], DatedFilters]:
     """One database per size, grown to it; then every shape timed on each database in
     turn, round after round (the sizes interleaved, so the machine's drift falls on all
     of them alike), after one untimed warm-up each. Returns the median per size of each
@@ -416,7 +476,7 @@ async def measure(url: str, sizes: list[int], *, rounds: int = 3, shapes: list[S
         for db, size in zip(dbs, sizes):
             start = time.perf_counter()
             await prepare_store(db)
-            await grow(db, 0, size)
+            await grow(db, 0, size, fillers)
             report(f"-- {size:,} documents per collection seeded in {time.perf_counter() - start:.0f} s")
         async def timed(shape: Shape, rounds: int) -> Result:
             took: list[list[float]] = [[] for _ in sizes]
@@ -459,14 +519,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mongodb-url", default="", help="a running store (default: start an embedded one)")
+    parser.add_argument("--off-paths", action="store_true",
+                        help="time the reads left on ISO-string filters instead (operator commands, GET /bounces)")
     args = parser.parse_args()
+    shapes, fillers = (off_path_shapes(), OFF_PATH_FILLERS) if args.off_paths else (None, FILLERS)
     process = None
     url = args.mongodb_url
     if not url:
         from ops import embedded_store
         process, url = embedded_store.start(Path(tempfile.mkdtemp(prefix="postroom-scale-store-")))
     try:
-        results, dated_filters = asyncio.run(measure(url, args.sizes, rounds=args.rounds))
+        results, dated_filters = asyncio.run(measure(url, args.sizes, rounds=args.rounds, shapes=shapes,
+                                                     fillers=fillers))
     finally:
         if process:
             process.terminate()

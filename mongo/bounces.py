@@ -1,11 +1,15 @@
 """Bounce and complaint records (`bounces`), one per report and recipient, `_id` derived
 from the report (pipelines.bounces.effects.bounce_id) so a redelivered report writes
-nothing new."""
+nothing new. Each carries `created_ms`, its `created_at` as integer epoch milliseconds:
+what a time window ranges over, since a date-like string in a filter makes the embedded
+store read every bounce under its one lock (docs/store-notes.md)."""
 
 from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
+
+from pipelines.core.clock import ms_of, now_iso
 
 from .documents import insert_new
 
@@ -14,13 +18,31 @@ INDEXES: dict[str, list] = {
         IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
         IndexModel([("workspace_id", ASCENDING), ("email_key", ASCENDING), ("created_at", DESCENDING)],
                    name="ws_email_created"),
+        # a single integer field: the only kind of range the embedded store answers from an index
+        IndexModel([("created_ms", ASCENDING)], name="created_ms"),
     ],
 }
+
+_CREATED_MS_BACKFILL_ID = "bounces_created_ms"
 
 
 async def insert(db: AsyncDatabase, doc: dict) -> bool:
     """False when this bounce is already recorded."""
-    return await insert_new(db.bounces, doc)
+    return await insert_new(db.bounces, {**doc, "created_ms": ms_of(doc["created_at"])})
+
+
+async def backfill_created_ms(db: AsyncDatabase) -> int:
+    """Once per database: bounces an earlier version wrote get their `created_ms`, so a
+    time window finds them. Marked done in `migrations`."""
+    if await db.migrations.find_one({"_id": _CREATED_MS_BACKFILL_ID}):
+        return 0
+    fixed = 0
+    async for doc in db.bounces.find({"created_ms": {"$exists": False}}, {"created_at": 1}):
+        await db.bounces.update_one({"_id": doc["_id"]}, {"$set": {"created_ms": ms_of(doc["created_at"])}})
+        fixed += 1
+    await db.migrations.update_one({"_id": _CREATED_MS_BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
+                                   upsert=True)
+    return fixed
 
 
 async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, categories: tuple[str, ...],
@@ -47,10 +69,14 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, type_: str | None, 
         query["kind"] = kind
     if email:
         query["email_key"] = email.lower()
-    window = {**({"$gte": since} if since else {}), **({"$lt": until} if until else {})}
+    # at millisecond precision: `since`/`until` as integers, never as date strings
+    window = {**({"$gte": ms_of(since)} if since else {}), **({"$lt": ms_of(until)} if until else {})}
     if window:
-        query["created_at"] = window
-    total = await db.bounces.count_documents(query)
+        query["created_ms"] = window
+    # `$count`, not count_documents: the embedded store answers a `$match` and `$count` from
+    # its index, where count_documents' `$group` reads every bounce (mongo/campaign_audience.py)
+    counted = await (await db.bounces.aggregate([{"$match": query}, {"$count": "n"}])).to_list()
+    total = int(counted[0]["n"]) if counted else 0
     docs = await db.bounces.find(query, sort=[("created_at", -1), ("_id", 1)], skip=offset,
                                  limit=limit).to_list()
     return docs, total

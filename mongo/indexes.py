@@ -57,3 +57,4 @@ async def prepare_store(db: AsyncDatabase) -> None:
     await messages.drop_retired_indexes(db)
     await outbox.backfill_carrier_fields(db)
     await messages.backfill_watch_fields(db)
+    await bounces.backfill_created_ms(db)

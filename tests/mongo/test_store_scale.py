@@ -3,8 +3,9 @@ collection (bench/store_scale.py, the bounded version: its full run, 1,000 vs 10
 in the README), and no filter sent on them holds a date-like string, which makes the
 embedded store read the whole collection under its one lock, even beside `_id`.
 
-Through the real functions of mongo/ and the scheduler's jobs, so a change that adds a
-scanning filter on one of these paths fails here."""
+Through the real functions of mongo/ and the scheduler's jobs (and an API client's time
+window over its bounces, on integer `created_ms` and counted with `$count`), so a change
+that adds a scanning filter on one of these paths fails here."""
 
 from __future__ import annotations
 
