@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import multiprocessing
 import os
 import tempfile
@@ -50,12 +51,14 @@ class _Sink(asyncio.Protocol):
     the bare client did. It offers PIPELINING (RFC 2920) and CHUNKING (RFC 3030), as
     Postfix, Exim, Exchange and the large mailbox providers do: the answers to what one
     read brought are written together, and a `BDAT <size> [LAST]` chunk is taken by its
-    size."""
+    size. With a `log` (a file opened unbuffered), each message's recipients are written to
+    it, one a line, before the message is counted: a count read implies its lines."""
 
     EHLO = b"250-sink\r\n250-PIPELINING\r\n250-CHUNKING\r\n250 8BITMIME\r\n"
 
-    def __init__(self, counter, size):
+    def __init__(self, counter, size, log=None):
         self.counter, self.size, self.buf, self.in_data, self.scanned = counter, size, bytearray(), False, 0
+        self.log, self.rcpts = log, []  # the current message's RCPT TO addresses, when logged
         self.chunk_left, self.chunk_last, self.chunked = 0, False, 0  # a BDAT chunk being read
 
     def connection_made(self, transport):
@@ -63,6 +66,9 @@ class _Sink(asyncio.Protocol):
         transport.write(b"220 sink ESMTP\r\n")
 
     def _count(self, size: int) -> None:
+        if self.log:
+            self.log.write(b"".join(address + b"\n" for address in self.rcpts))
+            self.rcpts = []
         with self.counter.get_lock():
             self.size.value += size  # first, so a count read implies its bytes
             self.counter.value += 1
@@ -106,6 +112,8 @@ class _Sink(asyncio.Protocol):
                 self.transport.write(b"".join(answers) + b"221 bye\r\n")
                 self.transport.close()
                 return
+            if self.log and verb == b"RCPT":
+                self.rcpts.append(line[line.find(b"<") + 1:line.rfind(b">")])
             if verb == b"BDAT":
                 words = line.split()
                 self.chunk_left, self.chunk_last = int(words[1]), words[-1].upper() == b"LAST"
@@ -118,19 +126,23 @@ class _Sink(asyncio.Protocol):
             self.transport.write(b"".join(answers))
 
 
-def _sink_main(port: int, counter, size, ready) -> None:
+def _sink_main(port: int, counter, size, ready, recipients_log: Path | None) -> None:
+    log = open(recipients_log, "ab", buffering=0) if recipients_log else None
+
     async def serve():
-        server = await asyncio.get_running_loop().create_server(lambda: _Sink(counter, size), "127.0.0.1", port)
+        server = await asyncio.get_running_loop().create_server(lambda: _Sink(counter, size, log), "127.0.0.1", port)
         ready.set()
         await server.serve_forever()
     asyncio.run(serve())
 
 
-def start_sink() -> tuple[multiprocessing.Process, int, object, object]:
-    """The sink counts messages and their bytes (`counter` guards both)."""
+def start_sink(recipients_log: Path | None = None) -> tuple[multiprocessing.Process, int, object, object]:
+    """The sink counts messages and their bytes (`counter` guards both); with
+    `recipients_log`, it also writes every message's recipients there, one a line."""
     port = embedded_store.free_port()
     counter, size, ready = multiprocessing.Value("q", 0), multiprocessing.Value("q", 0, lock=False), multiprocessing.Event()
-    process = multiprocessing.Process(target=_sink_main, args=(port, counter, size, ready), daemon=True)
+    process = multiprocessing.Process(target=_sink_main, args=(port, counter, size, ready, recipients_log),
+                                      daemon=True)
     process.start()
     ready.wait(30)
     return process, port, counter, size
@@ -251,15 +263,18 @@ class Stack:
     """The sink, the store, a vhost and the front, started on entry (with a tenant and its
     API client); more processes with `start`; all stopped on exit, newest first."""
 
-    def __init__(self, prefix: str, smtp_connections: int, api_timeout_seconds: float, env: dict | None = None):
+    def __init__(self, prefix: str, smtp_connections: int, api_timeout_seconds: float, env: dict | None = None,
+                 record_recipients: bool = False):
         self.prefix, self.smtp_connections, self.api_timeout_seconds = prefix, smtp_connections, api_timeout_seconds
+        self.record_recipients = record_recipients
         self.extra_env = env or {}
         self.procs: list = []
         self.bare_cpu_ms: list[float] = []  # each baseline run's bare-client CPU per message
 
     def __enter__(self) -> "Stack":
         self.run_dir = Path(tempfile.mkdtemp(prefix=self.prefix))
-        self.sink, self.sink_port, self.counter, self.sink_bytes = start_sink()
+        self.recipients_log = self.run_dir / "sink-recipients.txt" if self.record_recipients else None
+        self.sink, self.sink_port, self.counter, self.sink_bytes = start_sink(self.recipients_log)
         self.store, self.store_url = embedded_store.start(self.run_dir)
         self.vhost, amqp = services.create_vhost()
         self.database = f"bench_{uuid.uuid4().hex[:8]}"
@@ -280,6 +295,11 @@ class Stack:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def recipients_seen(self) -> collections.Counter:
+        """How many messages reached the sink for each recipient (`record_recipients`)."""
+        lines = self.recipients_log.read_bytes().decode().split("\n")
+        return collections.Counter(line for line in lines if line)
 
     def start(self, name: str, args: list[str]):
         process = services.Process(name, args, self.env, self.run_dir)
