@@ -56,5 +56,4 @@ async def prepare_store(db: AsyncDatabase) -> None:
     await ensure_indexes(db)
     await messages.drop_retired_indexes(db)
     await outbox.backfill_carrier_fields(db)
-    await messages.backfill_watch_fields(db)
     await bounces.backfill_created_ms(db)

@@ -316,7 +316,6 @@ async def trim_recipients(db: AsyncDatabase, doc: dict, changes: dict) -> bool:
     return trimmed.modified_count == 1
 
 
-_WATCH_BACKFILL_ID = "messages_watch_fields"
 # Indexes no query uses any more, by key (the embedded store names indexes its own way),
 # dropped so every message write stops paying for them (the embedded store re-reads the
 # document's JSON for each index on every insert and update): the ones the scheduler's
@@ -333,22 +332,3 @@ async def drop_retired_indexes(db: AsyncDatabase) -> list[dict]:
     for index in retired:  # by the name the store gave it (the embedded store drops a compound key by name only)
         await db.messages.drop_index(index["name"])
     return [dict(i["key"]) for i in retired]
-
-
-async def backfill_watch_fields(db: AsyncDatabase) -> int:
-    """Once per database: messages still in flight that an earlier version wrote get
-    their scheduler times (delivery_status.watch), so the scheduler finds them. Marked
-    done in `migrations`."""
-    if await db.migrations.find_one({"_id": _WATCH_BACKFILL_ID}):
-        return 0
-    fixed = 0
-    async for doc in db.messages.find({"status": {"$in": ["scheduled", "queued", "sending"]}},
-                                      {"status": 1, "updated_at": 1, "due_at": 1, "lease_until": 1,
-                                       "next_attempt_at": 1, "due_ms": 1}):
-        if "due_ms" not in doc:
-            await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]},
-                                         {"$set": delivery_status.watch(doc["status"], doc["updated_at"], doc)})
-            fixed += 1
-    await db.migrations.update_one({"_id": _WATCH_BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
-                                   upsert=True)
-    return fixed
