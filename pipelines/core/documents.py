@@ -389,6 +389,7 @@ class BounceRecord(TypedDict):
     feedback_type: str | None
     origin: str                          # what reported it (a report's id, or the message's)
     created_at: str
+    created_ms: int                      # created_at as epoch ms: what a time window ranges over
 
 
 class OutboxEvent(TypedDict):
