@@ -281,48 +281,82 @@ RAW_REQUEST_BODIES: dict[str, dict] = {
 }
 
 
-def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
-                  idempotency: str | None, has_inputs: bool) -> dict:
-    """The Responses object of one /api/v1 operation."""
-    rate = [] if public else ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
-    if not public and endpoint.startswith(EMAIL_ENDPOINT_PREFIX) and method == "post":
-        rate += ["X-EmailRateLimit-Limit", "X-EmailRateLimit-Remaining", "X-EmailRateLimit-Reset"]
-    success_headers = {name: {**_ref("headers", name)} for name in rate}
-    if idempotency:
-        success_headers["X-Idempotency-Status"] = _ref("headers", "X-Idempotency-Status")
+_RATE_LIMIT_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
+_EMAIL_RATE_LIMIT_HEADERS = ["X-EmailRateLimit-Limit", "X-EmailRateLimit-Remaining", "X-EmailRateLimit-Reset"]
 
+
+def _rate_headers(endpoint: str, method: str, public: bool) -> list[str]:
+    """The rate-limit headers an operation answers with: none on a public one, the email
+    window's too on an email send."""
+    if public:
+        return []
+    if endpoint.startswith(EMAIL_ENDPOINT_PREFIX) and method == "post":
+        return _RATE_LIMIT_HEADERS + _EMAIL_RATE_LIMIT_HEADERS
+    return list(_RATE_LIMIT_HEADERS)
+
+
+def _success_content(endpoint: str, status: int, listing: bool) -> dict:
+    if endpoint in CSV_ANSWERS:
+        return {"text/csv": {"schema": {"type": "string", "description": CSV_ANSWERS[endpoint]}}}
+    return {"application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}
+
+
+def _success_responses(endpoint: str, listing: bool, headers: dict) -> dict:
     responses: dict = {}
     for status in SUCCESS_STATUSES.get(endpoint, (200,)):
-        if endpoint in CSV_ANSWERS:
-            content = {"text/csv": {"schema": {"type": "string", "description": CSV_ANSWERS[endpoint]}}}
-        else:
-            content = {"application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}
-        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status], "content": content}
-        if success_headers:
-            responses[str(status)]["headers"] = dict(success_headers)
+        responses[str(status)] = {"description": SUCCESS_DESCRIPTIONS[status],
+                                  "content": _success_content(endpoint, status, listing)}
+        if headers:
+            responses[str(status)]["headers"] = dict(headers)
+    return responses
 
-    if endpoint in DEGRADED_STATUSES:
-        status, description = DEGRADED_STATUSES[endpoint]
-        responses[str(status)] = {"description": description, "content": {
-            "application/json": {"schema": _data_schema(answer_model(endpoint, status) or answer_model(endpoint, 200),
-                                                        False)}},
-                                  "headers": {"Retry-After": _ref("headers", "Retry-After")}}
 
+def _degraded_responses(endpoint: str) -> dict:
+    """The health check's 503 in the `{data}` shape; nothing for any other operation."""
+    if endpoint not in DEGRADED_STATUSES:
+        return {}
+    status, description = DEGRADED_STATUSES[endpoint]
+    model = answer_model(endpoint, status) or answer_model(endpoint, 200)
+    return {str(status): {"description": description,
+                          "content": {"application/json": {"schema": _data_schema(model, False)}},
+                          "headers": {"Retry-After": _ref("headers", "Retry-After")}}}
+
+
+def _error_statuses(endpoint: str, method: str, *, public: bool, takes_body_or_key: bool) -> list[int]:
+    """The error statuses an operation may answer, in order."""
     errors = [500] + ([] if endpoint in DEGRADED_STATUSES else [503])
     if not public:
         errors += [401, 403, 404, 429]
-        if has_inputs or idempotency:
+        if takes_body_or_key:
             errors.append(400)
         if method in WRITE_METHODS:
             errors.append(409)
-    for status in sorted(errors):
-        response = {"description": ERROR_DESCRIPTIONS[status], "content": _json("Error")}
-        # 401 and 503 answer before (or without) counting against a window
-        headers = {name: _ref("headers", name) for name in rate} if status not in (401, 503) else {}
-        if status in (429, 503):
-            headers["Retry-After"] = _ref("headers", "Retry-After")
-        if headers:
-            response["headers"] = headers
-        responses[str(status)] = response
+    return sorted(errors)
+
+
+def _error_response(status: int, rate: list[str]) -> dict:
+    response = {"description": ERROR_DESCRIPTIONS[status], "content": _json("Error")}
+    # 401 and 503 answer before (or without) counting against a window
+    headers = {name: _ref("headers", name) for name in rate} if status not in (401, 503) else {}
+    if status in (429, 503):
+        headers["Retry-After"] = _ref("headers", "Retry-After")
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def api_responses(endpoint: str, method: str, *, public: bool, listing: bool,
+                  idempotency: str | None, has_inputs: bool) -> dict:
+    """The Responses object of one /api/v1 operation: its successes, the health check's
+    degraded answer, its errors, and the envelope for anything else."""
+    rate = _rate_headers(endpoint, method, public)
+    success_headers = {name: _ref("headers", name) for name in rate}
+    if idempotency:
+        success_headers["X-Idempotency-Status"] = _ref("headers", "X-Idempotency-Status")
+    responses = {**_success_responses(endpoint, listing, success_headers), **_degraded_responses(endpoint)}
+    error_statuses = _error_statuses(endpoint, method, public=public,
+                                     takes_body_or_key=bool(has_inputs or idempotency))
+    for status in error_statuses:
+        responses[str(status)] = _error_response(status, rate)
     responses["default"] = {"description": "Any other failure, as the error envelope.", "content": _json("Error")}
     return responses

@@ -274,15 +274,6 @@ def test_front_makes_no_store_writes():
     assert offenders == [], "front/ writes through pipelines/workflows/: " + ", ".join(sorted(set(offenders)))
 
 
-# Functions of grade D or worse in files other helpers are rewriting now (issue #33), each
-# with whose it is: the test asks that each is still one, so the list only shrinks.
-COMPLEXITY_PENDING = {
-    "front/openapi_responses.py:api_responses",  # the OpenAPI model helper's
-    "pipelines/automations/steps.py:condition_holds",  # the automation workflows helper's
-    "pipelines/automations/triggers.py:normalize_trigger_config",  # the automation workflows helper's
-}
-
-
 def _complex_functions() -> dict[str, str]:
     """`file:function` → radon's cyclomatic grade, for every function and method of
     production code graded D (21+) or worse."""
@@ -299,6 +290,4 @@ def _complex_functions() -> dict[str, str]:
 def test_no_function_is_graded_d_or_worse():
     """A decision with many outcomes is a classifier plus one small function per outcome
     (STYLE.md 21), not one function of 30 branches (radon's cyclomatic grade D starts at 21)."""
-    graded = _complex_functions()
-    assert {f: g for f, g in graded.items() if f not in COMPLEXITY_PENDING} == {}
-    assert COMPLEXITY_PENDING <= set(graded), "no longer graded D: take it off COMPLEXITY_PENDING"
+    assert _complex_functions() == {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 import re
 from typing import Any, Callable
 
@@ -342,6 +343,39 @@ def _comparable(left: Any, right: Any) -> bool:
     return type(left) is type(right) and isinstance(left, (str, bool))
 
 
+def _equal(actual: Any, wanted: Any) -> bool:
+    return actual is not None and _comparable(actual, wanted) and actual == wanted
+
+
+def _contains(actual: Any, wanted: Any) -> bool:
+    return isinstance(actual, str) and isinstance(wanted, str) and wanted.lower() in actual.lower()
+
+
+def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    """`gt`…`lte`: only between comparable values, never a boolean (a segment's range
+    operators do not order booleans)."""
+    def holds(actual: Any, wanted: Any) -> bool:
+        if actual is None or not _comparable(actual, wanted) or isinstance(actual, bool):
+            return False
+        return compare(actual, wanted)
+    return holds
+
+
+# operator → whether it holds between the contact's value and the step's value
+_VALUE_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "equals": _equal,
+    "not_equals": lambda actual, wanted: not _equal(actual, wanted),  # a missing field is "not equal"
+    "contains": _contains,
+    "gt": _ordered(operator.gt), "gte": _ordered(operator.ge),
+    "lt": _ordered(operator.lt), "lte": _ordered(operator.le),
+}
+# operator → whether it holds given whether the contact is a member (has the tag, is on the
+# list); the range operators never hold on a membership field
+_MEMBERSHIP_OPERATORS: dict[str, Callable[[bool], bool]] = {
+    "equals": lambda has: has, "contains": lambda has: has, "not_equals": lambda has: not has,
+}
+
+
 def condition_holds(contact: dict, config: dict) -> bool:
     """The condition step's rule on a contact document, with the meaning a segment rule
     has (pipelines.audience.segment_rules): `email` and `contains` compare case-insensitively,
@@ -350,25 +384,16 @@ def condition_holds(contact: dict, config: dict) -> bool:
     resolved = segment_rules.field_kind(config["field"])
     assert resolved is not None, "a condition step's field is checked when its automation is saved"
     kind, stored = resolved
-    operator, wanted = config["operator"], config["value"]
+    operator_name, wanted = config["operator"], config["value"]
     actual = _contact_value(contact, stored)
     if kind == "membership":
         has = wanted in (actual or [])
-        return has if operator in ("equals", "contains") else not has if operator == "not_equals" else False
+        return _MEMBERSHIP_OPERATORS.get(operator_name, lambda _has: False)(has)
     if config["field"] == "email" and isinstance(wanted, str):
         wanted = wanted.lower()
     if kind == "boolean" and actual is not None:
         actual = bool(actual)  # the embedded store hands a $set boolean back as 0/1
-    if operator == "equals":
-        return actual is not None and _comparable(actual, wanted) and actual == wanted
-    if operator == "not_equals":
-        return not (actual is not None and _comparable(actual, wanted) and actual == wanted)
-    if operator == "contains":
-        return isinstance(actual, str) and isinstance(wanted, str) and wanted.lower() in actual.lower()
-    if actual is None or not _comparable(actual, wanted) or isinstance(actual, bool):
-        return False
-    return {"gt": actual > wanted, "gte": actual >= wanted, "lt": actual < wanted,
-            "lte": actual <= wanted}[operator]
+    return _VALUE_OPERATORS[operator_name](actual, wanted)
 
 
 # -- the webhook step's request -----------------------------------------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pipelines.audience import segment_rules
@@ -90,39 +91,65 @@ def default_reentry(trigger_type: str) -> str:
     return "after_exit" if trigger_type == "date_attribute" else "never"
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) and 1 <= len(value) <= 200
+
+
+def _is_attribute_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(segment_rules.ATTRIBUTE_NAME.match(value))
+
+
+def _is_offset(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_OFFSET_DAYS
+
+
+def _is_time_of_day(value: Any) -> bool:
+    return isinstance(value, str) and bool(_TIME_OF_DAY.match(value))
+
+
+_ID_CHECK = (_is_id, "must be an id (a string of 1 to 200 characters).")
+# field kind → (whether a value is acceptable, what the 400 says when it is not)
+_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    _OPTIONAL_ID: _ID_CHECK,
+    _REQUIRED_ID: _ID_CHECK,
+    "attribute": (_is_attribute_name, "must be a custom attribute name holding a date (YYYY-MM-DD)."),
+    "offset": (_is_offset, f"must be a whole number of days from -{MAX_OFFSET_DAYS} to {MAX_OFFSET_DAYS}."),
+    "time": (_is_time_of_day, "must be a time of day HH:MM (UTC)."),
+}
+_REENTRY_CHECK: tuple[Callable[[Any], bool], str] = (lambda value: value in REENTRY,
+                                                     f"must be one of {', '.join(REENTRY)}.")
+# Field kinds a trigger_config must give.
+_REQUIRED_KINDS = (_REQUIRED_ID, "attribute")
+_DEFAULT_FIELDS: dict[str, dict[str, Any]] = {
+    "date_attribute": {"offset_days": 0, "time_of_day": DEFAULT_TIME_OF_DAY},
+}
+
+
+def _check_field(trigger_type: str, name: str, value: Any, where: str) -> None:
+    fields = _CONFIG_FIELDS[trigger_type]
+    if name == "reentry":
+        acceptable, why = _REENTRY_CHECK
+    elif name in fields:
+        acceptable, why = _FIELD_CHECKS[fields[name]]
+    else:
+        takes = ", ".join([*fields, "reentry"])
+        _fail(where, f"Unknown field; a {trigger_type} trigger takes {takes}.")
+    if not acceptable(value):
+        _fail(where, why)
+
+
 def normalize_trigger_config(trigger_type: str, config: Any, path: str = "trigger_config") -> dict:
     """The complete trigger_config of `trigger_type` (defaults filled), or 400 with a path."""
     if config is None:
         config = {}
     if not isinstance(config, dict):
         _fail(path, "must be an object.")
-    fields = _CONFIG_FIELDS[trigger_type]
-    out: dict[str, Any] = {"reentry": default_reentry(trigger_type)}
-    if trigger_type == "date_attribute":
-        out.update(offset_days=0, time_of_day=DEFAULT_TIME_OF_DAY)
+    out: dict[str, Any] = {"reentry": default_reentry(trigger_type), **_DEFAULT_FIELDS.get(trigger_type, {})}
     for name, value in config.items():
-        where = f"{path}.{name}"
-        if name == "reentry":
-            if value not in REENTRY:
-                _fail(where, f"must be one of {', '.join(REENTRY)}.")
-        elif name not in fields:
-            takes = ", ".join([*fields, "reentry"])
-            _fail(where, f"Unknown field; a {trigger_type} trigger takes {takes}.")
-        elif fields[name] in (_OPTIONAL_ID, _REQUIRED_ID):
-            if not isinstance(value, str) or not 1 <= len(value) <= 200:
-                _fail(where, "must be an id (a string of 1 to 200 characters).")
-        elif fields[name] == "attribute":
-            if not isinstance(value, str) or not segment_rules.ATTRIBUTE_NAME.match(value):
-                _fail(where, "must be a custom attribute name holding a date (YYYY-MM-DD).")
-        elif fields[name] == "offset":
-            if not isinstance(value, int) or isinstance(value, bool) or abs(value) > MAX_OFFSET_DAYS:
-                _fail(where, f"must be a whole number of days from -{MAX_OFFSET_DAYS} to {MAX_OFFSET_DAYS}.")
-        elif fields[name] == "time":
-            if not isinstance(value, str) or not _TIME_OF_DAY.match(value):
-                _fail(where, "must be a time of day HH:MM (UTC).")
+        _check_field(trigger_type, name, value, f"{path}.{name}")
         out[name] = value
-    for name, kind in fields.items():
-        if kind in (_REQUIRED_ID, "attribute") and name not in out:
+    for name, kind in _CONFIG_FIELDS[trigger_type].items():
+        if kind in _REQUIRED_KINDS and name not in out:
             _fail(f"{path}.{name}", f"a {trigger_type} trigger needs {name}.")
     return out
 
@@ -138,7 +165,7 @@ def config_schema(trigger_type: str) -> dict:
     fields = _CONFIG_FIELDS[trigger_type]
     return {"type": "object", "additionalProperties": False,
             "properties": {"reentry": {"enum": list(REENTRY)}, **{name: kinds[kind] for name, kind in fields.items()}},
-            "required": [name for name, kind in fields.items() if kind in (_REQUIRED_ID, "attribute")]}
+            "required": [name for name, kind in fields.items() if kind in _REQUIRED_KINDS]}
 
 
 def run_id(automation_id: str, contact_id: str, source: str) -> str:
