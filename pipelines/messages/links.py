@@ -1,33 +1,26 @@
 """Sealed links put into emails: unsubscribe, preferences, open pixel, click redirect.
 
 A token is `base64url(AES-SIV(json payload, associated data = purpose))` under a 512-bit
-key derived from POSTROOM_SECRET_KEY: opaque (the address and ids inside cannot be read,
-as they could from the base64 of the earlier signed tokens), not forgeable (SIV's tag is
-a MAC over payload and purpose), and bound to its purpose (an open-pixel token does not
-unsubscribe anybody). SIV is deterministic — the same link for the same recipient, as
-before — and adds only 16 bytes, so an unsubscribe link stays about 230 characters.
+key derived from POSTROOM_SECRET_KEY: opaque (the address and ids inside cannot be read),
+not forgeable (SIV's tag is a MAC over payload and purpose), and bound to its purpose (an
+open-pixel token does not unsubscribe anybody). SIV is deterministic — the same link for
+the same recipient — and adds only 16 bytes, so an unsubscribe link stays about 230 characters.
 Payload keys are short because they travel in every link: `w` workspace id, `c` contact
 id (or null), `e` email, `m` message id, `u` the original URL of a click link. A message
 to several addresses carries links with `c` and `e` null, bound to the message alone, so
-no recipient's link names another.
-
-Tokens of the earlier form, `base64url(json payload).base64url(HMAC-SHA256(purpose,
-payload)[:16])` (readable, but signed), are still accepted: they are in mail already sent
-and verifying them costs one HMAC. Only sealed tokens are made."""
+no recipient's link names another."""
 
 from __future__ import annotations
 
 import base64
 import functools
 import hashlib
-import hmac
 import json
 from collections.abc import Callable
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
-MAC_BYTES = 16
 # `form`: a subscription form's token; `form_confirm`: a double opt-in confirmation link.
 PURPOSES = ("unsubscribe", "preferences", "open", "click", "form", "form_confirm")
 
@@ -40,17 +33,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _mac(purpose: str, body: bytes, secret_key: str) -> bytes:
-    return hmac.new(secret_key.encode(), purpose.encode() + b"\x00" + body, hashlib.sha256).digest()[:MAC_BYTES]
-
-
 @functools.lru_cache(maxsize=8)
 def _cipher(secret_key: str) -> AESSIV:
     return AESSIV(hashlib.sha512(b"postroom/links/v2\x00" + secret_key.encode()).digest())
 
 
 def sign(purpose: str, payload: dict, secret_key: str) -> str:
-    """A sealed token for `payload` (the name stays: it is signed, and now also sealed)."""
+    """A sealed token for `payload` (sealing signs it too: SIV's tag)."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown link purpose {purpose!r}")
     body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
@@ -60,27 +49,10 @@ def sign(purpose: str, payload: dict, secret_key: str) -> str:
 def verify(purpose: str, token: str, secret_key: str) -> dict | None:
     """The payload if the token is intact and meant for `purpose`; otherwise None."""
     try:
-        if "." in token:
-            body = _legacy_body(purpose, token, secret_key)
-        else:
-            body = _cipher(secret_key).decrypt(_unb64(token), [purpose.encode()])
-        payload = json.loads(body) if body is not None else None
+        payload = json.loads(_cipher(secret_key).decrypt(_unb64(token), [purpose.encode()]))
     except (ValueError, TypeError, InvalidTag):
         return None
     return payload if isinstance(payload, dict) else None
-
-
-def _legacy_body(purpose: str, token: str, secret_key: str) -> bytes | None:
-    """The payload of an earlier signed (unsealed) token, if its MAC holds."""
-    body_part, mac_part = token.split(".", 1)
-    body = _unb64(body_part)
-    return body if hmac.compare_digest(_unb64(mac_part), _mac(purpose, body, secret_key)) else None
-
-
-def legacy_sign(purpose: str, payload: dict, secret_key: str) -> str:
-    """A token as made before tokens were sealed (for tests of mail already sent)."""
-    body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
-    return f"{_b64(body)}.{_b64(_mac(purpose, body, secret_key))}"
 
 
 def recipient_payload(workspace_id: str, contact_id: str | None, email: str | None, message_id: str | None) -> dict:
