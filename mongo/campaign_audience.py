@@ -123,7 +123,3 @@ async def sendable_contacts(db: AsyncDatabase, workspace_id: str, contact_ids: l
     suppressed = await suppressions.suppressed_among(db, workspace_id, [c["email"] for c in found])
     return sorted((c for c in found if c["email"] not in suppressed), key=lambda c: c["_id"])
 
-
-async def batch_recipients(db: AsyncDatabase, campaign: dict, batch: int) -> list[dict]:
-    """The contacts of batch number `batch` still to send to now."""
-    return await sendable_contacts(db, campaign["workspace_id"], await batch_contact_ids(db, campaign, batch))

@@ -203,38 +203,17 @@ async def bump_created(db: AsyncDatabase, campaign_id: str, change: int) -> None
         await db.campaigns.update_one({"_id": campaign_id}, {"$inc": {"messages_created": change}})
 
 
-async def cancel_unsent(db: AsyncDatabase, campaign_id: str, message_ids: list[str] | None = None,
-                       *, born: str = delivery_status.UNCLAIMED) -> int:
+async def cancel_unsent(db: AsyncDatabase, campaign_id: str) -> int:
     """Messages of a cancelled campaign that have not reached SMTP become `cancelled`.
     A message claimed for sending is left to finish: it may be on the wire — also one
     still `queued` under the born claim of its render job (delivery_status.born_claim),
-    which cancels it itself unless it is sending it already. `born`: the caller holds
-    these messages' born claim (the fan-out that stored them)."""
-    if message_ids is None:
-        docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"}, {"_id": 1}).to_list()
-        message_ids = [d["_id"] for d in docs]
-    if not message_ids:
+    which cancels it itself unless it is sending it already."""
+    docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"}, {"_id": 1}).to_list()
+    if not docs:
         return 0
-    return await messages.apply(db, [delivery_status.cancel(mid, current="queued", detail=CANCELLED, claim=born)
-                                     for mid in message_ids])
-
-
-async def insert_messages(db: AsyncDatabase, docs: list[dict]) -> int:
-    """Insert a batch's messages; ones that exist already (a batch run twice) are skipped.
-    Returns how many were new."""
-    return await messages.insert_new(db, docs)
-
-
-async def without_cancelled(db: AsyncDatabase, campaign_id: str, message_ids: list[str],
-                            born: str = delivery_status.UNCLAIMED) -> list[str]:
-    """The ids still to render; if the campaign was cancelled meanwhile, they are
-    cancelled here instead (a cancel that ran before they existed could not see them).
-    `born`: the born claim they were stored under (cancel_unsent)."""
-    campaign = await db.campaigns.find_one({"_id": campaign_id}, {"status": 1})
-    if campaign is not None and campaign["status"] == "cancelled":
-        await cancel_unsent(db, campaign_id, message_ids, born=born)
-        return []
-    return message_ids
+    return await messages.apply(db, [delivery_status.cancel(d["_id"], current="queued", detail=CANCELLED,
+                                                            claim=delivery_status.UNCLAIMED)
+                                     for d in docs])
 
 
 async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:

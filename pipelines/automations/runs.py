@@ -36,7 +36,6 @@ from pipelines.templates.personalise import stored_template_data
 STATUSES = ("active", "completed", "failed", "paused", "cancelled")
 OPEN_STATUSES = ("active", "paused")
 ENDED_STATUSES = ("completed", "failed", "cancelled")
-PHASES = ("ready", "waiting", "calling", "due")
 NEVER_MS = 2**62
 # A run handed to the broker is left to that message this long; after it the scheduler
 # assumes the message was lost and hands the run over again (duplicates are harmless).

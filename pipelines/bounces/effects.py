@@ -32,7 +32,6 @@ from pipelines.bounces.parsing.classify import SOFT_COUNTED, classify, status_fr
 from pipelines.bounces.parsing.isp import with_isp
 from pipelines.bounces.parsing.model import PERMANENT, TRANSIENT
 
-SUPPRESSION_REASONS = ("manual", "unsubscribe", "hard_bounce", "soft_bounce", "complaint")
 COMPLAINT_FEEDBACK = ("abuse", "fraud")          # the recipient does not want our mail
 OPERATOR_FEEDBACK = ("auth-failure", "virus")    # about our sending: the operator's to act on
 TRANSIENT_SUPPRESS_COUNT = 3

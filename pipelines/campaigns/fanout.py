@@ -30,9 +30,6 @@ STATUSES = ("draft", "scheduled", "sending", "sent", "cancelled", "failed")
 STARTABLE = ("draft", "scheduled")          # send/api and the scheduler start these
 SCHEDULABLE = ("draft", "scheduled")        # scheduling again moves send_at
 CANCELLABLE = ("scheduled", "sending")
-# Campaigns track opens and clicks unless the request says otherwise.
-TRACK_OPENS_DEFAULT = True
-TRACK_CLICKS_DEFAULT = True
 
 
 def message_id(campaign_id: str, contact_id: str) -> str:

@@ -10,7 +10,6 @@ _PROVIDERS = {
     "apple": ("icloud.com", "me.com", "mac.com"),
 }
 _BY_DOMAIN = {domain: name for name, domains in _PROVIDERS.items() for domain in domains}
-CLASSES = (*_PROVIDERS, "other")
 
 
 def domain_class(address: str) -> str:

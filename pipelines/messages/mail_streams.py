@@ -16,7 +16,6 @@ from __future__ import annotations
 
 MARKETING = "marketing"
 TRANSACTIONAL = "transactional"
-STREAMS = (TRANSACTIONAL, MARKETING)
 SENDER_ID = "postroom"
 # Suppression reasons that are a marketing opt-out, not a reason to stop a password reset.
 MARKETING_ONLY_REASONS = frozenset({"unsubscribe"})

@@ -34,12 +34,6 @@ _CRLF = b"\r\n"
 _TEMPLATE_CACHE_SIZE = 256
 
 
-@dataclasses.dataclass(frozen=True)
-class Envelope:
-    mail_from: str              # the VERP return path
-    recipients: tuple[str, ...]
-
-
 def format_address(address: str) -> str:
     local, _, domain = address.rpartition("@")
     return str(Address(username=local, domain=domain))

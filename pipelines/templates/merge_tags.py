@@ -27,7 +27,6 @@ from pipelines.templates.render_budget import MAX_NESTING_DEPTH
 
 FORMATS = ("text", "uppercase", "lowercase", "capitalize")
 OPERATORS = ("==", "!=", ">=", "<=", ">", "<")
-LOOP_VARIABLES = ("@index", "@first", "@last")
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_\-]*|[0-9]+"
 _PATH = re.compile(rf"(?:this|{_NAME})(?:\.(?:{_NAME}))*|@index|@first|@last")
