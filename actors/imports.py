@@ -12,8 +12,8 @@ import logging
 import dramatiq
 
 from mongo import contact_import, lists
-from pipelines.core.clock import now_iso
 from pipelines.audience.contact_csv import HeaderError, read_rows
+from pipelines.core.clock import now_iso
 from pipelines.workflows import bulk_import
 
 from . import runtime

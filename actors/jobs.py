@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipelines.messages import send_jobs
 from pipelines.core.settings import Settings
+from pipelines.messages import send_jobs
 
 from .automations import ADVANCE_CHUNK, advance_runs
 from .bounces import process_report

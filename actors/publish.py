@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 
 import dramatiq
 import dramatiq.errors
-from dramatiq.brokers.rabbitmq import RabbitmqBroker
 import pika.exceptions
+from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
 from pipelines.core.group_commit import grouped
 from pipelines.workflows.publisher import PublishFailed

@@ -11,8 +11,8 @@ import dramatiq
 from pipelines.workflows.render_chunk import render_chunk, render_part
 
 from . import metrics, runtime
-from .retries import job_options
 from .render_pool import render_off_loop
+from .retries import job_options
 from .send import timed_transport
 
 

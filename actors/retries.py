@@ -24,8 +24,15 @@ import logging
 import dramatiq
 from prometheus_client import Counter
 
-from pipelines.core.errors import (Conflict, Forbidden, MissingFromEmail, NoContent, NotFound, PermanentJobError,
-                                   ValidationFailed)
+from pipelines.core.errors import (
+    Conflict,
+    Forbidden,
+    MissingFromEmail,
+    NoContent,
+    NotFound,
+    PermanentJobError,
+    ValidationFailed,
+)
 
 log = logging.getLogger("postroom.jobs")
 

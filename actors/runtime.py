@@ -8,8 +8,8 @@ import asyncio
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo.client import connect
-from pipelines.core.settings import Settings
 from pipelines.adapters.smtp_client import transport_for
+from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import Publisher
 
 _settings: Settings | None = None

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.newsletter import OURS as TEMPLATE_HTML, contacts as render_rows
+from bench.newsletter import OURS as TEMPLATE_HTML
+from bench.newsletter import contacts as render_rows
 from ops import embedded_store
 from tests.support import services
 
@@ -271,7 +272,7 @@ class Stack:
         self.procs: list = []
         self.bare_cpu_ms: list[float] = []  # each baseline run's bare-client CPU per message
 
-    def __enter__(self) -> "Stack":
+    def __enter__(self) -> Stack:
         self.run_dir = Path(tempfile.mkdtemp(prefix=self.prefix))
         self.recipients_log = self.run_dir / "sink-recipients.txt" if self.record_recipients else None
         self.sink, self.sink_port, self.counter, self.sink_bytes = start_sink(self.recipients_log)

@@ -42,8 +42,8 @@ from pymongo import AsyncMongoClient, monitoring
 
 from mongo import bounces, messages, operations, outbox, webhooks
 from mongo.indexes import prepare_store
-from pipelines.messages import delivery_status
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
+from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.webhooks.events import plan_deliveries
 

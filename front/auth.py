@@ -162,4 +162,4 @@ def register(app: Quart) -> None:
 
 
 def iso_from_epoch(epoch: float) -> str:
-    return iso(dt.datetime.fromtimestamp(epoch, dt.timezone.utc))
+    return iso(dt.datetime.fromtimestamp(epoch, dt.UTC))

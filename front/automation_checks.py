@@ -9,7 +9,8 @@ moving to itself, an incomplete step)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mongo import automations as automation_store
 from mongo import campaigns as campaign_store
@@ -18,8 +19,8 @@ from mongo import lists as list_store
 from mongo import tags as tag_store
 from mongo import templates as template_store
 from pipelines.automations import steps as steps_rules
-from pipelines.automations.steps import field_path
 from pipelines.automations import triggers as trigger_rules
+from pipelines.automations.steps import field_path
 from pipelines.core.errors import NotFound, ValidationFailed
 from pipelines.core.targets import target_problem
 

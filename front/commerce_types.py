@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
-from pipelines.core.errors import ValidationFailed
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME
+from pipelines.core.errors import ValidationFailed
 
 from .types import JsonObject
 

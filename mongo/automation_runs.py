@@ -15,7 +15,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.automations import runs
-from pipelines.automations.triggers import run_id as derive_run_id, run_source
+from pipelines.automations.triggers import run_id as derive_run_id
+from pipelines.automations.triggers import run_source
 from pipelines.core.clock import in_seconds, now_iso, utcnow
 
 from . import outbox

@@ -20,16 +20,16 @@ An import's file waits in `contact_import_files` in chunks until the job has run
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines import views
-from pipelines.core.clock import now_iso
 from pipelines.audience.contact_csv import ContactRow
+from pipelines.core.clock import now_iso
 from pipelines.core.ids import new_uuid
 
 from . import contacts, outbox, suppressions

@@ -13,8 +13,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines.core.clock import iso, ms_of, now_iso, now_ms, utcnow
-from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.core.ids import new_uuid
+from pipelines.messages.delivery_status import NEVER_MS
 
 from . import activity, versions
 from .contacts import live

@@ -16,7 +16,6 @@ from pipelines.core.clock import in_seconds, ms_in, now_iso, now_ms
 
 from . import versions
 
-
 # A claim still `in_progress` after this long belongs to a front that died mid-request
 # (no request runs this long: bodies time out after 60 s); a retry may take it over.
 IN_PROGRESS_LEASE_SECONDS = 300

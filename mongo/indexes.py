@@ -6,10 +6,31 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from . import (activity, analytics, automation_runs, automations, batches, bounces, campaign_parts, campaigns,
-               contact_import,
-               contacts, domains, forms, inbound_reports, lists, messages, outbox, segments, send_limits, suppressions,
-               tags, templates, tracking, webhooks)
+from . import (
+    activity,
+    analytics,
+    automation_runs,
+    automations,
+    batches,
+    bounces,
+    campaign_parts,
+    campaigns,
+    contact_import,
+    contacts,
+    domains,
+    forms,
+    inbound_reports,
+    lists,
+    messages,
+    outbox,
+    segments,
+    send_limits,
+    suppressions,
+    tags,
+    templates,
+    tracking,
+    webhooks,
+)
 
 INDEXES: dict[str, list[IndexModel]] = {
     "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),

@@ -9,7 +9,7 @@ contacts whose event was written are exactly the ones reported as changed."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
@@ -17,8 +17,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.core.clock import now_iso
 
 from . import outbox, versions
-from .documents import delete_owned
 from .contacts import existing
+from .documents import delete_owned
 
 FIELDS = ("tags", "lists")
 

@@ -21,8 +21,8 @@ from pymongo import ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines.messages import delivery_status
 from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS, Transition
 
 
@@ -76,7 +76,7 @@ class Held:
     docs: Mapping[str, dict] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def of(cls, docs: list[dict], *, whole: bool = False) -> "Held":
+    def of(cls, docs: list[dict], *, whole: bool = False) -> Held:
         """The claims on `docs` as read under them (`status`, `lease_token`, `history`;
         `whole`: the documents are whole)."""
         return cls({d["_id"]: (d["status"], d["lease_token"]) for d in docs},

@@ -20,11 +20,11 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.automations.triggers import CONSUMED_EVENTS
 from pipelines.core.clock import ms_in, ms_of, now_iso
-from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.core.ids import new_uuid
+from pipelines.messages.delivery_status import NEVER_MS
 
-from .documents import insert_all_new
 from . import webhooks
+from .documents import insert_all_new
 
 
 def event_document(workspace_id: str, event: str, data: dict, event_id: str | None = None) -> dict:

@@ -53,7 +53,7 @@ async def beat_until(db: AsyncDatabase, kind: str, stop: asyncio.Event, interval
             log.warning("heartbeat of %s failed: %s", kind, error)
         try:
             await asyncio.wait_for(stop.wait(), timeout=interval)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

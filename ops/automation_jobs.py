@@ -4,9 +4,9 @@ several batches per tick so a burst does not wait a tick per batch."""
 
 from __future__ import annotations
 
-from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
+from actors.runtime import publisher
 from mongo import automation_runs as run_store
 from mongo import outbox
 from pipelines.automations import runs

@@ -3,9 +3,9 @@ pipelines/workflows/campaign_upkeep.py (what each decides, and why it is safe to
 
 from __future__ import annotations
 
-from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
+from actors.runtime import publisher
 from pipelines.core.settings import Settings
 from pipelines.workflows import campaign_upkeep
 

@@ -10,10 +10,10 @@ import sys
 from mongo import api_keys as key_store
 from mongo import workspaces
 from mongo.indexes import prepare_store
-from pipelines.core import api_keys
 from pipelines.audience.addresses import normalize
-from pipelines.messages.sender import workspace_local_part
+from pipelines.core import api_keys
 from pipelines.core.settings import Settings
+from pipelines.messages.sender import workspace_local_part
 
 from . import config, contacts_cli, embedded_store, inbound, logs, settings_cli, status_cli, worker_pool
 from .cli_support import one_or_missing, run_store

@@ -29,16 +29,16 @@ from actors.metrics import count_feedback_report
 from actors.runtime import publisher
 from mongo import domains, inbound_reports, processes
 from mongo.client import connect
-from pipelines.core.clock import now_iso
-from pipelines.messages.dkim import txt_value
-from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
-from pipelines.core.ids import new_uuid
-from pipelines.messages.mime import message_id_from_verp
 from pipelines.adapters.smtp_client import ehlo_choice
+from pipelines.core.clock import now_iso
+from pipelines.core.ids import new_uuid
+from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
+from pipelines.messages.dkim import txt_value
+from pipelines.messages.mime import message_id_from_verp
 from pipelines.messages.unsubscribe_headers import message_id_from_mailto
+from pipelines.workflows import unsubscribe
 from pipelines.workflows.bounce_reports import handle_report
 from pipelines.workflows.dkim_keys import shared_key
-from pipelines.workflows import unsubscribe
 
 from . import config
 from .inbound_admin import add_report_commands

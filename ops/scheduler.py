@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from actors.runtime import publisher
 from dramatiq.errors import ConnectionError as BrokerConnectionError
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
+from actors.runtime import publisher
 from mongo import processes
 from mongo.client import connect
 from pipelines.core.clock import now_ms
@@ -117,7 +117,7 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
                 log.warning("scheduler heartbeat not written: %s", one_line(error))
             try:
                 await asyncio.wait_for(stop.wait(), timeout=settings.scheduler_interval_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
     finally:
         await client.close()

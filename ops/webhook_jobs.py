@@ -3,9 +3,9 @@ pipelines/workflows/dispatch_webhook_events.py (why the order of its writes is c
 
 from __future__ import annotations
 
-from actors.runtime import publisher
 from pymongo.asynchronous.database import AsyncDatabase
 
+from actors.runtime import publisher
 from pipelines.core.settings import Settings
 from pipelines.workflows import dispatch_webhook_events
 

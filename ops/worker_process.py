@@ -15,8 +15,8 @@ import threading
 import dramatiq
 
 from actors import gc_tuning
-from pipelines.core.settings import Settings
 from pipelines.adapters.smtp_client import announce_ehlo
+from pipelines.core.settings import Settings
 
 from . import logs
 

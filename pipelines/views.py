@@ -4,11 +4,11 @@ Pure: a stored document (and the counts or rendered parts the caller looked up) 
 
 from __future__ import annotations
 
-from pipelines.campaigns import stats as campaign_stats
-from pipelines.messages import dkim
-from pipelines.domains import dns_records
 from pipelines.audience import forms
 from pipelines.automations.runs import ms_iso
+from pipelines.campaigns import stats as campaign_stats
+from pipelines.domains import dns_records
+from pipelines.messages import dkim
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
 
 

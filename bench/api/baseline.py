@@ -19,8 +19,8 @@ from hypercorn.asyncio import serve
 from pydantic import Field, StringConstraints, ValidationError
 from quart import Quart, request
 
-from front.types import DisplayName, EmailAddress, JsonObject, Strict
 from actors import event_loop, gc_tuning
+from front.types import DisplayName, EmailAddress, JsonObject, Strict
 from ops.serve import _hypercorn_config
 
 QUEUE = "bench_api_baseline"

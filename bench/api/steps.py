@@ -27,8 +27,16 @@ async def measure_steps(store_url: str, database: str, key: str, calls: int) -> 
     from actors import broker as broker_setup
     from actors.publish import publish
     from actors.render import render_messages
-    from mongo import api_keys, domains, idempotency, message_intake, rate_windows, send_limits, suppressions
-    from mongo import workspaces
+    from mongo import (
+        api_keys,
+        domains,
+        idempotency,
+        message_intake,
+        rate_windows,
+        send_limits,
+        suppressions,
+        workspaces,
+    )
     from mongo.client import connect
     from ops import config
 

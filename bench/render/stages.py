@@ -16,13 +16,19 @@ import time
 
 from bench.newsletter import OURS
 from bench.stack import TEMPLATE_SUBJECT, recipients
+from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.messages.mail_streams import shared_headers
 from pipelines.messages.mime import compose
 from pipelines.templates.personalise import render_content
-from pipelines.templates.render_message import (RenderContext, message_content, message_data, origination_date, render_one,
-                                      rendered_parts)
-from pipelines.core.settings import Settings
+from pipelines.templates.render_message import (
+    RenderContext,
+    message_content,
+    message_data,
+    origination_date,
+    render_one,
+    rendered_parts,
+)
 from pipelines.templates.text import html_to_text
 
 SETTINGS = Settings(secret_key="k" * 32)
@@ -30,7 +36,7 @@ WORKSPACE = {"_id": "ws1", "settings": {"company_name": "Shop Ltd", "company_add
 
 
 def messages(count: int) -> list[dict]:
-    created = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).isoformat()
+    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()
     return [{"_id": f"msg{i:06d}", "workspace_id": "ws1", "to": [to], "subject": TEMPLATE_SUBJECT,
              "from_address": "news@postroom.test", "from_name": "Acme", "template_id": "t1", "template_version": 1,
              "template_data": data, "status": "queued", "created_at": created}

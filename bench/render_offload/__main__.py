@@ -23,9 +23,9 @@ import statistics
 import time
 
 from actors import render_pool, runtime
+from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.templates.render_message import RenderContext, render_all
-from pipelines.core.settings import Settings
 
 HEAVY_HTML = "<p>{{#each rows}}{{#each rows}}{{this}} {{/each}}<br>{{/each}}</p>{{unsubscribe_url}}"
 

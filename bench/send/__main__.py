@@ -19,8 +19,17 @@ import os
 import sys
 import time
 
-from bench.stack import (TEMPLATE_HTML, TEMPLATE_SUBJECT, Stack, broker_pids, cpu_of, pipeline_parser, print_cpu,
-                         recipients, wait_count)
+from bench.stack import (
+    TEMPLATE_HTML,
+    TEMPLATE_SUBJECT,
+    Stack,
+    broker_pids,
+    cpu_of,
+    pipeline_parser,
+    print_cpu,
+    recipients,
+    wait_count,
+)
 
 BATCH_SIZE = 1000
 

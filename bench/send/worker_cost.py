@@ -70,8 +70,8 @@ def main() -> int:
         os.environ.update({**stack.env, "POSTROOM_RENDER_PROCESSES": "0"})
         from actors import event_loop, gc_tuning, runtime
         from actors.render_pool import render_off_loop
-        from pipelines.core.settings import Settings
         from pipelines.adapters.smtp_client import transport_for
+        from pipelines.core.settings import Settings
         from pipelines.workflows.render_chunk import render_chunk
         settings = Settings.from_env()
         runtime.configure(settings)

@@ -1,8 +1,27 @@
 """One blueprint module per resource group; a blueprint is named after its permission area."""
 
-from . import (analytics, api_key, automations, bounces, campaigns, contacts, conversions, domains, email,
-               form_pages, forms, health, lists, pages, segments, suppressions, tags, templates, tracking,
-               webhooks)
+from . import (
+    analytics,
+    api_key,
+    automations,
+    bounces,
+    campaigns,
+    contacts,
+    conversions,
+    domains,
+    email,
+    form_pages,
+    forms,
+    health,
+    lists,
+    pages,
+    segments,
+    suppressions,
+    tags,
+    templates,
+    tracking,
+    webhooks,
+)
 
 # Registered in this order; a feature adds its blueprint here.
 BLUEPRINTS = [health.bp, api_key.bp, email.bp, contacts.bp, tags.bp, lists.bp, segments.bp, webhooks.bp,

@@ -13,18 +13,24 @@ from quart import Blueprint
 from actors.runtime import publisher
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
+from pipelines import views
 from pipelines.automations import runs as run_rules
 from pipelines.automations import steps as step_rules
 from pipelines.automations import triggers as trigger_rules
-from pipelines import views
 from pipelines.automations.triggers import TRIGGER_TYPES
 from pipelines.core.clock import now_iso
 from pipelines.core.errors import Conflict, ValidationFailed
 from pipelines.workflows import manage_automations
 
 from ..audience import contact_or_404
-from ..automation_checks import (build_steps, check_references, check_runnable, checked_trigger,
-                                 referring_step, successors_of_removed)
+from ..automation_checks import (
+    build_steps,
+    check_references,
+    check_runnable,
+    checked_trigger,
+    referring_step,
+    successors_of_removed,
+)
 from ..commerce_types import Metadata
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, paged

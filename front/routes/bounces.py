@@ -29,7 +29,7 @@ def _moment(value: str, *, end_of_day: bool) -> str:
     try:
         if _DATE_ONLY.match(value):
             day = dt.date.fromisoformat(value)
-            moment = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+            moment = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
             return iso(moment + dt.timedelta(days=1) if end_of_day else moment)
         return iso(parse_iso(value))
     except ValueError:

@@ -9,10 +9,10 @@ from pydantic import AfterValidator, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import domains as domain_store
-from pipelines.adapters.dns_client import DnsPythonResolver
-from pipelines.domains import dns_records
 from pipelines import views
+from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.core.errors import ValidationFailed
+from pipelines.domains import dns_records
 from pipelines.workflows import manage_domains
 
 from ..lookup import found, no_such, owned

@@ -17,8 +17,8 @@ from actors.runtime import publisher
 from mongo import forms as form_store
 from mongo import workspaces as workspace_store
 from pipelines.audience import forms
-from pipelines.messages import links
 from pipelines.core.errors import NotFound, PostroomError, RateLimited, ValidationFailed
+from pipelines.messages import links
 from pipelines.workflows import form_signup
 
 from ..errors import error_response

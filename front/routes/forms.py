@@ -16,10 +16,10 @@ from mongo import forms as form_store
 from mongo import lists as list_store
 from pipelines import views
 from pipelines.audience import forms
+from pipelines.audience.segment_rules import ATTRIBUTE_NAME
+from pipelines.core.errors import NotFound, PostroomError, ValidationFailed
 from pipelines.messages import links
 from pipelines.templates import merge_tags
-from pipelines.core.errors import NotFound, PostroomError, ValidationFailed
-from pipelines.audience.segment_rules import ATTRIBUTE_NAME
 from pipelines.workflows import accept_email, form_signup, manage_forms
 
 from ..lookup import owned, updated

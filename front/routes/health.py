@@ -3,7 +3,6 @@ import asyncio
 from quart import Blueprint
 
 from actors.publish import broker_answers
-
 from mongo.client import ping
 
 from ..errors import UNAVAILABLE_RETRY_AFTER_SECONDS
@@ -17,7 +16,7 @@ async def _broker_answers() -> bool:
     # pika may wait its socket timeout (10 s) on a broker that drops packets: answer sooner.
     try:
         return await asyncio.wait_for(broker_answers(), BROKER_CHECK_SECONDS)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
 
 

@@ -10,8 +10,8 @@ from quart import Blueprint
 
 from mongo import contacts as contact_store
 from mongo import segments as segment_store
-from pipelines.audience import segment_rules
 from pipelines import views
+from pipelines.audience import segment_rules
 from pipelines.workflows import manage_segments
 
 from ..audience import changed_fields, checked_filter, contacts_page

@@ -15,8 +15,16 @@ from pipelines.audience.segment_rules import ATTRIBUTE_NAME
 from pipelines.workflows import track_events
 
 from ..audience import contact_or_404
-from ..commerce_types import (MAX_PRODUCT_FIELD_DEPTH, MAX_PRODUCT_FIELDS, Amount, Currency, Metadata, WebUrl,
-                              amount_text, check_product_fields)
+from ..commerce_types import (
+    MAX_PRODUCT_FIELD_DEPTH,
+    MAX_PRODUCT_FIELDS,
+    Amount,
+    Currency,
+    Metadata,
+    WebUrl,
+    amount_text,
+    check_product_fields,
+)
 from ..responses import one
 from ..runtime import db
 from ..types import EmailAddress, Strict

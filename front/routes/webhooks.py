@@ -10,14 +10,14 @@ from quart import Blueprint
 
 from mongo import webhooks as webhook_store
 from pipelines import views
-from pipelines.webhooks import signing as webhook_signing
+from pipelines.core.clock import now_iso
 from pipelines.core.errors import ValidationFailed
 from pipelines.core.ids import new_uuid
-from pipelines.core.clock import now_iso
 from pipelines.core.targets import MAX_URL_LENGTH, target_problem
-from pipelines.workflows.deliver_webhooks import send_signed
+from pipelines.webhooks import signing as webhook_signing
 from pipelines.webhooks.events import EVENT_TYPES, TEST_EVENT
 from pipelines.workflows import manage_webhooks
+from pipelines.workflows.deliver_webhooks import send_signed
 
 from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, page

@@ -202,7 +202,7 @@ async def request(method: str, url: str, body: bytes | None, headers: dict[str, 
         return HttpResult(0, elapsed(), f"refused: the URL {error}", permanent=True)
     except TargetRefused as error:
         return HttpResult(0, elapsed(), f"refused: {error}", permanent=True)
-    except (asyncio.TimeoutError, httpx.TimeoutException):
+    except (TimeoutError, httpx.TimeoutException):
         return HttpResult(0, elapsed(), f"timed out after {timeout_seconds:g} s")
     except (httpx.HTTPError, ConnectionError, OSError, ssl.SSLError) as error:
         return HttpResult(0, elapsed(), f"{type(error).__name__}: {error}".strip())

@@ -34,20 +34,24 @@ import re
 import socket
 import ssl
 import time
-from typing import cast
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
 import aiosmtplib.smtp
 from aiosmtplib.email import quote_address
-from aiosmtplib.protocol import COMMAND_INJECTION_REGEX, MAX_RESPONSE_LENGTH, SMTPProtocol, \
-    normalize_message_line_endings
+from aiosmtplib.protocol import (
+    COMMAND_INJECTION_REGEX,
+    MAX_RESPONSE_LENGTH,
+    SMTPProtocol,
+    normalize_message_line_endings,
+)
 
 from pipelines.audience.addresses import wire_form
 from pipelines.core.byte_search import contains
-from pipelines.messages.outcomes import Outcome, unexpected
 from pipelines.domains.dns_records import is_public_host_name
+from pipelines.messages.outcomes import Outcome, unexpected
 
 log = logging.getLogger("postroom.transport")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from pipelines.audience.addresses import normalize
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME

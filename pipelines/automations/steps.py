@@ -26,13 +26,15 @@ import copy
 import json
 import operator
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pipelines.audience import segment_rules
 from pipelines.core.errors import ValidationFailed
-from pipelines.templates.merge_compile import compile_template
-from pipelines.templates.merge_tags import MergeTagError, parse as parse_merge_tags
 from pipelines.core.targets import target_problem
+from pipelines.templates.merge_compile import compile_template
+from pipelines.templates.merge_tags import MergeTagError
+from pipelines.templates.merge_tags import parse as parse_merge_tags
 
 STEP_TYPES = ("email", "delay", "condition", "tag", "add_to_list", "remove_from_list",
               "update_attribute", "webhook", "wait_for_event", "move_to_flow")

@@ -9,7 +9,7 @@ import datetime as _dt
 
 from pipelines.core.errors import InvalidSchedule
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 
 
 def utcnow() -> _dt.datetime:
@@ -59,7 +59,7 @@ def in_seconds(seconds: float, start: _dt.datetime | None = None) -> str:
 def future_within(moment: _dt.datetime, horizon: _dt.timedelta, horizon_text: str, *, path: str) -> _dt.datetime:
     """`moment` (UTC when it names no zone) if it lies in the future and within `horizon`
     from now; else 400 invalid_schedule at `path`."""
-    when = moment if moment.tzinfo else moment.replace(tzinfo=_dt.timezone.utc)
+    when = moment if moment.tzinfo else moment.replace(tzinfo=_dt.UTC)
     now = utcnow()
     if when <= now:
         raise InvalidSchedule(f"{path} must be in the future.", path=path)

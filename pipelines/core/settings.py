@@ -90,7 +90,7 @@ class Settings:
     log_format: str = "text"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
 
         def get(name: str) -> str | None:
@@ -129,5 +129,5 @@ class Settings:
                 raise ValueError(f"POSTROOM_SMTP_HELO_NAME ({self.smtp_helo_name}) must be this host's public DNS "
                                  "name: receivers mark mail greeting as localhost or an address as spam.")
 
-    def replace(self, **changes) -> "Settings":
+    def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)

@@ -110,7 +110,7 @@ def _dmarc_names(domain: str) -> list[str]:
     return [f"{DMARC_LABEL}.{'.'.join(labels[i:])}" for i in range(len(labels) - 1)]
 
 
-async def check_dmarc(domain: str, resolver: "Resolver", *, checked_at: str) -> dict:
+async def check_dmarc(domain: str, resolver: Resolver, *, checked_at: str) -> dict:
     """The DMARC record with `status` verified (a `v=DMARC1` record found: `found`,
     `found_at`), missing or lookup_failed."""
     out = {**dmarc_record(domain), "checked_at": checked_at}

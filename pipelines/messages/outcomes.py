@@ -25,13 +25,12 @@ transaction, and the server answers each RCPT on its own):
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections import Counter
 from collections.abc import Mapping
 
-import datetime as dt
-
-from pipelines.messages import retry_schedule
 from pipelines.core.clock import iso, parse_iso, utcnow
+from pipelines.messages import retry_schedule
 from pipelines.messages.delivery_status import Transition, fail, forward, retry
 from pipelines.messages.mail_streams import MARKETING_KINDS
 

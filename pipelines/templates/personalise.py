@@ -19,10 +19,16 @@ from collections.abc import Callable
 from typing import Any
 
 from pipelines.core import json_text
-from pipelines.messages import links
-from pipelines.messages.compliance_footer import (ADDRESS_HTML, HTML_FOOTER, add_html_address, add_html_footer,
-                               add_text_address, add_text_footer)
 from pipelines.core.errors import ValidationFailed
+from pipelines.messages import links
+from pipelines.messages.compliance_footer import (
+    ADDRESS_HTML,
+    HTML_FOOTER,
+    add_html_address,
+    add_html_footer,
+    add_text_address,
+    add_text_footer,
+)
 from pipelines.templates.loop_cost import certain_overrun
 from pipelines.templates.merge_compile import CompiledTemplate, compile_template
 from pipelines.templates.merge_tags import MergeTagError, parse

@@ -43,7 +43,7 @@ class RenderBudget:
         self.max_steps = self.steps_left = steps
         self.start("output", DEFAULT_MAX_OUTPUT_BYTES)
 
-    def start(self, part: str, max_bytes: int) -> "RenderBudget":
+    def start(self, part: str, max_bytes: int) -> RenderBudget:
         self.part, self.max_bytes, self.chars_left = part, max_bytes, max_bytes
         return self
 

@@ -10,18 +10,24 @@ import functools
 import logging
 from collections.abc import Callable
 
-from pipelines.core.clock import parse_iso, utcnow
-from pipelines.messages.dkim import Signer, signer_key
-from pipelines.core.errors import PostroomError
-from pipelines.messages.mail_streams import MARKETING, shared_headers, stream_of
-from pipelines.templates.merge_compile import compile_template
-from pipelines.messages.mime import compose, verp_return_path
-from pipelines.templates.personalise import (ADDITIONS_MARGIN_BYTES, CompiledContent, compile_content, recipient_data, render_content,
-                          system_fields, template_data_of)
 from pipelines.audience.recipients import owed_recipients
+from pipelines.core.clock import parse_iso, utcnow
+from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
-from pipelines.messages import tracking_rewrite
-from pipelines.messages import unsubscribe_headers
+from pipelines.messages import tracking_rewrite, unsubscribe_headers
+from pipelines.messages.dkim import Signer, signer_key
+from pipelines.messages.mail_streams import MARKETING, shared_headers, stream_of
+from pipelines.messages.mime import compose, verp_return_path
+from pipelines.templates.merge_compile import compile_template
+from pipelines.templates.personalise import (
+    ADDITIONS_MARGIN_BYTES,
+    CompiledContent,
+    compile_content,
+    recipient_data,
+    render_content,
+    system_fields,
+    template_data_of,
+)
 from pipelines.templates.preheader import with_preheader
 
 _log = logging.getLogger(__name__)

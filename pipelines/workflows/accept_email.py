@@ -28,12 +28,7 @@ from mongo import message_intake, send_limits
 from mongo import messages as message_store
 from mongo import suppressions as suppression_store
 from mongo import templates as template_store
-from pipelines.messages import delivery_status
-from pipelines.messages import mail_streams
 from pipelines.audience import recipients
-from pipelines.messages import send_jobs
-from pipelines.messages import throttle
-from pipelines.messages import sender as sender_rules
 from pipelines.core.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
 from pipelines.core.documents import Batch
 from pipelines.core.errors import (
@@ -48,10 +43,11 @@ from pipelines.core.errors import (
     ValidationFailed,
 )
 from pipelines.core.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
-from pipelines.templates.personalise import check_merge_tags, stored_template_data
 from pipelines.core.settings import Settings
+from pipelines.messages import delivery_status, mail_streams, send_jobs, throttle
+from pipelines.messages import sender as sender_rules
+from pipelines.templates.personalise import check_merge_tags, stored_template_data
 from pipelines.templates.text import clean_subject
-
 from pipelines.workflows.publisher import Publisher, PublishFailed, not_queued
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(hours=72)

@@ -21,9 +21,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo import automation_runs as run_store
 from mongo import automations as automation_store
 from mongo import campaign_audience, contacts, messages, outbox
-from pipelines.automations import runs
+from pipelines.automations import runs, triggers
 from pipelines.automations import steps as step_rules
-from pipelines.automations import triggers
 from pipelines.automations.runs import Move, entry
 from pipelines.core.clock import utcnow
 from pipelines.workflows.publisher import Publisher

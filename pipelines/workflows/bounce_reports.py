@@ -19,10 +19,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions, tracking
 from pipelines.bounces import effects as bounce_effects
-from pipelines.messages import delivery_status
 from pipelines.bounces.parsing import Bounce, match, parse_report, sent_to
 from pipelines.bounces.parsing.classify import SOFT_COUNTED
 from pipelines.core.clock import in_seconds, now_iso
+from pipelines.messages import delivery_status
 from pipelines.messages.mime import message_id_from_verp
 
 log = logging.getLogger("postroom.bounces")

@@ -26,8 +26,7 @@ from pipelines.adapters import http_client as outbound_http
 from pipelines.core.secret_box import open_sealed
 from pipelines.core.settings import Settings
 from pipelines.webhooks import signing as webhook_signing
-from pipelines.webhooks.delivery import (SECRET_DOES_NOT_OPEN, TURN_ROUNDS, AttemptOutcome, lease_seconds,
-                                         outcome_of)
+from pipelines.webhooks.delivery import SECRET_DOES_NOT_OPEN, TURN_ROUNDS, AttemptOutcome, lease_seconds, outcome_of
 from pipelines.workflows.publisher import Publisher
 
 # How long a turn holds the deliveries it took.

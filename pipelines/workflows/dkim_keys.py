@@ -9,9 +9,9 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import domains, service_keys
-from pipelines.messages import dkim
-from pipelines.domains.dns_records import SELECTOR
 from pipelines.core.settings import Settings
+from pipelines.domains.dns_records import SELECTOR
+from pipelines.messages import dkim
 
 SHARED_KEY_NAME = "dkim:shared"
 

@@ -21,10 +21,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_audience, campaign_parts, campaigns, send_limits
 from pipelines.campaigns import fanout as campaign_fanout
-from pipelines.messages import send_jobs
-from pipelines.messages import throttle
 from pipelines.core.clock import in_seconds, parse_iso
 from pipelines.core.settings import Settings
+from pipelines.messages import send_jobs, throttle
 from pipelines.workflows.publisher import Publisher
 
 

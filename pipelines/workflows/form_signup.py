@@ -33,12 +33,11 @@ from mongo import lists as list_store
 from mongo import rate_windows
 from mongo import workspaces as workspace_store
 from pipelines.audience import forms
-from pipelines.messages import links
-from pipelines.core.clock import in_seconds, now_iso, parse_iso
 from pipelines.audience.contact_csv import MAX_ATTRIBUTES
+from pipelines.core.clock import in_seconds, now_iso, parse_iso
 from pipelines.core.errors import NotFound, RateLimited, ValidationFailed
 from pipelines.core.settings import Settings
-
+from pipelines.messages import links
 from pipelines.workflows import accept_email, unsubscribe, update_contact
 from pipelines.workflows.publisher import Publisher
 

@@ -11,8 +11,8 @@ from pymongo.errors import DuplicateKeyError
 
 from mongo import analytics, campaigns, messages, outbox
 from mongo.tracking import add_contact_event, count_engagement
-from pipelines.messages import delivery_status
 from pipelines.core.clock import now_iso
+from pipelines.messages import delivery_status
 
 # open → message status, campaign counters, analytics counter, event, contact event type.
 _ENGAGEMENT = {

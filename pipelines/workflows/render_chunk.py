@@ -23,17 +23,24 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import (batches, campaign_audience, campaign_parts, campaigns, contacts, messages, suppressions, templates,
-                   workspaces)
-from pipelines.messages import delivery_status
-from pipelines.messages import mail_streams
+from mongo import (
+    batches,
+    campaign_audience,
+    campaign_parts,
+    campaigns,
+    contacts,
+    messages,
+    suppressions,
+    templates,
+    workspaces,
+)
 from pipelines.audience import recipients
 from pipelines.campaigns.fanout import campaign_message
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.core.documents import CampaignPart
-from pipelines.templates.render_message import RenderContext, RenderResult
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
-
+from pipelines.messages import delivery_status, mail_streams
+from pipelines.templates.render_message import RenderContext, RenderResult
 from pipelines.workflows.dkim_keys import signers_for
 from pipelines.workflows.publisher import Publisher, PublishFailed
 from pipelines.workflows.send_chunk import Claim, Sent, claim_messages, deliver

@@ -41,14 +41,12 @@ from pymongo.errors import ConnectionFailure
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from mongo.messages import Held
-from pipelines.messages import delivery_status
-from pipelines.core.clock import ms_of, now_ms, utcnow
-from pipelines.messages.outcomes import OutcomePlan, plan_outcomes
 from pipelines.audience.recipients import owed_recipients
+from pipelines.core.clock import ms_of, now_ms, utcnow
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
+from pipelines.messages import delivery_status
+from pipelines.messages.outcomes import OutcomePlan, plan_outcomes, unexpected
 from pipelines.messages.throttle import DomainLimit, SendThrottle
-from pipelines.messages.outcomes import unexpected
-
 from pipelines.workflows.bounce_reports import record_rejections
 from pipelines.workflows.publisher import Publisher
 

@@ -14,13 +14,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_audience, domains, lists, outbox, segments, send_limits, templates
 from mongo import campaigns as campaign_store
-
 from pipelines.campaigns import fanout as campaign_fanout
-from pipelines.messages import sender as sender_rules
-from pipelines.messages import throttle
 from pipelines.core.clock import now_iso, utcnow
 from pipelines.core.errors import Conflict, Forbidden, NotFound
 from pipelines.core.settings import Settings
+from pipelines.messages import sender as sender_rules
+from pipelines.messages import throttle
 from pipelines.workflows.publisher import Publisher
 
 

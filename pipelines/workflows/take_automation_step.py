@@ -15,8 +15,18 @@ from typing import Protocol
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import automation_runs as run_store
-from mongo import campaign_audience, contacts, lists, memberships, messages, send_limits, suppressions, tags
-from mongo import templates, workspaces
+from mongo import (
+    campaign_audience,
+    contacts,
+    lists,
+    memberships,
+    messages,
+    send_limits,
+    suppressions,
+    tags,
+    templates,
+    workspaces,
+)
 from mongo.automations import load_many as load_automations
 from pipelines import views
 from pipelines.adapters.http_client import HttpResult

@@ -163,7 +163,7 @@ def test_a_scheduled_campaign_is_started_by_the_scheduler_when_due(service, tena
     members = make_list(tenant, "Later")
     tenant.post(f"/lists/{members['id']}/members", json={"contact_ids": [reader["id"]]})
     campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"])
-    when = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=2)
+    when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)
     assert tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": when.isoformat()}).json()["data"]["status"] == "scheduled"
     assert service.smtp.messages_to(reader["email"]) == []
     service.smtp.wait_for(reader["email"], timeout=30)

@@ -21,8 +21,17 @@ import pytest
 from mongo import contacts as contact_store
 from mongo import inbound_reports
 from tests.support import reports
-from tests.support.inbound import (BOUNCE_DOMAIN, deeply_nested, dsn, inbound_port, report_done, sent_message,
-                                   submit, verp, wait_listening)
+from tests.support.inbound import (
+    BOUNCE_DOMAIN,
+    deeply_nested,
+    dsn,
+    inbound_port,
+    report_done,
+    sent_message,
+    submit,
+    verp,
+    wait_listening,
+)
 from tests.support.polling import wait_until as poll
 
 OWN_SAMPLES = Path(__file__).parent / "inbound_samples"
@@ -216,7 +225,7 @@ def transient_bounce(service, tenant, recipient, sample):
 
 
 def backdate(service, bounce_id, days):
-    at = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    at = (dt.datetime.now(dt.UTC) - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     result = service.store.run(lambda db: db.bounces.update_one({"_id": bounce_id}, {"$set": {"created_at": at}}))
     assert result.matched_count == 1
 

@@ -21,8 +21,8 @@ from ops.embedded_store import free_port
 from tests.support import services
 from tests.support.api import assert_error
 from tests.support.http_receiver import HttpReceiver
-from tests.support.private_stack import private_stack
 from tests.support.polling import wait_until as wait_for
+from tests.support.private_stack import private_stack
 from tests.support.smtp_sink import SmtpSink
 
 FAILED_ENQUEUES = 3

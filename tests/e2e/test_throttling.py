@@ -162,7 +162,7 @@ def test_per_key_and_per_domain_limits_hold_across_two_workers(service, second_w
     # come due (six send jobs, two workers).
     limited = service.tenant(email_rate_limit=100)
     key_to = [f"k{i}-{uuid.uuid4().hex[:6]}@example.org" for i in range(6)]
-    due = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=4)).isoformat()
+    due = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=4)).isoformat()
     key_ids = [scheduled(limited, to, due) for to in key_to]
     service.store.run(api_keys.set_limits, limited.key_id, email_rate_limit=3)
     # Per destination domain: 5 a minute and 2 at a time, each delivery slowed at the receiver.

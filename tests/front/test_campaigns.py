@@ -114,7 +114,7 @@ def test_create_replays_with_the_same_idempotency_key_and_refuses_another_body(t
 def test_campaigns_are_listed_by_status_with_pagination_and_only_for_the_workspace(service, tenant, template, members):
     drafts = [make_campaign(tenant, template_id=template["id"], list_id=members["id"], name=f"c{i}")
               for i in range(3)]
-    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)).isoformat()
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).isoformat()
     assert tenant.post(f"/campaigns/{drafts[0]['id']}/schedule", json={"send_at": later}).status_code == 200
     other = service.tenant()
     make_campaign(other, template_id=make_template(other)["id"], list_id=make_list(other, "L")["id"])
@@ -135,7 +135,7 @@ def test_unknown_and_foreign_campaigns_answer_404(service, tenant):
         assert_error(tenant.get(path), 404, "not_found")
     assert_error(send(tenant, theirs["id"]), 404, "not_found")
     assert_error(tenant.post(f"/campaigns/{theirs['id']}/cancel"), 404, "not_found")
-    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
     assert_error(tenant.post(f"/campaigns/{theirs['id']}/schedule", json={"send_at": later}), 404, "not_found")
 
 
@@ -147,7 +147,7 @@ def test_send_requires_the_idempotency_key_header(tenant, template, members):
 
 def test_schedule_needs_a_future_send_at_within_a_year(tenant, template, members):
     campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     path = f"/campaigns/{campaign['id']}/schedule"
     assert_error(tenant.post(path, json={"send_at": (now - dt.timedelta(minutes=1)).isoformat()}),
           400, "invalid_schedule", "send_at")
@@ -165,7 +165,7 @@ def test_cancel_applies_to_scheduled_campaigns_only_and_repeats_harmlessly(tenan
     campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
     path = f"/campaigns/{campaign['id']}/cancel"
     assert_error(tenant.post(path), 409, "conflict")
-    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
     tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": later})
     cancelled = tenant.post(path)
     assert cancelled.status_code == 200 and cancelled.json()["data"]["status"] == "cancelled"

@@ -71,7 +71,7 @@ MISSING = object()
 
 def as_time(text):
     moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def expected_match(person, rule):

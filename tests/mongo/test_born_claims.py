@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 from mongo import campaigns, messages
-from pipelines.messages import delivery_status
 from pipelines.core.clock import in_seconds, ms_of, now_iso
 from pipelines.core.ids import new_message_id
 from pipelines.core.settings import Settings
+from pipelines.messages import delivery_status
 from pipelines.workflows.send_chunk import claim_messages
 
 SETTINGS = Settings()  # a 300 s lease

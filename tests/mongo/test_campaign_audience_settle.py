@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 
 from mongo import contacts, send_limits, suppressions
-from pipelines.messages import throttle
 from pipelines.core.clock import in_seconds, now_iso, parse_iso
 from pipelines.core.settings import Settings
+from pipelines.messages import throttle
 from pipelines.workflows import fan_out_campaign
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from mongo import campaign_parts, contacts, messages
 from pipelines.campaigns import stats as campaign_stats
-from pipelines.messages import delivery_status
 from pipelines.campaigns.fanout import campaign_message
 from pipelines.core.clock import in_seconds, now_iso
+from pipelines.messages import delivery_status
 from pipelines.workflows import render_chunk
 
 CAMPAIGN = {"_id": "cmp_parts", "workspace_id": "ws_parts", "key_id": "key_1", "sandbox": False, "subject": "Hi",

@@ -5,9 +5,9 @@ promoted once and is not mistaken for a stalled message by the watchdog."""
 from __future__ import annotations
 
 from mongo import messages
-from pipelines.messages import delivery_status
 from pipelines.core.clock import in_seconds, now_iso
 from pipelines.core.ids import new_message_id
+from pipelines.messages import delivery_status
 
 
 def queued(**fields) -> dict:

@@ -8,12 +8,20 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from pymongo.errors import BulkWriteError
-
-from mongo import (analytics, api_keys, contacts, counters, domains, grouped_reads, message_intake, send_limits, suppressions,
-                   workspaces)
-from pipelines.messages.throttle import DomainLimit
+from mongo import (
+    analytics,
+    api_keys,
+    contacts,
+    counters,
+    domains,
+    grouped_reads,
+    message_intake,
+    send_limits,
+    suppressions,
+    workspaces,
+)
 from pipelines.core.api_keys import hash_key
+from pipelines.messages.throttle import DomainLimit
 
 
 def test_a_key_revoked_through_this_process_is_refused_at_its_next_read(private_db):

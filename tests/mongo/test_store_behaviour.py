@@ -186,7 +186,7 @@ def test_booleans_in_filters_work_everywhere(store, coll):
 
 def test_iso_string_timestamps_compare_and_sort_chronologically(store, coll):
     from pipelines.core.clock import iso
-    base = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
     stamps = {i: iso(base + dt.timedelta(hours=h)) for i, h in enumerate([-30, -1, 0, 2, 50], start=1)}
 
     async def go():
@@ -199,7 +199,7 @@ def test_iso_string_timestamps_compare_and_sort_chronologically(store, coll):
 
 
 def test_bson_dates_compare_in_finds_but_nx_aggregates_them_into_strings(store, nx, coll):
-    base = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 
     async def go():
         await coll.insert_many([{"_id": i, "at": base + dt.timedelta(days=i)} for i in range(3)])

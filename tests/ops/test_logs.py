@@ -140,7 +140,7 @@ def test_json_logs_are_one_object_per_line_with_the_ids(service, store_url, run_
     with private_stack(service, store_url, run_dir, "jsonlogs", env={"POSTROOM_LOG_FORMAT": "json"}) as stack:
         worker = stack.start_worker("worker")
         tenant = stack.tenant()
-        job = tenant.post("/contacts/import", content="email\nann@example.com\nnot-an-address\n".encode(),
+        job = tenant.post("/contacts/import", content=b"email\nann@example.com\nnot-an-address\n",
                           headers={"Content-Type": "text/csv"}).json()["data"]
         wait_until(lambda: tenant.get(f"/contacts/import/{job['id']}").json()["data"]["status"] == "completed",
                    timeout=60, what="the import job")

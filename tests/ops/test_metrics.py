@@ -2,8 +2,8 @@
 counts and latency, the worker pool's Dramatiq and delivery metrics (multiprocess, through
 Dramatiq's exposition server), the scheduler's lag."""
 
-import uuid
 import re
+import uuid
 
 import httpx
 import pytest

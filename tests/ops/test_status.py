@@ -9,8 +9,8 @@ import pytest
 
 from mongo import messages as message_store
 from mongo import webhooks as webhook_store
-from pipelines.messages import delivery_status
 from pipelines.core.clock import now_iso
+from pipelines.messages import delivery_status
 from pipelines.messages.retry_schedule import MAX_ATTEMPTS
 from pipelines.webhooks.events import plan_deliveries
 from tests.ops.test_inbound_admin import left_unparseable

@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.core.api_keys import ALL_PERMISSIONS, AREAS, generate_key, grants, hash_key, is_valid_permission, looks_like_key
+from pipelines.core.api_keys import (
+    ALL_PERMISSIONS,
+    AREAS,
+    generate_key,
+    grants,
+    hash_key,
+    is_valid_permission,
+    looks_like_key,
+)
 
 
 def test_live_and_sandbox_keys_carry_their_prefix_and_enough_randomness():

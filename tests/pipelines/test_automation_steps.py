@@ -5,7 +5,8 @@ webhook step's request."""
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.automations import steps
 from pipelines.core.errors import ValidationFailed

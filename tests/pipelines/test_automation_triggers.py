@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from pipelines.automations import runs
-from pipelines.automations import triggers
+from pipelines.automations import runs, triggers
 from pipelines.core.errors import ValidationFailed
 
 
@@ -101,7 +100,7 @@ def test_anniversaries(today, offset, stored, expected):
 
 
 def test_the_daily_pass_waits_for_its_time_of_day():
-    morning = dt.datetime(2025, 6, 15, 8, 59, tzinfo=dt.timezone.utc)
+    morning = dt.datetime(2025, 6, 15, 8, 59, tzinfo=dt.UTC)
     assert not triggers.anniversary_pass_due(morning, "09:00")
     assert triggers.anniversary_pass_due(morning.replace(hour=9), "09:00")
 
@@ -114,13 +113,13 @@ STEP = {"id": "s1", "step_type": "tag"}
 def new_run():
     return runs.new_run(run_id="r1", automation={**automation("api"), "steps": [STEP]},
                         contact={"_id": "c1", "email": "a@x.org"}, trigger={"type": "api", "data": {}},
-                        first_step="s1", now=dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc))
+                        first_step="s1", now=dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
 
 
 def test_a_new_run_is_ready_at_the_first_step_and_handed_off():
     run = new_run()
     assert (run["status"], run["phase"], run["step_id"], run["version"], run["seq"]) == ("active", "ready", "s1", 0, 0)
-    assert run["wake_ms"] == runs.to_ms(dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)) + 60_000
+    assert run["wake_ms"] == runs.to_ms(dt.datetime(2025, 1, 1, tzinfo=dt.UTC)) + 60_000
 
 
 def test_a_transition_bumps_the_version_and_the_step_counter_and_records_history():

@@ -6,11 +6,12 @@ import re
 import dkim as dkimpy
 import pytest
 from cryptography.hazmat.primitives import serialization
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from pipelines.core.secret_box import seal
 from pipelines.messages import dkim
 from pipelines.messages.mime import compose
-from pipelines.core.secret_box import seal
 
 PAIR = dkim.generate_key_pair()
 SIGNER = dkim.Signer("acme.example", "pr1",

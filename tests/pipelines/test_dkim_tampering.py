@@ -9,9 +9,9 @@ import dkim as dkimpy
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.templates.render_message import RenderContext, render_one
-from pipelines.core.settings import Settings
 from tests.support.dkim_dns import dnsfunc_for
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")

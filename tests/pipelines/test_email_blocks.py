@@ -4,9 +4,9 @@ import re
 
 import pytest
 
+from pipelines.core.errors import ValidationFailed
 from pipelines.templates.email_blocks import BLOCK_TYPES, validate_structure
 from pipelines.templates.email_blocks_html import render_structure
-from pipelines.core.errors import ValidationFailed
 from pipelines.templates.html_sanitize import sanitize_html
 from pipelines.templates.merge_compile import compile_template
 

@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives import serialization
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.templates.render_message import RenderContext, render_one
-from pipelines.core.settings import Settings
 from pipelines.templates.text import clean_subject, header_text
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")

@@ -5,9 +5,9 @@ import html
 import operator
 
 import pytest
-from markupsafe import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markupsafe import escape
 
 from pipelines.templates.merge_compile import CompiledTemplate, compile_template
 from pipelines.templates.merge_tags import MergeTagError
@@ -111,7 +111,7 @@ def test_template_data_overrides_contact_fields_but_not_system_fields():
 
 
 def test_system_fields_come_from_workspace_settings_and_the_clock():
-    now = dt.datetime(2024, 2, 29, 12, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2024, 2, 29, 12, 0, tzinfo=dt.UTC)
     fields = system_fields(workspace={"_id": "w1", "settings": {"company_name": "Acme Ltd"}},
                            contact_id="c1", email="a@x.test", message_id="m1",
                            base_url="https://mail.example", secret_key="k", now=now)

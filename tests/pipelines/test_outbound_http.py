@@ -108,7 +108,7 @@ async def test_a_slow_receiver_times_out(receiver):
 
 def _tls_pair():
     """A CA and a server certificate for the name `localhost` only (no IP in it)."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test ca")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)

@@ -3,9 +3,8 @@
 import datetime as dt
 
 from pipelines.core.clock import iso, utcnow
-from pipelines.messages.outcomes import plan_outcomes
+from pipelines.messages.outcomes import Outcome, plan_outcomes
 from pipelines.messages.retry_schedule import SMTP
-from pipelines.messages.outcomes import Outcome
 
 DAY = 24 * 3600
 LIFETIME = 5 * DAY

@@ -13,7 +13,13 @@ from pipelines.core.errors import ValidationFailed
 from pipelines.templates.loop_cost import certain_overrun, certain_steps
 from pipelines.templates.merge_compile import CompiledTemplate
 from pipelines.templates.merge_tags import parse
-from pipelines.templates.personalise import SYSTEM_FIELDS, check_merge_tags, compile_content, render_content, system_fields
+from pipelines.templates.personalise import (
+    SYSTEM_FIELDS,
+    check_merge_tags,
+    compile_content,
+    render_content,
+    system_fields,
+)
 from pipelines.templates.render_budget import MAX_LOOP_STEPS, RenderBudget, RenderBudgetExceeded, RenderedTooLarge
 
 ENGINES = ("python", "interpreter")

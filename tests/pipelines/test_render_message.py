@@ -4,9 +4,9 @@ import email
 import email.policy
 import re
 
+from pipelines.core.settings import Settings
 from pipelines.messages import links
 from pipelines.templates.render_message import RenderContext, render_one
-from pipelines.core.settings import Settings
 
 SETTINGS = Settings(secret_key="k", base_url="https://mail.example")
 ANN = {"_id": "c-ann", "workspace_id": "w1", "email": "ann@x.test", "first_name": "Ann"}
@@ -243,8 +243,9 @@ def test_template_data_stored_as_json_text_and_as_a_document_render_alike():
 
 def test_template_data_that_json_cannot_carry_is_stored_as_its_text_not_refused():
     import datetime as dt
+
     from pipelines.templates.personalise import stored_template_data, template_data_of
-    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)   # e.g. trigger data read from the store
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)   # e.g. trigger data read from the store
     stored = stored_template_data({"when": when, "n": 3})
     assert template_data_of(stored) == {"when": "2026-01-02 03:04:05+00:00", "n": 3}
     assert template_data_of({}) is None and template_data_of(stored_template_data(None)) == {}

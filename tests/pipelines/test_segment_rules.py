@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.core.errors import ValidationFailed
 from pipelines.audience.segment_rules import compile_conditions, references
+from pipelines.core.errors import ValidationFailed
 
 
 def one(field, operator, value=None, match="all"):

@@ -3,7 +3,8 @@
 import html
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.templates.text import clean_subject, html_to_text
 

@@ -3,11 +3,12 @@ template's pieces must be byte for byte what deriving it from the whole HTML giv
 every template and every value (the values that could change how the markup parses take
 the old path, message by message)."""
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.messages import links
-from pipelines.templates.merge_compile import CompiledTemplate
 from pipelines.messages.tracking_rewrite import add_open_pixel, open_pixel_parts
+from pipelines.templates.merge_compile import CompiledTemplate
 from pipelines.templates.merge_values import Lines
 from pipelines.templates.text import html_to_text, text_from_parts
 

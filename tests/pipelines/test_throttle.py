@@ -8,8 +8,16 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.messages.throttle import (DomainLimit, Grant, Lease, SendLimits, SendThrottle, monthly_limit,
-                                month_of, plan_counter_id)
+from pipelines.messages.throttle import (
+    DomainLimit,
+    Grant,
+    Lease,
+    SendLimits,
+    SendThrottle,
+    month_of,
+    monthly_limit,
+    plan_counter_id,
+)
 
 
 class MemoryBackend:

@@ -1,7 +1,7 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pipelines.messages import links
-from pipelines.messages import tracking_rewrite
+from pipelines.messages import links, tracking_rewrite
 
 BASE = "https://mail.example.com"
 SECRET = "k"

@@ -4,7 +4,6 @@ whatever happens comes back as per-recipient outcomes, never as an exception."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from ops.embedded_store import free_port
@@ -17,7 +16,7 @@ MAIL_FROM = "bounce+msg_1@bounces.postroom.test"
 
 def mime(to: str = "reader@example.org") -> bytes:
     return (f"Message-ID: <msg_1@postroom.test>\r\nFrom: a@postroom.test\r\nTo: {to}\r\nSubject: Hi\r\n\r\n"
-            "Hello\r\n").encode("utf-8")
+            "Hello\r\n").encode()
 
 
 @pytest.fixture(scope="module")

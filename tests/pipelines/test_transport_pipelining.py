@@ -45,7 +45,7 @@ class GroupServer:
         self.server: asyncio.AbstractServer | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "GroupServer":
+    async def __aenter__(self) -> GroupServer:
         self.server = await asyncio.start_server(self._session, "127.0.0.1", 0)
         self.url = f"smtp://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
         return self
@@ -111,7 +111,7 @@ class GroupServer:
                     return
                 else:  # RSET, NOOP
                     await self._answer(writer, [b"250 ok"])
-        except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
             writer.close()

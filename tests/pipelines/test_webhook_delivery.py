@@ -3,8 +3,8 @@
 import json
 import time
 
-from pipelines.core.clock import ms_of, now_iso, now_ms
 from pipelines.adapters.http_client import HttpResult
+from pipelines.core.clock import ms_of, now_iso, now_ms
 from pipelines.webhooks.delivery import outcome_of
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, lane_due, plan_deliveries
 
@@ -101,8 +101,8 @@ async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
 
     from pipelines.adapters.http_client import Session
     from pipelines.core.secret_box import seal
-    from pipelines.workflows.deliver_webhooks import send_batch
     from pipelines.webhooks.signing import verify
+    from pipelines.workflows.deliver_webhooks import send_batch
     seen = {"connections": 0, "in_flight": 0, "most": 0, "verified": 0}
 
     async def serve(reader, writer):

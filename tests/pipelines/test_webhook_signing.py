@@ -6,7 +6,8 @@ import hmac
 import json
 import time
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.webhooks import signing
 from tests.support.http_receiver import readme_verifier

@@ -56,7 +56,7 @@ class LoopbackDns:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "LoopbackDns":
+    def start(self) -> LoopbackDns:
         for server in self.servers:
             server.start_thread()
         return self

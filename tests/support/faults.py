@@ -41,7 +41,7 @@ class PrivateStore:
         self.url = f"mongodb://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "PrivateStore":
+    def start(self) -> PrivateStore:
         self.process, _ = embedded_store.start(self.data_dir, self.port)
         return self
 
@@ -102,7 +102,7 @@ class PrivateRabbitmq:
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
-    def start(self) -> "PrivateRabbitmq":
+    def start(self) -> PrivateRabbitmq:
         self.starts += 1
         log = open(self.base_dir / f"node-{self.starts}.log", "wb")
         self.process = subprocess.Popen([_rabbitmq_server()], env=self.env, cwd=self.base_dir, stdout=log,

@@ -61,12 +61,12 @@ class HttpReceiver:
         self._thread: threading.Thread | None = None
 
     # -- scripting ---------------------------------------------------------------
-    def fail_next(self, count: int, status: int = 500) -> "HttpReceiver":
+    def fail_next(self, count: int, status: int = 500) -> HttpReceiver:
         with self.lock:
             self._failures.extend([status] * count)
         return self
 
-    def trust(self, webhook_id: str, secret: str) -> "HttpReceiver":
+    def trust(self, webhook_id: str, secret: str) -> HttpReceiver:
         self.secrets[webhook_id] = secret
         return self
 
@@ -75,7 +75,7 @@ class HttpReceiver:
         return f"{'https' if self.tls else 'http'}://{self.url_host}:{self.port}/hook"
 
     # -- life cycle ----------------------------------------------------------------
-    def start(self) -> "HttpReceiver":
+    def start(self) -> HttpReceiver:
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

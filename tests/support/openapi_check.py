@@ -30,7 +30,7 @@ class Conformance:
         self.validators: dict[tuple[str, str, str], Draft202012Validator] = {}
 
     @classmethod
-    def fetch(cls, base_url: str) -> "Conformance":
+    def fetch(cls, base_url: str) -> Conformance:
         # The JSON form of the same document: YAML (pure-Python dump on the front, load
         # here) cost every new stack's first request about 2 s.
         return cls(httpx.get(base_url + "/openapi.json", timeout=30).json())

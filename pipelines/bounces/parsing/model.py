@@ -23,5 +23,5 @@ class Bounce:
     feedback_type: str = ""      # ARF: abuse, fraud, virus, not-spam, auth-failure, other
     original_recipient: str = ""  # DSN Original-Recipient, when it names another address
 
-    def replace(self, **changes) -> "Bounce":
+    def replace(self, **changes) -> Bounce:
         return dataclasses.replace(self, **changes)

@@ -17,7 +17,17 @@ from email.utils import getaddresses
 from typing import cast
 
 from pipelines.bounces.parsing import reasons
-from pipelines.bounces.parsing.classify import BASIC, ENHANCED, OTHER, POLICY, Verdict, classify, clean_diagnostic, is_success, status_from
+from pipelines.bounces.parsing.classify import (
+    BASIC,
+    ENHANCED,
+    OTHER,
+    POLICY,
+    Verdict,
+    classify,
+    clean_diagnostic,
+    is_success,
+    status_from,
+)
 from pipelines.bounces.parsing.model import PERMANENT, TRANSIENT, UNDETERMINED, Bounce
 from pipelines.bounces.parsing.text_reports import notice_text, reply_for
 

@@ -8,9 +8,9 @@ import re
 from email.message import Message
 from typing import Any
 
-from pipelines.templates.text import html_to_text
 from pipelines.bounces.parsing.classify import BASIC, ENHANCED, classify, clean_diagnostic, status_from, words_category
 from pipelines.bounces.parsing.model import Bounce
+from pipelines.templates.text import html_to_text
 
 ADDRESS = re.compile(r"<?([A-Za-z0-9._%+'=-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})>?")
 
