@@ -4,8 +4,8 @@ where it is installed — on every platform but Windows, as a dependency — els
 A single send passes through its process's loop a dozen times (the HTTP request and
 answer, each store round trip, the broker hand-over, the SMTP exchange), and asyncio's
 pure-Python loop, its transports and its futures were a tenth of the front's CPU; on
-uvloop the front answers ~25% more single sends a second (bench.api, README).
-`POSTROOM_EVENT_LOOP=asyncio` keeps asyncio's own loop (e.g. to use its debug mode)."""
+uvloop the front answers ~25% more single sends a second (bench.api; the README's
+`POSTROOM_EVENT_LOOP` row). `POSTROOM_EVENT_LOOP=asyncio` keeps asyncio's own loop (e.g. to use its debug mode)."""
 
 from __future__ import annotations
 

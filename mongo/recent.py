@@ -5,7 +5,7 @@ requests does not put the same question to the store each time.
 A change written through this process is seen at once (the writer forgets the entries);
 one written elsewhere (another front, the CLI, a direct store write) within
 FRESH_SECONDS: revoking a key, changing a workspace's limits or a domain's verification
-takes effect in every front within that bound (README, decisions)."""
+takes effect in every front within that bound (docs/api-conventions.md, "Auth")."""
 
 from __future__ import annotations
 

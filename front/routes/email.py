@@ -52,8 +52,8 @@ class EmailContent(Strict):
     template_id: str | None = Field(None, description="A template of this workspace to render.")
     template_data: JsonObject(MAX_TEMPLATE_DATA_BYTES) | None = Field(None, description=(
         "Keys become merge tags; at most 256 KB serialised. A list whose {{#each}} loops would take more "
-        "than the render budget (100,000 steps per message, see the README) is refused: validation_error, "
-        "path template_data.<list>."))
+        "than the render budget (100,000 steps per message; docs/templates.md, Render budget) is refused: "
+        "validation_error, path template_data.<list>."))
     from_email: EmailAddress | None = Field(
         None, description="On a verified domain of the workspace: the From address; otherwise the "
                           "Reply-To of mail sent from the workspace's address on the shared domain.")

@@ -19,9 +19,9 @@ case-insensitively throughout (it is matched on the lower-cased address); other
 `equals` compare exactly. `not_equals` / `not_contains` also match contacts that lack the
 field. `exists` on a text field means "has a non-empty value".
 
-The compiled filters stay inside the subset the embedded store gets right (README "Store
-notes"): negation is `$nor` (never `$not`, never `$ne` on arrays), no `null` is put in a
-filter, and user text reaches `$regex` only through `re.escape`.
+The compiled filters stay inside the subset the embedded store gets right
+(docs/store-notes.md): negation is `$nor` (never `$not`, never `$ne` on arrays), no `null`
+is put in a filter, and user text reaches `$regex` only through `re.escape`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ looks at: a run whose wake_ms has passed is handed to the `automations` queue, a
 `waiting` or `calling` one becomes `due` on the way. So a lost broker message, a worker
 killed mid-step and a wait that ran out are all the same case: the scheduler finds the
 run due. It is an integer, not an ISO string, because the embedded store answers a range
-query on date-like strings by scanning (see the README's store notes).
+query on date-like strings by scanning (see docs/store-notes.md).
 
 `seq` counts the steps a run has entered. A step's side effect is keyed on (run, step,
 seq) — the email step's message id is derived from them — so executing a step again after

@@ -4,7 +4,7 @@ The send path asks this of every composed message (35 KB in bench/send) several 
 DKIM's relaxed body canonicalisation (a space before a line end, a run of spaces) and
 SMTP dot-stuffing (a line that starts with a dot). Python's own `needle in haystack`
 scans a 35 KB message for a two- or three-byte needle in 20–25 µs; glibc's memmem in
-6 µs for three bytes (measured on the bench box; README, bench.send). Where the C
+6 µs for three bytes (measured on the bench box; bench.send, bench/RESULTS.md). Where the C
 library has no memmem (Windows), Python's scan gives the same answer."""
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ class _Renderer:
     def b_html(self, c, width):
         return self.row(sanitize_html(c.get("html", "")))
 
-    # --- the blocks whose content shape we define (README: Templates and merge tags) -----
+    # --- the blocks whose content shape we define (docs/templates.md, json_structure) ---
     def b_columns(self, c, width):
         columns = c.get("columns") or []
         gap = c.get("gap", 16)

@@ -17,7 +17,8 @@ import secrets
 from pipelines.core import json_text
 
 SECRET_PREFIX = "whsec_"
-# A receiver should refuse signatures older (or newer) than this; README's helper does.
+# A receiver should refuse signatures older (or newer) than this; the helper in
+# docs/webhooks.md ("Verifying a delivery") does.
 TOLERANCE_SECONDS = 300
 
 
