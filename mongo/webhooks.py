@@ -22,7 +22,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.core.clock import now_iso, now_ms
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
 from . import documents, grouped_reads, versions
@@ -40,9 +40,8 @@ INDEXES: dict[str, list] = {
     "webhook_lanes": [IndexModel([("wake_ms", ASCENDING)], name="wake_ms")],
 }
 
-# Ids per write when a whole lane is cancelled, and per pass of the one-time lane backfill.
+# Ids per write when a whole lane is cancelled.
 CANCEL_CHUNK = 500
-BACKFILL_CHUNK = 500
 
 
 # -- subscriptions ---------------------------------------------------------------------
@@ -207,26 +206,6 @@ async def reopen_failed(db: AsyncDatabase, delivery_id: str) -> dict | None:
         return None
     await note_work(db, {doc["webhook_id"]: (doc["workspace_id"], due)})
     return await db.webhook_deliveries.find_one({"_id": delivery_id}, {"body": 0})
-
-
-async def backfill_lanes(db: AsyncDatabase, limit: int = BACKFILL_CHUNK) -> int:
-    """Pending deliveries written before lanes existed (no `lane_due`): put each in its
-    lane, due when its `next_attempt_at` said, and tell the lanes. Returns how many."""
-    docs = await db.webhook_deliveries.find({"status": "pending", "lane_due": {"$exists": False}},
-                                            {"_id": 1, "webhook_id": 1, "workspace_id": 1, "next_attempt_at": 1},
-                                            limit=limit).to_list()
-    lanes: dict[str, tuple[str, int]] = {}
-    writes = []
-    for doc in docs:
-        due = ms_of(doc["next_attempt_at"]) if doc.get("next_attempt_at") else now_ms()
-        writes.append(UpdateOne({"_id": doc["_id"], "status": "pending"},
-                                versions.bump({"$set": {"due_ms": due, "lane_due": lane_due(doc["webhook_id"], due),
-                                                        "locked_by": ""}})))
-        lanes[doc["webhook_id"]] = (doc["workspace_id"], min(due, lanes.get(doc["webhook_id"], ("", due))[1]))
-    if writes:
-        await db.webhook_deliveries.bulk_write(writes, ordered=False)
-        await note_work(db, lanes)
-    return len(docs)
 
 
 async def oldest_due(db: AsyncDatabase) -> dict | None:

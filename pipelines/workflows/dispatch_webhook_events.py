@@ -57,16 +57,8 @@ async def _insert_deliveries(db: AsyncDatabase, events: list[dict]) -> list[dict
     return deliveries
 
 
-_lanes_backfilled = False
-
-
 async def wake_due_lanes(db: AsyncDatabase, publisher: Publisher) -> int:
     """A turn for every idle lane with a delivery due. How many lanes."""
-    global _lanes_backfilled
-    if not _lanes_backfilled:  # once a process: deliveries stored before lanes existed join theirs
-        while await webhook_store.backfill_lanes(db) == webhook_store.BACKFILL_CHUNK:
-            pass
-        _lanes_backfilled = True
     return await give_turns(db, publisher, await webhook_store.idle_lanes_due(db))
 
 

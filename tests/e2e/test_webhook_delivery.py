@@ -146,21 +146,6 @@ def test_a_delivery_lease_lets_only_one_turn_attempt_it(service, tenant):
     assert service.store.run(webhook_store.next_due_in_lane, webhook_id) == NEVER_MS
 
 
-def test_a_delivery_stored_before_lanes_existed_joins_its_lane_and_is_delivered(service, tenant, receiver):
-    """What the scheduler does once as it starts (ops/webhook_jobs.wake_due_lanes): a
-    pending delivery of the old shape (no `lane_due`, no `due_ms`) is put in its lane."""
-    hook = subscribe(tenant, receiver)
-    event = {"_id": f"old-{time.time_ns()}", "workspace_id": tenant.workspace_id, "event": "contact.created",
-             "data": {"id": "c-old"}, "timestamp": now_iso()}
-    subscription = service.store.run(webhook_store.get, tenant.workspace_id, hook["id"])
-    [delivery] = plan_deliveries(event, [subscription], now_iso())
-    old_shape = {k: v for k, v in delivery.items() if k not in ("lane_due", "due_ms")}
-    service.store.run(lambda db: db.webhook_deliveries.insert_one(old_shape))
-    assert service.store.run(webhook_store.backfill_lanes) >= 1
-    [accepted] = receiver.wait_for(lambda r: r.accepted("contact.created"), what="the old delivery")
-    assert accepted.delivery_id == delivery["_id"] and accepted.verified
-
-
 async def _outbox_doc(db, event_id):
     return await db.outbox.find_one({"_id": event_id})
 
