@@ -50,10 +50,11 @@ DisplayName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_
                                           "no line breaks or other control characters. Text that looks "
                                           "like an encoded word (=?…?=) arrives as those characters.")]
 # What parse_target accepts, as a pattern the document can carry (so a client, and a
-# generator of requests, can tell a URL we take): http(s), a DNS name whose last label is
-# not a number (IPv4 literals are accepted too, but not described), a port 1-65535, then
-# printable ASCII without spaces or backslashes.
-TARGET_URL_PATTERN = (r"^[hH][tT][tT][pP][sS]?://(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z][A-Za-z0-9_-]{0,62}"
+# generator of requests, can tell a URL we take): http(s), a DNS name of at most 253
+# characters (the lookahead) whose last label is not a number (IPv4 literals are accepted
+# too, but not described), a port 1-65535, then printable ASCII without spaces or backslashes.
+TARGET_URL_PATTERN = (r"^[hH][tT][tT][pP][sS]?://(?=[A-Za-z0-9_.-]{1,253}(?:[:/?#]|$))"
+                      r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z][A-Za-z0-9_-]{0,62}"
                       r"(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
                       r"(?:[/?#][!-\[\]-~]*)?$")
 # The same without the characters that end or split a header value (", ', `, ;, ,, <, >):

@@ -69,7 +69,19 @@ class CreateTemplate(Strict):
     json_structure: Structure | None = Field(None, description=STRUCTURE_HELP)
 
 
+_RENDER_HTML = {"required": ["render_html"], "properties": {"render_html": {"const": True}}}
+
+
 class UpdateTemplate(Strict):
+    # Said in the document too: some change, and render_html neither with html nor with a
+    # json_structure of null (nothing to render from). Whether a template without one in
+    # the body has one stored, only the server knows (400 at render_html).
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"render_html": {"const": False}},
+         "anyOf": [{"required": [name]} for name in ("name", "html", "description", "json_structure")]},
+        {**_RENDER_HTML, "properties": {**_RENDER_HTML["properties"], "json_structure": {"type": "object"}},
+         "not": {"required": ["html"]}},
+    ]})
     name: Name = Field(None, description="1–200 characters; null is refused.")
     html: str = Field(None, description="The email HTML (max 256 KB) with merge tags, checked as on create; "
                                                "sent as stored. null is refused. Without it the stored html is kept.")
