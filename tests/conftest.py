@@ -1,6 +1,12 @@
 """Session-wide real services. Nothing here is mocked: the store speaks the MongoDB wire
 protocol, RabbitMQ is the real broker, mail goes to a real SMTP receiver, and the front,
-worker and scheduler are real `postroom` processes talking to them."""
+worker and scheduler are real `postroom` processes talking to them.
+
+Two tiers (`-m e2e`, `-m "not e2e"`): a test that needs processes — the session's front,
+worker, scheduler and inbound (`live_service`), a stack or a command of its own, a worker's
+mail or events — is `e2e`. tests/front talk to the same app in the test process instead
+(`front_in_process`, tests/front/conftest.py) unless marked `e2e`. Every fixture here is
+lazy: a run of the fast tier starts the store and no `postroom` process."""
 
 from __future__ import annotations
 
@@ -11,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from mongo.indexes import prepare_store
 from ops import embedded_store
+from pipelines.core.settings import Settings
 from tests.support import services
 from tests.support.harness import Service, StoreThread
 from tests.support.smtp_sink import SmtpSink
@@ -85,27 +93,85 @@ def service_env(run_dir, store_url, database_name, amqp, smtp_sink, dns_server):
 
 
 @pytest.fixture(scope="session")
-def service(service_env, run_dir, store_url, database_name, smtp_sink):
+def session_store(store_url, database_name):
+    """The session's database through the async driver, for seeding and reading."""
+    store = StoreThread(store_url, database_name)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def log_dir(run_dir):
+    path = run_dir / "logs"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def service_processes(service_env, log_dir):
+    """The session's `postroom` front, worker, scheduler and inbound, healthy."""
     env, port = service_env
-    log_dir = run_dir / "logs"
-    log_dir.mkdir(exist_ok=True)
     front = services.Process("front", ["front", "--port", str(port)], env, log_dir)
     worker = services.Process("worker", ["worker", "-p", "1", "-t", "8"], env, log_dir)
     scheduler = services.Process("scheduler", ["scheduler"], env, log_dir)
     inbound = services.Process("inbound", ["inbound"], env, log_dir)
-    base_url = f"http://127.0.0.1:{port}"
-    store = StoreThread(store_url, database_name)
-    svc = Service(base_url=base_url, env=env, store=store, log_dir=log_dir, smtp=smtp_sink)
     try:
-        services.wait_healthy(base_url, front)
-        yield svc
+        services.wait_healthy(f"http://127.0.0.1:{port}", front)
+        yield
     finally:
-        svc.close()
         for process in (inbound, scheduler, worker, front):
             process.stop()
-        store.close()
+
+
+def _session_service(service_env, store, log_dir, smtp_sink, transport=None) -> Service:
+    env, port = service_env
+    return Service(base_url=f"http://127.0.0.1:{port}", env=env, store=store, log_dir=log_dir, smtp=smtp_sink,
+                   transport=transport)
+
+
+@pytest.fixture(scope="session")
+def live_service(service_processes, service_env, session_store, log_dir, smtp_sink):
+    """The session's service, its API reached over HTTP at the real front."""
+    svc = _session_service(service_env, session_store, log_dir, smtp_sink)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="session")
+def front_in_process(service_env, session_store, log_dir, smtp_sink):
+    """The same service with its API answered by the front's app in this process: same
+    settings, store, database and queues, same base URL (links name the real front, which
+    answers them when an e2e test has started it)."""
+    from tests.support.in_process import InProcessFront  # local import: loads the app only for runs that use it
+    session_store.run(prepare_store)  # the indexes, as `postroom front` makes them before it serves
+    front = InProcessFront(Settings.from_env(service_env[0]))
+    svc = _session_service(service_env, session_store, log_dir, smtp_sink, transport=front.transport())
+    yield svc
+    svc.close()
+    front.close()
+
+
+@pytest.fixture(scope="session")
+def service(live_service):
+    """What a test talks to: the real processes (tests/front/conftest.py gives its modules
+    the front in process)."""
+    return live_service
 
 
 @pytest.fixture
 def tenant(service):
     return service.tenant()
+
+
+@pytest.fixture(autouse=True)
+def _processes_for_e2e(request):
+    """An e2e test on the front in process still gets the session's processes (a worker to
+    send its mail, the real front to follow its links)."""
+    if request.node.get_closest_marker("e2e") and "service" in request.fixturenames:
+        request.getfixturevalue("service_processes")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "live_service" in item.fixturenames:
+            item.add_marker(pytest.mark.e2e)

@@ -19,6 +19,8 @@ from pipelines.templates.render_message import RenderContext, render_all
 from pipelines.core.settings import Settings
 from tests.support.polling import wait_until
 
+pytestmark = pytest.mark.e2e  # render processes, and a worker process the test kills
+
 PAIR = dkim.generate_key_pair()
 
 

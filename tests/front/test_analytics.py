@@ -3,6 +3,8 @@
 import datetime as dt
 import time
 
+import pytest
+
 from mongo import analytics
 from tests.support.api import assert_error
 
@@ -46,6 +48,7 @@ def test_counters_are_per_workspace(service, tenant):
     assert tenant.get("/analytics", params={"period": "1d"}).json()["data"]["totals"]["sends"] == 0
 
 
+@pytest.mark.e2e
 def test_a_real_send_is_counted(service, tenant):
     tenant.post("/email/send", json={"to": "counted@example.org", "subject": "Hi", "text": "x"})
     service.smtp.wait_for("counted@example.org")

@@ -27,10 +27,12 @@ def raw_get(service, path, headers):
     {"Authorization": "Bearer sk_live_abcdefghijklmnopqrstuvwxyz0123456789"},
 ], ids=["missing", "empty", "basic-scheme", "token-scheme", "scheme-only",
         "malformed-key", "prefix-only", "foreign-prefix"])
+@pytest.mark.e2e
 def test_missing_or_malformed_authorization_answers_401_unauthorized(service, headers):
     assert_error(raw_get(service, "/api-key/permissions", headers), 401, "unauthorized")
 
 
+@pytest.mark.e2e
 def test_bearer_with_a_blank_token_answers_401(service):
     # httpx refuses header values with trailing blanks, so this one goes over http.client.
     import http.client
@@ -47,6 +49,7 @@ def test_bearer_with_a_blank_token_answers_401(service):
     assert b'"unauthorized"' in body
 
 
+@pytest.mark.e2e
 def test_well_formed_but_unknown_key_answers_401(service):
     unknown = "tm_live_" + "x" * 43
     assert_error(raw_get(service, "/api-key/permissions", {"Authorization": f"Bearer {unknown}"}), 401, "unauthorized")
@@ -67,6 +70,7 @@ def test_revoked_key_answers_401_within_seconds_while_another_key_of_the_workspa
     assert tenant.get("/api-key/permissions").status_code == 200
 
 
+@pytest.mark.e2e
 def test_bearer_scheme_is_case_insensitive(service, tenant):
     response = raw_get(service, "/api-key/permissions", {"Authorization": f"bearer {tenant.key}"})
     assert response.status_code == 200
@@ -160,6 +164,7 @@ def test_another_workspaces_scheduled_message_cannot_be_cancelled(service, tenan
     assert status == "scheduled"
 
 
+@pytest.mark.e2e
 def test_health_ignores_a_bad_key(service):
     response = raw_get(service, "/health", {"Authorization": "Bearer nonsense"})
     assert response.status_code == 200

@@ -94,6 +94,7 @@ def test_a_bad_step_config_is_refused_with_its_path_and_nothing_is_stored(tenant
     assert tenant.get("/automations").json()["pagination"]["total"] == before
 
 
+@pytest.mark.e2e
 def test_webhook_urls_the_outbound_guard_refuses_are_refused_at_save(service, tenant):
     # the shared test stack allows private targets; a front without that setting refuses them
     from tests.support.services import another_front

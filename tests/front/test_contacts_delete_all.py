@@ -129,6 +129,7 @@ def test_restore_after_the_30_day_window_is_refused(service, tenant, audience):
     assert total(tenant) == 0
 
 
+@pytest.mark.e2e
 def test_contacts_past_the_restore_window_are_purged_by_the_scheduler(service, tenant, audience):
     deletion = tenant.post("/contacts/delete-all", json={"confirm": True}).json()["data"]
 

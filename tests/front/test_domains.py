@@ -8,6 +8,7 @@ import uuid
 
 import dkim as dkimpy
 import httpx
+import pytest
 
 from pipelines.domains.dns_records import is_public_host_name
 from tests.support import inbound, reports
@@ -111,6 +112,7 @@ def test_verify_reports_each_missing_or_wrong_record(tenant, dns_server):
         "verification": "mismatch", "dkim": "key_not_published", "return_path": "mismatch"}
 
 
+@pytest.mark.e2e
 def test_the_operator_export_publishes_every_domain_key_where_its_cname_points(service, tenant, dns_server):
     view = add(tenant, new_domain())
     recs = records(view)
@@ -145,6 +147,7 @@ def test_mail_from_an_unverified_domain_is_refused(tenant):
                                            "from_email": f"news@{domain}"}), 403, "domain_invalid")
 
 
+@pytest.mark.e2e
 def test_mail_from_a_verified_domain_is_signed_with_its_key(service, tenant, dns_server):
     domain = new_domain()
     view = add(tenant, domain)
@@ -165,6 +168,7 @@ def test_mail_from_a_verified_domain_is_signed_with_its_key(service, tenant, dns
     assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
 
 
+@pytest.mark.e2e
 def test_mail_from_the_shared_domain_is_signed_with_the_service_key(service, tenant, dns_server):
     rcpt = f"shared-{uuid.uuid4().hex[:6]}@example.org"
     assert tenant.post("/email/send", json={"to": rcpt, "subject": "Hi", "text": "t"}).status_code == 202
@@ -174,6 +178,7 @@ def test_mail_from_the_shared_domain_is_signed_with_the_service_key(service, ten
     assert dkimpy.verify(received.data, dnsfunc=dnsfunc_for(dns_server))
 
 
+@pytest.mark.e2e
 def test_a_domain_with_its_return_path_record_gets_its_bounces_there(service, tenant, dns_server):
     """SPF alignment: MAIL FROM on `pr-bounces.<domain>` (a CNAME to the bounce domain);
     a DSN sent to that VERP address through the real inbound port is recorded."""
@@ -204,6 +209,7 @@ def test_a_domain_with_its_return_path_record_gets_its_bounces_there(service, te
     assert inbound.rcpt_answer(service, f"bounce+{message_id}@pr-bounces.unknown-{uuid.uuid4().hex[:6]}.example")[0] == 550
 
 
+@pytest.mark.e2e
 def test_without_its_return_path_record_a_domain_bounces_to_the_shared_bounce_domain(service, tenant, dns_server):
     domain = new_domain()
     view = add(tenant, domain)
@@ -260,6 +266,7 @@ def test_an_organisations_dmarc_policy_covers_its_sending_subdomain(tenant, dns_
     assert body["dmarc"]["found_at"] == f"_dmarc.{organisation}" and body["dmarc"]["found"].startswith("v=DMARC1; p=reject")
 
 
+@pytest.mark.e2e
 def test_the_openapi_document_types_the_dmarc_record_and_the_warnings(service):
     schemas = httpx.get(service.base_url + "/openapi.json", timeout=30).json()["components"]["schemas"]
     assert schemas["Domain"]["properties"]["dmarc"] == {"$ref": "#/components/schemas/DmarcRecord"}
@@ -267,6 +274,7 @@ def test_the_openapi_document_types_the_dmarc_record_and_the_warnings(service):
     assert schemas["DomainCheck"]["properties"]["warnings"]["items"] == {"$ref": "#/components/schemas/DomainWarning"}
 
 
+@pytest.mark.e2e
 def test_the_operator_export_also_gives_the_bounce_domains_mx_and_spf(service):
     """The README asks operators to publish an MX and SPF at the bounce domain: the command
     that prints the DKIM zone prints them too, as zone lines and in --json."""

@@ -271,6 +271,7 @@ def test_a_cancelled_scheduled_email_gives_its_count_back_to_the_plan(service):
     assert_error(again, 403, "limit_reached")
 
 
+@pytest.mark.e2e
 def test_when_the_broker_is_unreachable_the_send_fails_loudly_and_is_not_counted(service):
     """A front whose broker is down answers 500 `schedule_failed`: the message is stored
     as failed (never sent later behind the client's back) and the plan gets its count back."""

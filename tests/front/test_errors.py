@@ -97,11 +97,13 @@ def test_unknown_api_route_answers_404_not_found(tenant):
     assert_error(tenant.post("/email/some-id", json={}), 404, "not_found", no_path=True)
 
 
+@pytest.mark.e2e
 def test_unknown_api_route_answers_404_even_without_a_key(service):
     response = httpx.get(service.api + "/no-such-thing", timeout=30)
     assert_error(response, 404, "not_found", no_path=True)
 
 
+@pytest.mark.e2e
 def test_unknown_route_outside_the_api_answers_404_not_found(service):
     response = httpx.get(service.base_url + "/definitely/not/here", timeout=30)
     assert_error(response, 404, "not_found", no_path=True)
@@ -117,6 +119,7 @@ def test_wrong_method_answers_405_with_allow(tenant):
     assert "GET" in put.headers["Allow"]
 
 
+@pytest.mark.e2e
 def test_wrong_method_on_health_answers_405(service):
     response = httpx.post(service.api + "/health", json={}, timeout=30)
     assert_error(response, 405, "method_not_allowed", no_path=True)

@@ -35,6 +35,7 @@ def contact_by_email(tenant, email):
 
 # --- the API resource ---------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_a_form_is_created_read_listed_changed_and_deleted(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, name="Newsletter", list_ids=[news["id"]], fields=FIELDS,
@@ -128,6 +129,7 @@ def test_forms_are_workspace_scoped_and_need_the_forms_permission(service, tenan
 
 # --- the public endpoint ------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_a_single_opt_in_json_submission_subscribes_at_once_with_the_usual_events(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, list_ids=[news["id"]], fields=FIELDS, double_opt_in=False)
@@ -155,6 +157,7 @@ def test_a_single_opt_in_json_submission_subscribes_at_once_with_the_usual_event
     assert subscribed["data"]["reason"] == "form"
 
 
+@pytest.mark.e2e
 def test_double_opt_in_joins_the_lists_only_once_the_emailed_link_is_followed(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, list_ids=[news["id"]], fields=FIELDS[:2],
@@ -183,6 +186,7 @@ def test_double_opt_in_joins_the_lists_only_once_the_emailed_link_is_followed(se
     assert len(events(service, tenant, "form.submitted")) == 1
 
 
+@pytest.mark.e2e
 def test_the_answer_never_tells_whether_an_address_is_already_known(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, list_ids=[news["id"]])
@@ -198,6 +202,7 @@ def test_the_answer_never_tells_whether_an_address_is_already_known(service, ten
     assert held["status"] == "suppressed"
 
 
+@pytest.mark.e2e
 def test_a_filled_honeypot_gets_the_usual_answer_and_records_nothing(service, tenant):
     form = make_form(tenant, double_opt_in=False)
     bot = post_json(form, {"email": unique_email("bot"), "website": "http://spam.example"})
@@ -208,6 +213,7 @@ def test_a_filled_honeypot_gets_the_usual_answer_and_records_nothing(service, te
     assert tenant.get("/contacts").json()["pagination"]["total"] == 1
 
 
+@pytest.mark.e2e
 def test_a_missing_forged_or_foreign_token_is_refused(service, tenant):
     form, other = make_form(tenant, double_opt_in=False), make_form(tenant, double_opt_in=False)
     body = {"email": unique_email()}
@@ -219,6 +225,7 @@ def test_a_missing_forged_or_foreign_token_is_refused(service, tenant):
     assert events(service, tenant, "form.submitted") == []
 
 
+@pytest.mark.e2e
 def test_invalid_answers_are_refused_with_the_field_named(service, tenant):
     form = make_form(tenant, fields=FIELDS, double_opt_in=False)
     cases = [({}, "email"), ({"email": "not-an-address"}, "email"), ({"email": ["a@b.example"]}, "email"),
@@ -240,6 +247,7 @@ def test_invalid_answers_are_refused_with_the_field_named(service, tenant):
     assert events(service, tenant, "form.submitted") == []
 
 
+@pytest.mark.e2e
 def test_submissions_are_rate_limited_per_client_address_and_form(service, tenant):
     form, other = make_form(tenant, double_opt_in=False), make_form(tenant, double_opt_in=False)
     limit = 10  # POSTROOM_FORM_SUBMISSIONS_PER_MINUTE's default
@@ -253,6 +261,7 @@ def test_submissions_are_rate_limited_per_client_address_and_form(service, tenan
     assert post_json(other, {"email": unique_email()}).status_code == 200
 
 
+@pytest.mark.e2e
 def test_an_existing_contact_is_never_overwritten_and_single_opt_in_never_resubscribes(service, tenant):
     form = make_form(tenant, fields=FIELDS[:3], double_opt_in=False)
     known = make_contact(tenant, unique_email("ann"), first_name="Ann", attributes={"plan": "pro"},
@@ -263,6 +272,7 @@ def test_an_existing_contact_is_never_overwritten_and_single_opt_in_never_resubs
     assert after["subscribed"] is False
 
 
+@pytest.mark.e2e
 def test_a_confirmed_signup_subscribes_an_unsubscribed_contact_again(service, tenant):
     form = make_form(tenant)
     known = make_contact(tenant, unique_email("back"), subscribed=False)
@@ -274,6 +284,7 @@ def test_a_confirmed_signup_subscribes_an_unsubscribed_contact_again(service, te
     assert back["data"]["reason"] == "form"
 
 
+@pytest.mark.e2e
 def test_one_confirmation_email_per_address_and_form_every_ten_minutes(service, tenant):
     form = make_form(tenant)
     email, later = unique_email("twice"), unique_email("later")
@@ -285,6 +296,7 @@ def test_one_confirmation_email_per_address_and_form_every_ten_minutes(service, 
     assert [e["data"]["email"] for e in events(service, tenant, "form.submitted")] == [email] * 3 + [later]
 
 
+@pytest.mark.e2e
 def test_redirect_urls_replace_our_pages(service, tenant):
     form = make_form(tenant, redirect_url="https://shop.example/check-inbox",
                      confirmed_redirect_url="https://shop.example/welcome")
@@ -311,6 +323,7 @@ def contacts_named(service, tenant, email: str) -> list[dict]:
     return service.store.run(read)
 
 
+@pytest.mark.e2e
 def test_a_hostile_redirect_url_is_refused_and_one_stored_before_is_never_sent(service, tenant):
     form = make_form(tenant, double_opt_in=False, redirect_url="https://shop.example/thanks")
     hostile = "https://a;script-src *.example/"
@@ -339,6 +352,7 @@ def test_a_hostile_redirect_url_is_refused_and_one_stored_before_is_never_sent(s
         == [email, again]
 
 
+@pytest.mark.e2e
 def test_the_csp_names_only_the_redirect_origin(tenant):
     form = make_form(tenant, redirect_url="https://Shop.Example:8443/thanks?from=form#top")
     policy = httpx.get(form["hosted_url"]).headers["Content-Security-Policy"]
@@ -346,6 +360,7 @@ def test_the_csp_names_only_the_redirect_origin(tenant):
     assert policy.count(";") == 3
 
 
+@pytest.mark.e2e
 def test_scripts_of_allowed_origins_may_read_the_answer(tenant):
     form = make_form(tenant, double_opt_in=False, allowed_origins=["https://shop.example"])
     preflight = httpx.request("OPTIONS", form["hosted_url"], headers={
@@ -362,6 +377,7 @@ def test_scripts_of_allowed_origins_may_read_the_answer(tenant):
     assert "Access-Control-Allow-Origin" not in other.headers
 
 
+@pytest.mark.e2e
 def test_an_unconfirmed_signup_expires_and_is_deleted(service, tenant):
     form = make_form(tenant)
     email = unique_email("late")
@@ -384,6 +400,7 @@ def test_an_unconfirmed_signup_expires_and_is_deleted(service, tenant):
     assert [e["data"]["status"] for e in events(service, tenant, "form.submitted")] == ["pending"]
 
 
+@pytest.mark.e2e
 def test_unknown_forms_and_tampered_links_answer_404(service):
     assert httpx.get(service.base_url + "/f/nope").status_code == 404
     assert_error(httpx.post(service.base_url + "/f/nope", json={"email": "a@b.example"}), 404, "not_found")
@@ -391,6 +408,7 @@ def test_unknown_forms_and_tampered_links_answer_404(service):
     assert page.status_code == 404 and "not valid" in page.text
 
 
+@pytest.mark.e2e
 def test_the_hosted_page_is_a_plain_labelled_form(tenant):
     form = make_form(tenant, fields=FIELDS, title="Join the club", description="Monthly news.")
     page = httpx.get(form["hosted_url"])

@@ -1,9 +1,12 @@
 """GET /api/v1/health: no key needed; reports store and broker reachability."""
 
 import httpx
+import pytest
 
 from ops.embedded_store import free_port
 from tests.support.services import another_front
+
+pytestmark = pytest.mark.e2e  # the real front's /health, and fronts of its own
 
 
 def test_health_is_ok_when_store_and_broker_answer(service):

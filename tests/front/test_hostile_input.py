@@ -68,6 +68,7 @@ def test_a_recipient_list_names_the_address_carrying_an_encoded_word(tenant):
 
 
 @pytest.mark.parametrize("name", ["Zoë Ünal — 山田 =? yes", "=?utf-8?q?Support?=", "Ann =?iso-8859-1?b?w6k=?= Smith"])
+@pytest.mark.e2e
 def test_a_display_name_in_any_script_is_accepted_and_arrives_as_written(service, tenant, name):
     to = f"name-{uuid.uuid4().hex[:8]}@example.org"
     response = tenant.post("/email/send", json={"to": to, "subject": "Hi", "text": "hello",

@@ -4,6 +4,8 @@ import json
 import threading
 import uuid
 
+import pytest
+
 from mongo.recent import FRESH_SECONDS
 from tests.support.polling import wait_until
 from tests.support.api import assert_error
@@ -80,6 +82,7 @@ def test_a_refused_request_is_cached_too(service):
     assert replay.json()["error"]["path"] == "to"
 
 
+@pytest.mark.e2e
 def test_two_concurrent_requests_with_one_key_create_exactly_one_message(service):
     tenant = service.tenant(sandbox=True)
     key = new_key()

@@ -19,6 +19,8 @@ PLATFORM_OPERATIONS = {
     ("delete", "/api/v1/email/{message_id}"),
 }
 
+pytestmark = pytest.mark.e2e  # the real front's documents, and the app's routes listed in processes of their own
+
 # Lists the app's routes in a process of its own, so this test process keeps no broker.
 _ROUTES_SCRIPT = """
 import json, re

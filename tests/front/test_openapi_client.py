@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+pytestmark = pytest.mark.e2e  # a generated client in a process of its own, against the real front
+
 PACKAGE = "postroom_client"
 
 

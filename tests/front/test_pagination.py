@@ -74,6 +74,7 @@ def test_invalid_limit_or_offset_answers_400_with_its_path(tenant, params, path)
     assert_error(response, 400, "validation_error", path)
 
 
+@pytest.mark.e2e
 def test_every_list_endpoint_validates_and_answers_the_list_shape(service, tenant):
     """Every GET without path parameters that the OpenAPI says takes `limit`."""
     import httpx

@@ -4,6 +4,8 @@ shares it; headers on every authenticated response; 429 with Retry-After."""
 import datetime as dt
 import uuid
 
+import pytest
+
 from mongo import rate_windows
 from tests.support import services
 from tests.support.api import assert_error, month_used
@@ -72,6 +74,7 @@ def test_over_the_limit_answers_429_rate_limited_with_retry_after(service, tenan
     assert tenant.get("/api-key/permissions").status_code == 200
 
 
+@pytest.mark.e2e
 def test_the_limit_is_shared_by_every_front_process(service, tenant, run_dir):
     import httpx
     key = service.extra_key(tenant, rate_limit=5)

@@ -1,5 +1,6 @@
 """The suppression list over real HTTP, and a suppressed address never being sent to."""
 
+import pytest
 
 from mongo import suppressions as suppression_store
 from tests.support.api import assert_error
@@ -58,6 +59,7 @@ def test_another_workspace_neither_sees_nor_removes_the_entry(service, tenant):
     assert len(tenant.get("/suppressions").json()["data"]) == 1
 
 
+@pytest.mark.e2e
 def test_a_fully_suppressed_send_is_stored_as_suppressed_and_never_sent(service, tenant):
     tenant.post("/suppressions", json={"email": "blocked@example.org"})
     response = tenant.post("/email/send", json={"to": "blocked@example.org", "subject": "Hi", "text": "x"})
@@ -71,6 +73,7 @@ def test_a_fully_suppressed_send_is_stored_as_suppressed_and_never_sent(service,
     assert service.smtp.messages_to("blocked@example.org") == []
 
 
+@pytest.mark.e2e
 def test_suppressed_recipients_are_dropped_from_a_send_to_several(service, tenant):
     tenant.post("/suppressions", json={"email": "skip-me@example.org"})
     response = tenant.post("/email/send", json={"to": ["keep-me@example.org", "Skip-Me@example.org"],

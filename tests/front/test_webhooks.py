@@ -257,6 +257,7 @@ def test_the_test_operation_reports_status_zero_when_nothing_answers(tenant, rec
     assert result["response_time_ms"] >= 0
 
 
+@pytest.mark.e2e
 def test_a_front_without_the_private_targets_setting_refuses_loopback_receivers(service, tenant, receiver):
     """The suite's own front allows loopback (its receivers live there); a front started as
     an operator would, without POSTROOM_ALLOW_PRIVATE_TARGETS, refuses them: literal

@@ -5,6 +5,8 @@ import multiprocessing
 import stat
 from pathlib import Path
 
+import pytest
+
 from ops.config import secret_key_for
 from pipelines.core.settings import Settings
 
@@ -16,6 +18,7 @@ def _key_in_child(data_dir: str, start, results) -> None:
     results.put(secret_key_for(Settings(data_dir=Path(data_dir), secret_key="")))
 
 
+@pytest.mark.e2e  # processes of its own
 def test_processes_starting_together_on_a_fresh_data_dir_agree_on_one_owner_only_key(tmp_path):
     context = multiprocessing.get_context("spawn")
     start, results = context.Event(), context.Queue()

@@ -19,6 +19,8 @@ from pymongo.errors import PyMongoError
 
 from ops import embedded_store
 
+pytestmark = pytest.mark.e2e  # stores and commands of its own
+
 NOBODY_UID = 65534
 
 

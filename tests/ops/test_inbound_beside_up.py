@@ -14,6 +14,8 @@ from tests.support.inbound import dsn, submit_to_port, verp
 from tests.support.polling import wait_until
 from tests.support.services import Process
 
+pytestmark = pytest.mark.e2e  # `postroom up` and `postroom inbound` processes of its own
+
 
 @pytest.mark.slow
 def test_a_report_beside_up_is_applied_without_rabbitmq(request, tmp_path):

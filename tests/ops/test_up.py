@@ -18,6 +18,8 @@ from ops.embedded_store import free_port
 from tests.support import services
 from tests.support.services import Process, run_postroom
 
+pytestmark = pytest.mark.e2e  # `postroom up` processes of its own
+
 STOP_TIMEOUT_SECONDS = 30
 
 

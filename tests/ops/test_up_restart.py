@@ -17,6 +17,8 @@ import pytest
 
 from tests.ops.test_up import bare_env, cli, start_up, stop_with  # noqa: F401 (bare_env: a fixture)
 
+pytestmark = pytest.mark.e2e  # `postroom up` processes of its own
+
 BATCH = 300
 PICKUP_SECONDS = 30
 
