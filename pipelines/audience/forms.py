@@ -81,7 +81,8 @@ def redirect_problem(url: str) -> str | None:
 def redirect_of(form: dict, name: str) -> str | None:
     """The form's `redirect_url` or `confirmed_redirect_url` if it may be sent in a
     Location header; None (show our own page) when unset or when it does not pass
-    `redirect_problem` (a value stored before that check existed)."""
+    `redirect_problem` (checked when saved; checked again because it goes into a Location
+    header)."""
     url = form.get(name)
     return url if url and redirect_problem(url) is None else None
 

@@ -3,9 +3,8 @@ inserts and the documents pipelines/ builds for them), so a reader and mypy
 (tests/test_types.py) know a document's shape without reading every write.
 
 A key always written is plain; `NotRequired` marks one a document may lack (set by a
-later step, or absent on documents written before it was). Times are ISO-8601 UTC strings
-(`*_at`) or epoch milliseconds (`*_ms`: what the store filters and sorts on, see the store
-notes in docs/store-notes.md). `_id`s are strings. Types only: nothing here runs."""
+later step). Times are ISO-8601 UTC strings (`*_at`) or epoch milliseconds (`*_ms`: what
+the store filters and sorts on, see docs/store-notes.md). `_id`s are strings. Types only: nothing here runs."""
 
 from __future__ import annotations
 

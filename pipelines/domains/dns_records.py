@@ -84,13 +84,6 @@ def records_to_publish(domain: str, *, token: str, key_id: str, public_b64: str,
     ]
 
 
-def with_return_path(records: list[dict], domain: str, bounce_domain: str) -> list[dict]:
-    """A domain added before return paths existed gets its record at its next check."""
-    if any(r["purpose"] == "return_path" for r in records):
-        return records
-    return [*records, return_path_record(domain, bounce_domain)]
-
-
 DMARC_LABEL = "_dmarc"
 DMARC_RECOMMENDED = "v=DMARC1; p=none"
 _DMARC_VERSION = re.compile(r"^v\s*=\s*DMARC1\s*(;|$)")

@@ -48,9 +48,8 @@ async def add(db: AsyncDatabase, settings: Settings, workspace_id: str, domain: 
 
 async def verify(db: AsyncDatabase, settings: Settings, resolver: Resolver, domain: dict) -> Checked:
     """Look up the domain's records and DMARC policy, and store what was found."""
-    records = dns_records.with_return_path(domain["records"], domain["domain"], settings.bounce_domain)
     checked_at = now_iso()
-    check = await dns_records.verify(records, resolver, checked_at=checked_at)
+    check = await dns_records.verify(domain["records"], resolver, checked_at=checked_at)
     dmarc = await dns_records.check_dmarc(domain["domain"], resolver, checked_at=checked_at)
     saved = await domains.save_check(db, domain["workspace_id"], domain["_id"], records=check.records,
                                      verified=check.verified,

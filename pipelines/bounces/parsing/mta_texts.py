@@ -35,10 +35,10 @@ def _addresses(found) -> list[str]:
 def detect(raw: bytes) -> tuple[str, list[str], list[str]] | None:
     """(format, temporary failures, permanent failures) from the first detector that
     finds any, as flufl.bounce's own scan does; None when none does."""
-    legacy = email.message_from_bytes(raw, policy=email.policy.compat32)  # what the detectors expect
+    compat32_message = email.message_from_bytes(raw, policy=email.policy.compat32)  # what the detectors expect
     for detector in _DETECTORS:
         try:
-            temporary, permanent = detector().process(legacy)
+            temporary, permanent = detector().process(compat32_message)
         except (IndexError, KeyError, ValueError, TypeError, AttributeError, LookupError):
             # heuristics meeting a message they were not written for (Yale's on one without a
             # From): not that format; the other detectors still look
