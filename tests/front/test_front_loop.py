@@ -23,10 +23,11 @@ from tests.support.services import another_front, run_postroom
 pytestmark = pytest.mark.e2e  # fronts of its own, loaded from other processes
 
 BODY_TIMEOUT_SECONDS = 2
-# Issue #30 asks for 100 ms; a whole-suite CI run measured 116 ms (an idle front: 8.8 ms
-# median), against 21.7 s before the document was kept and big bodies left the loop. The
-# test holds what is proven everywhere; the bench figure goes in the issue's note.
-HEALTH_P99_SECONDS = 0.250
+# Issue #30's bar (21.7 s before the document was kept and big bodies left the loop). It
+# measures the front only on a box not saturated by other work: with its two cores at a
+# load average of 12-30, /health with no load at all measured a p99 of 45-145 ms, and this
+# test 450-470 ms (max 1.4 s; 18.5 s before a huge body's parse stopped coming back whole).
+HEALTH_P99_SECONDS = 0.100
 HUGE_BODY_KEYS = 2_500_000
 
 # 8 clients looping on the two documents, and two 30 MB JSON bodies of 2.5 M keys each (a
