@@ -28,8 +28,8 @@ from pipelines.workflows.publisher import PublishFailed
 __all__ = ["PublishFailed", "RENDER_CHUNK", "describe", "publish", "publish_chunks", "publish_coalesced",
            "publish_each", "publish_jobs", "refused_by_broker"]
 
-# Ids per render job: one bulk read and write per chunk, and several workers share a
-# campaign batch or a large API batch.
+# Ids per render job (its chunk): one bulk read and write per chunk, and several workers
+# share a large API batch.
 RENDER_CHUNK = 100
 # Publishes in flight at once per process: each waits for the broker's confirm, so on a
 # busy broker these bound the rate (the loop's default executor had cores + 4).

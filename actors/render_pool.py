@@ -110,7 +110,7 @@ async def render_off_loop(messages: list[dict], ctx: RenderContext) -> RenderRes
     processes = runtime.settings().render_processes
     result = RenderResult()
     for start in range(0, len(messages), SLICE_MESSAGES):
-        part = await _render_slice(messages[start:start + SLICE_MESSAGES], ctx, processes)
-        result.rendered.extend(part.rendered)
-        result.failed.update(part.failed)
+        sliced = await _render_slice(messages[start:start + SLICE_MESSAGES], ctx, processes)
+        result.rendered.extend(sliced.rendered)
+        result.failed.update(sliced.failed)
     return result

@@ -1,5 +1,5 @@
-"""Planning a campaign's fan-out: its states, its batches, and the message document each
-recipient gets.
+"""Planning a campaign's fan-out: its states, its fan-out batches, and the message document
+each recipient gets.
 
 States (the spec shows only `draft`):
 
@@ -10,7 +10,7 @@ States (the spec shows only `draft`):
                            └──────cancel───────────┴──▶ cancelled
     scheduled ──audience or template gone at send_at──▶ failed
 
-A recipient's message `_id` is derived from (campaign, contact), so a batch that runs
+A recipient's message `_id` is derived from (campaign, contact), so a part that runs
 twice (a redelivered broker message, a worker restarted after a crash) inserts nothing
 new: the store refuses the duplicate `_id`."""
 
@@ -21,9 +21,11 @@ import math
 
 from pipelines.templates.personalise import stored_template_data
 
+# Recipients one `campaigns` job hands on (a fan-out batch; the API counts them in
+# `batches_queued`).
 BATCH_SIZE = 500
 # Recipients a campaign part carries (mongo/campaign_parts.py): one render job, one
-# claim, one insert of their messages; a batch is cut into several so workers share it.
+# claim, one insert of their messages; a fan-out batch is cut into several so workers share it.
 PART_SIZE = 100
 
 STATUSES = ("draft", "scheduled", "sending", "sent", "cancelled", "failed")

@@ -61,7 +61,8 @@ class Publisher(Protocol):
         jobs hold, handed on by a render job."""
 
     async def fan_out(self, campaign_id: str, batch: int) -> None:
-        """Create and render batch number `batch` of a sending campaign."""
+        """Fan-out batch number `batch` of a sending campaign: its parts stored and
+        handed to render jobs."""
 
     async def cancel_campaign(self, campaign_id: str) -> None:
         """Cancel every message of a cancelled campaign not yet handed to SMTP."""
