@@ -21,8 +21,8 @@ from .render import render_campaign_part, render_messages
 from .send import send_messages
 from .webhooks import take_webhook_turn
 
-ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, render_campaign_part, send_messages, process_report,
-          take_webhook_turn, advance_runs, import_contacts)
+ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, render_campaign_part, send_messages,
+          process_report, take_webhook_turn, advance_runs, import_contacts)
 
 
 class BrokerPublisher:

@@ -18,7 +18,8 @@ def _layout(greeting: str, row: str, loop: str, conditional: str, footer: str) -
             "<table role=\"presentation\" width=\"600\" cellpadding=\"0\" cellspacing=\"0\" border=\"0\" "
             "style=\"background:#ffffff;\"><tr><td style=\"padding:24px;\">\n")
     return (head + greeting + FILLER * 25 + conditional + "<table role=\"presentation\" width=\"100%\">"
-            + loop.replace("ROW", row) + "</table>\n" + FILLER * 25 + footer + "</td></tr></table></td></tr></table></body></html>")
+            + loop.replace("ROW", row) + "</table>\n" + FILLER * 25 + footer
+            + "</td></tr></table></td></tr></table></body></html>")
 
 
 # 12 simple tags + 1 conditional + 1 loop (bench/render writes it in two more dialects).

@@ -141,7 +141,8 @@ def start_sink(recipients_log: Path | None = None) -> tuple[multiprocessing.Proc
     """The sink counts messages and their bytes (`counter` guards both); with
     `recipients_log`, it also writes every message's recipients there, one a line."""
     port = embedded_store.free_port()
-    counter, size, ready = multiprocessing.Value("q", 0), multiprocessing.Value("q", 0, lock=False), multiprocessing.Event()
+    counter, size = multiprocessing.Value("q", 0), multiprocessing.Value("q", 0, lock=False)
+    ready = multiprocessing.Event()
     process = multiprocessing.Process(target=_sink_main, args=(port, counter, size, ready, recipients_log),
                                       daemon=True)
     process.start()
@@ -252,7 +253,8 @@ def make_tenant(url: str, database: str) -> str:
     async def go():
         client, db = connect(url, database)
         ws = await workspaces.create(db, "Bench", from_email="hello@acme.example")
-        await workspaces.update_settings(db, ws["_id"], {"sending_local_part": workspace_local_part("Bench", ws["_id"])})
+        await workspaces.update_settings(db, ws["_id"],
+                                         {"sending_local_part": workspace_local_part("Bench", ws["_id"])})
         key, _ = await api_keys.create(db, ws["_id"], name="bench", sandbox=False, permissions=["*"],
                                        rate_limit=10_000_000, email_rate_limit=10_000_000)
         await client.close()

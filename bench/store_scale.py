@@ -473,7 +473,7 @@ async def measure(url: str, sizes: list[int], *, rounds: int = 3, shapes: list[S
     shapes = shapes if shapes is not None else all_shapes()
     results = []
     try:
-        for db, size in zip(dbs, sizes):
+        for db, size in zip(dbs, sizes, strict=True):
             start = time.perf_counter()
             await prepare_store(db)
             await grow(db, 0, size, fillers)

@@ -19,12 +19,13 @@ batch a contact that unsubscribed, bounced, was deleted or suppressed since is s
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from pipelines.audience.segment_rules import compile_conditions
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import ms_of
-from pipelines.audience.segment_rules import compile_conditions
 
 from . import contacts, suppressions
 
@@ -63,7 +64,7 @@ async def count_recipients(db: AsyncDatabase, workspace_id: str, mongo_filter: d
 # hex digit to the next holds about a sixteenth of them; with the two open ends every
 # string falls in exactly one range.
 _ID_BOUNDS = ["0", *"123456789abcdef", "g"]
-_ID_RANGES = ([{"$lt": "0"}] + [{"$gte": lo, "$lt": hi} for lo, hi in zip(_ID_BOUNDS, _ID_BOUNDS[1:])]
+_ID_RANGES = ([{"$lt": "0"}] + [{"$gte": lo, "$lt": hi} for lo, hi in pairwise(_ID_BOUNDS)]
               + [{"$gte": "g"}])
 
 

@@ -27,7 +27,8 @@ INDEXES = {
 }
 
 
-def new_part(campaign: dict, batch: int, number: int, contact_ids: list[str], token: str, lease_until: str) -> CampaignPart:
+def new_part(campaign: dict, batch: int, number: int, contact_ids: list[str], token: str,
+             lease_until: str) -> CampaignPart:
     return {"_id": f"{campaign['_id']}:{batch}:{number}", "campaign_id": campaign["_id"],
             "workspace_id": campaign["workspace_id"], "contact_ids": contact_ids, "done": False,
             "lease_token": token, "lease_until": lease_until, "due_ms": ms_of(lease_until), "created_at": now_iso()}

@@ -14,8 +14,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
 from pipelines.core.clock import ms_of, now_iso, now_ms
-from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.messages import delivery_status
+from pipelines.messages.delivery_status import NEVER_MS
 
 from . import campaign_parts, messages
 from .documents import get_owned
@@ -143,8 +143,8 @@ async def record_audience(db: AsyncDatabase, campaign_id: str, token: str, total
     and on the campaign still sending): True for the one caller whose batches are used."""
     result = await db.campaigns.update_one(
         {"_id": campaign_id, "status": "sending", "audience_resolved": False},
-        {"$set": {"audience_resolved": True, "recipients_token": token, "total_recipients": total, "batches_queued": batches,
-                  "fanout_done": total == 0, "fanout_at": now_iso()}})
+        {"$set": {"audience_resolved": True, "recipients_token": token, "total_recipients": total,
+                  "batches_queued": batches, "fanout_done": total == 0, "fanout_at": now_iso()}})
     return result.modified_count == 1
 
 

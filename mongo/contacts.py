@@ -231,7 +231,8 @@ def subscription_event(workspace_id: str, contact: dict, reason: str, *, subscri
         subscribed = bool(contact["subscribed"])
     event = "contact.subscribed" if subscribed else "contact.unsubscribed"
     listed = {"id": list_doc["_id"], "name": list_doc["name"]} if list_doc is not None else None
-    return outbox.event_document(workspace_id, event, {"contact": views.contact(contact), "reason": reason, "list": listed})
+    return outbox.event_document(workspace_id, event,
+                                 {"contact": views.contact(contact), "reason": reason, "list": listed})
 
 
 async def set_subscribed(db: AsyncDatabase, workspace_id: str, contact_id: str, subscribed: bool,

@@ -21,7 +21,6 @@ from . import (
     forms,
     inbound_reports,
     lists,
-    messages,
     outbox,
     segments,
     send_limits,
@@ -52,9 +51,9 @@ for _carrier in outbox.CARRIERS:
     INDEXES[_carrier] = [IndexModel([(outbox.PENDING_AT, ASCENDING)], name="outbox_pending")]
 
 
-INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces, analytics,
-                 campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import, automations,
-                 automation_runs, forms]
+INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
+                 analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
+                 automations, automation_runs, forms]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:
@@ -72,9 +71,6 @@ async def ensure_indexes(db: AsyncDatabase) -> None:
 
 
 async def prepare_store(db: AsyncDatabase) -> None:
-    """What every process start makes sure of: the indexes, and the one-time backfills the
-    code relies on (documents written by an earlier version)."""
+    """What every process start makes sure of: the indexes. Nothing migrates documents or
+    indexes of an earlier shape: none was released (docs/store-notes.md)."""
     await ensure_indexes(db)
-    await messages.drop_retired_indexes(db)
-    await outbox.backfill_carrier_fields(db)
-    await bounces.backfill_created_ms(db)

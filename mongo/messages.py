@@ -90,7 +90,8 @@ def _moves(t: Transition, at: str) -> tuple[dict, list[dict]]:
     if t.entry:
         entries.append({"status": t.entry, "at": at, **({"detail": t.detail} if t.detail else {})})
     stamps = {f"{step}_at": at for step in (*t.via, t.to)} if t.stamped else {}
-    return {"status": t.to, "updated_at": at, **stamps, **t.fields, **delivery_status.watch(t.to, at, t.fields)}, entries
+    watched = delivery_status.watch(t.to, at, t.fields)
+    return {"status": t.to, "updated_at": at, **stamps, **t.fields, **watched}, entries
 
 
 def _filter(t: Transition, source: str | None = None, held: Held | None = None) -> dict:
@@ -214,8 +215,9 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
     token. This is the single guard
     against sending twice: a redelivered or duplicated send job finds nothing left to
     claim. A job retried after a failure holds the same token
-    (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but never read back, when the store failed
-    in between — with a fresh lease, instead of leaving it `sending` for a whole lease.
+    (pipelines/workflows/send_chunk.py), so it takes back its own claim — one written but
+    never read back, when the store failed in between — with a fresh lease, instead of
+    leaving it `sending` for a whole lease.
     `born`: message id → the born claim's token (delivery_status.born_claim) the caller
     holds on it, turned into this claim.
     Returns the claimed messages' SEND_FIELDS (`whole`: the whole documents, to render)."""
@@ -314,21 +316,3 @@ async def trim_recipients(db: AsyncDatabase, doc: dict, changes: dict) -> bool:
     False when it moved meanwhile."""
     trimmed = await db.messages.update_one({"_id": doc["_id"], "status": doc["status"]}, {"$set": changes})
     return trimmed.modified_count == 1
-
-
-# Indexes no query uses any more, by key (the embedded store names indexes its own way),
-# dropped so every message write stops paying for them (the embedded store re-reads the
-# document's JSON for each index on every insert and update): the ones the scheduler's
-# finds used before `due_ms` / `stall_ms` (ranges over date strings, which the embedded
-# store answered by reading every message), and `batch_id` (a batch's counts live on its
-# own document and are never read from its messages).
-_RETIRED_INDEXES = ({"status": 1, "due_at": 1}, {"status": 1, "updated_at": 1}, {"status": 1, "lease_until": 1},
-                    {"status": 1, "next_attempt_at": 1}, {"batch_id": 1})
-
-
-async def drop_retired_indexes(db: AsyncDatabase) -> list[dict]:
-    """At every start (a list of the indexes, nothing more once they are gone)."""
-    retired = [i for i in await (await db.messages.list_indexes()).to_list() if dict(i["key"]) in _RETIRED_INDEXES]
-    for index in retired:  # by the name the store gave it (the embedded store drops a compound key by name only)
-        await db.messages.drop_index(index["name"])
-    return [dict(i["key"]) for i in retired]

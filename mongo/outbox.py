@@ -35,7 +35,8 @@ def event_document(workspace_id: str, event: str, data: dict, event_id: str | No
         "data": data,
         "timestamp": now_iso(),
         "dispatched": False,
-        # automations read the events that can start a run or end a wait, once (pipelines/workflows/automation_triggers.py)
+        # automations read the events that can start a run or end a wait, once
+        # (pipelines/workflows/automation_triggers.py)
         "automations_pending": event in CONSUMED_EVENTS,
     }
 
@@ -55,24 +56,6 @@ def no_events() -> dict:
     """The carrier fields of a document with nothing pending. Every carrier document is
     written with them: the embedded store cannot `$addToSet` onto a missing array."""
     return {PENDING: [], PENDING_AT: 0, PENDING_TOKEN: ""}
-
-
-_BACKFILL_ID = "outbox_carrier_fields"
-
-
-async def backfill_carrier_fields(db: AsyncDatabase) -> int:
-    """Once per database: documents written before events travelled with their change get
-    the empty carrier fields, so the embedded store does not drop the events later
-    `$addToSet` puts there. Marked done in `migrations`."""
-    if await db.migrations.find_one({"_id": _BACKFILL_ID}):
-        return 0
-    fixed = 0
-    for collection in CARRIERS:
-        result = await db[collection].update_many({PENDING: {"$exists": False}}, {"$set": no_events()})
-        fixed += result.modified_count
-    await db.migrations.update_one({"_id": _BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
-                                   upsert=True)
-    return fixed
 
 
 def inserted_with(doc: dict, events: list[dict]) -> dict:

@@ -182,7 +182,8 @@ def cmd_queues(args) -> int:
     print(f"{'queue':20s} {'ready':>8s} {'unacked':>8s} {'consumers':>9s}  source")
     for r in rows:
         fmt = lambda v: "-" if v is None else str(v)  # noqa: E731
-        print(f"{r['queue']:20s} {fmt(r['ready']):>8s} {fmt(r['unacked']):>8s} {fmt(r['consumers']):>9s}  {r['source']}")
+        counts = f"{fmt(r['ready']):>8s} {fmt(r['unacked']):>8s} {fmt(r['consumers']):>9s}"
+        print(f"{r['queue']:20s} {counts}  {r['source']}")
     return 0
 
 

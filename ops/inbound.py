@@ -2,8 +2,9 @@
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
 DSNs come back; also `bounce+<message id>@pr-bounces.<custom domain>`, the return-path host
-of a workspace's domain, pipelines/domains/dns_records.py), `fbl@<bounce domain>` (where feedback loops send ARF complaints) and
-`unsubscribe+<message id>@<bounce domain>` (List-Unsubscribe by mail, applied at once),
+of a workspace's domain, pipelines/domains/dns_records.py), `fbl@<bounce domain>` (where
+feedback loops send ARF complaints) and `unsubscribe+<message id>@<bounce domain>`
+(List-Unsubscribe by mail, applied at once),
 refuses every other recipient, stores each message raw in `inbound_reports` and enqueues
 the `bounces` actor with its id. Parsing happens there: a report that cannot be parsed
 is still stored and counted, never dropped. A report whose enqueue failed is re-enqueued

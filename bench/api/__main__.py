@@ -148,7 +148,7 @@ def round_(title: str, stack: Stack, baseline: Baseline, args, first: int, worke
         apps[app].run(stack.key, range(next_number, next_number + size), args.connections)
         next_number += size
     base, ours = (app.report() for app in apps)
-    pairs = sorted(o / b for b, o in zip(apps[0].rates, apps[1].rates))
+    pairs = sorted(o / b for b, o in zip(apps[0].rates, apps[1].rates, strict=True))
     print(f"  ratio ours / baseline: {ours['rate'] / base['rate']:.2f} (bar ≥ 0.8; slice pairs "
           f"{pairs[0]:.2f}–{pairs[-1]:.2f}, median {pairs[len(pairs) // 2]:.2f}); p99 {ours['p99']:.0f} ms "
           f"(bar < 100 ms; the baseline's {base['p99']:.0f} ms)", flush=True)

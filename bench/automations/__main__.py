@@ -115,7 +115,8 @@ def run_counts(stack) -> dict[str, int]:
 
 def history_entries(stack) -> int:
     async def go(db):
-        rows = await (await db.automation_runs.aggregate([{"$unwind": "$history"}, {"$group": {"_id": None, "n": {"$sum": 1}}}])).to_list()
+        count_entries = [{"$unwind": "$history"}, {"$group": {"_id": None, "n": {"$sum": 1}}}]
+        rows = await (await db.automation_runs.aggregate(count_entries)).to_list()
         return rows[0]["n"] if rows else 0
     return store_call(stack.store_url, stack.database, go)
 

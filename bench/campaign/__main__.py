@@ -139,7 +139,8 @@ def main() -> int:
         print(f"{r['contacts']:>9,} contacts, {r['processes']} process(es): send/api {r['answer']:.2f}s, "
               f"{r['rate']:,.0f} recipients/s (baseline ratio {r['rate'] / r['bare_rate']:.2f}), "
               f"{pipeline_cpu_ms(r):.2f} ms CPU a recipient (store "
-              f"{r['cpu']['store'] / r['contacts'] * 1000:.2f}, workers {r['cpu']['workers'] / r['contacts'] * 1000:.2f})")
+              f"{r['cpu']['store'] / r['contacts'] * 1000:.2f}, "
+              f"workers {r['cpu']['workers'] / r['contacts'] * 1000:.2f})")
     if args.scale_out is not None:
         base, other = results[0], results[-1]
         print(f"scale-out at {base['contacts']:,}: {base['processes']} process(es) / {other['processes']} process(es) "

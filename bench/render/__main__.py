@@ -34,7 +34,8 @@ HAND_JINJA = _layout(
     "{{ attributes.city }}. Order {{ order_id }}, {{ current_month }} {{ current_year }}.</p>\n",
     "<tr><td>{{ loop.index0 }}</td><td>{{ item.name }}</td><td>{{ item.price }}</td></tr>",
     "{% for item in items %}ROW{% endfor %}",
-    "{% if total >= 100 %}<p>Free shipping on {{ total }}!</p>{% else %}<p>Spend 100 for free shipping.</p>{% endif %}\n",
+    "{% if total >= 100 %}<p>Free shipping on {{ total }}!</p>"
+    "{% else %}<p>Spend 100 for free shipping.</p>{% endif %}\n",
     "<p>{{ company_name }}, {{ company_address }}. <a href=\"{{ unsubscribe_url }}\">Unsubscribe</a> "
     "<a href=\"{{ preferences_url }}\">Preferences</a></p>")
 

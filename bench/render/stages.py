@@ -75,7 +75,8 @@ def run(count: int, repeat: int) -> None:
     def mime(triple):
         m, (subject, html, text, fields), derived = triple
         return compose(message_id=m["_id"], from_address=m["from_address"], from_name=m["from_name"], to=m["to"],
-                       subject=subject, html=html, text=derived if text is None else text, reply_to=None, id_domain="postroom.test",
+                       subject=subject, html=html, text=derived if text is None else text, reply_to=None,
+                       id_domain="postroom.test",
                        extra_headers=shared_headers(m, "postroom.test"), date=origination_date(m))
 
     def sign(data):
@@ -86,7 +87,8 @@ def run(count: int, repeat: int) -> None:
     rows["merge (fields, subject, HTML; text if compiled)"], merged = _best(merge, docs, repeat)
     rows["  the same without the text"], _ = _best(merge_without_text, docs, repeat)
     rows["text by per-message derivation (the old way)"], derived = _best(text_old, merged, repeat)
-    rows["MIME (compose, text given)"], composed = _best(mime, [(*p, t) for p, t in zip(merged, derived)], repeat)
+    with_text = [(*parts, text) for parts, text in zip(merged, derived, strict=True)]
+    rows["MIME (compose, text given)"], composed = _best(mime, with_text, repeat)
     rows["DKIM (sign)"], _ = _best(sign, composed, repeat)
     rows["whole render_one"], _ = _best(lambda m: render_one(m, ctx), docs, repeat)
     print(f"per message, {count} messages, best of {repeat} (CPU ms):")

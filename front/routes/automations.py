@@ -1,7 +1,7 @@
 """Automations: flows of steps run for each contact a trigger brings in (README
 "Automations"). The engine is pipelines/workflows/advance_automation_runs.py; triggers are read
-from the outbox by pipelines/workflows/automation_triggers.py; step and trigger rules are pipelines/automations/steps.py and
-pipelines/automations/triggers.py."""
+from the outbox by pipelines/workflows/automation_triggers.py; step and trigger rules are
+pipelines/automations/steps.py and pipelines/automations/triggers.py."""
 
 from __future__ import annotations
 

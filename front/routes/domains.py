@@ -1,5 +1,6 @@
 """Sending domains: add (a DKIM key pair and the DNS records to publish, and the DMARC
-record we recommend), list, read, verify against DNS (DMARC only warns), remove. Record shape and verification rules: pipelines/domains/dns_records.py."""
+record we recommend), list, read, verify against DNS (DMARC only warns), remove. Record shape
+and verification rules: pipelines/domains/dns_records.py."""
 
 from __future__ import annotations
 

@@ -50,8 +50,8 @@ class TagQuery(PageQuery):
 
 class TagContacts(Strict):
     contact_ids: Annotated[list[Uuid], Field(min_length=1, max_length=MAX_ASSIGN, description=(
-        "1 to 500 contact ids (UUIDs; anything else is 400 with its path). Ids that are not live contacts of this workspace are reported "
-        "in not_found and change nothing."))]
+        "1 to 500 contact ids (UUIDs; anything else is 400 with its path). Ids that are not live contacts "
+        "of this workspace are reported in not_found and change nothing."))]
 
 
 async def _tag_views(docs: list[dict]) -> list[dict]:

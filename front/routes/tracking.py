@@ -57,7 +57,8 @@ class ProductView(Strict):
     product_id: Text200
     name: Annotated[str, StringConstraints(max_length=500)] | None = None
     price: Amount | None = None
-    currency: Currency | None = Field(None, description="ISO 4217 currency of `price`; USD when a price is given without one.")
+    currency: Currency | None = Field(
+        None, description="ISO 4217 currency of `price`; USD when a price is given without one.")
     url: WebUrl | None = Field(None, description="The product page (http or https).")
     category: Annotated[str, StringConstraints(max_length=200)] | None = None
     image_url: WebUrl | None = None

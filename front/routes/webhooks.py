@@ -132,7 +132,8 @@ async def rotate_secret(webhook_id: str):
 
 @bp.post("/webhooks/<uuid:webhook_id>/test")
 async def test_webhook(webhook_id: str):
-    """Send a signed `webhook.test` delivery now and report the receiver's answer (status_code 0 when nothing answered)."""
+    """Send a signed `webhook.test` delivery now and report the receiver's answer
+    (status_code 0 when nothing answered)."""
     doc = await owned(webhook_store, webhook_id, "webhook subscription")
     result = await send_signed(
         url=doc["target_url"], sealed_secret=doc["secret_sealed"], secret_key=settings().secret_key,

@@ -353,7 +353,7 @@ class _Client(aiosmtplib.SMTP):
 
 
 def _refused(recipients: list[str], answers: list) -> list[aiosmtplib.SMTPRecipientRefused]:
-    return [aiosmtplib.SMTPRecipientRefused(a.code, a.message, r) for r, a in zip(recipients, answers)
+    return [aiosmtplib.SMTPRecipientRefused(a.code, a.message, r) for r, a in zip(recipients, answers, strict=True)
             if a.code not in (aiosmtplib.SMTPStatus.completed, aiosmtplib.SMTPStatus.will_forward)]
 
 

@@ -136,7 +136,7 @@ def parse_row(line: int, columns: list[Column], cells: list[str]) -> ContactRow 
     if len(cells) != len(columns):
         return RowError(line, f"{len(cells)} cells for {len(columns)} columns")
     row = ContactRow(line, "")
-    for column, cell in zip(columns, cells):
+    for column, cell in zip(columns, cells, strict=True):
         text = unneutralised(cell.strip())
         if column.kind == "ignored" or (text == "" and column.name != "email"):
             continue

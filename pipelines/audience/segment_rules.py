@@ -22,7 +22,7 @@ field. `exists` on a text field means "has a non-empty value".
 The compiled filters stay inside the subset the embedded store gets right
 (docs/store-notes.md): negation is `$nor` (never `$not`, never `$ne` on arrays), no `null`
 is put in a filter, and user text reaches `$regex` only through `re.escape`.
-"""
+"""  # noqa: E501 (a table, a row a line)
 
 from __future__ import annotations
 

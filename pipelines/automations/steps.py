@@ -18,7 +18,7 @@ index, 0-based). A config is stored complete: every field of its type, defaults 
 | move_to_flow | targetFlowId (""), exitCurrentFlow (true) |
 
 `timeoutBranchStepId` is ours (the spec names a "timeout branch" without a field for it);
-`body` has no default in the spec: null sends a JSON description of the run."""
+`body` has no default in the spec: null sends a JSON description of the run."""  # noqa: E501 (a table, a row a line)
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ speak about our own sending (a DMARC/SPF failure, an infected message), which th
 operator must see and the address has no part in; `other` says nothing.
 
 Every id is derived from where the report came from, so applying the same report twice
-writes the same documents and the same events (idempotent on redelivery)."""
+writes the same documents and the same events (idempotent on redelivery)."""  # noqa: E501 (a table, a row a line)
 
 from __future__ import annotations
 

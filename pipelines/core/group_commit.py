@@ -49,7 +49,7 @@ class _Group:
                         raise RuntimeError(f"a grouped call answered {len(answers)} of {len(batch)} callers")
                 except Exception as error:  # the whole call failed: every caller in it sees why
                     answers = [error] * len(batch)
-                for (_, done), answer in zip(batch, answers):
+                for (_, done), answer in zip(batch, answers, strict=True):
                     if done.done():
                         continue
                     if isinstance(answer, BaseException):

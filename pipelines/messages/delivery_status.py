@@ -39,13 +39,16 @@ class Move(NamedTuple):
 EVENTS: dict[str, Move] = {
     "come_due": Move(("scheduled",), "queued", "a scheduled message's `send_at` has come"),
     "claim": Move(("queued",), "sending",
-                  "the send step claims it: nobody holds it (`lease_token` \"\"), or the caller's job holds its born claim"),
+                  "the send step claims it: nobody holds it (`lease_token` \"\"), "
+                  "or the caller's job holds its born claim"),
     "claim_lapsed": Move(("queued", "sending"), "sending",
                          "the send step claims it from a claim whose lease ran out (`lease_ms` < now): "
                          "its worker died, or its born claim's job never ran"),
-    "claim_again": Move(("sending",), "sending", "the same job's retry takes its own claim back (`lease_token` its token)"),
+    "claim_again": Move(("sending",), "sending",
+                        "the same job's retry takes its own claim back (`lease_token` its token)"),
     "hold": Move(("queued", "sending"), "queued",
-                 "claimed (the claim's token) but not tried: a throttle hold, too late in the lease; no attempt counted"),
+                 "claimed (the claim's token) but not tried: a throttle hold, too late in the lease; "
+                 "no attempt counted"),
     "defer": Move(("queued", "sending"), "queued",
                   "claimed (the claim's token), a transient SMTP failure: one more attempt, a `deferred` entry"),
     "wait_over": Move(("queued",), "queued",
@@ -309,8 +312,9 @@ def requeue_stale(message_id: str) -> Transition:
 def revive(message_id: str, *, lapsed_before: int) -> Transition:
     """The watchdog: `sending` past its lease (`lapsed_before`, epoch ms: its worker died, its MIME
     is gone) back to `queued`, one more revival; a claim taken meanwhile stands."""
-    return Transition(message_id, "revive", fields={"lease_token": UNCLAIMED}, detail="send lease expired; sending again",
-                      guard=lapsed(lapsed_before), inc={"revivals": 1}, entry="deferred", stamped=False)
+    return Transition(message_id, "revive", fields={"lease_token": UNCLAIMED},
+                      detail="send lease expired; sending again", guard=lapsed(lapsed_before),
+                      inc={"revivals": 1}, entry="deferred", stamped=False)
 
 
 def give_up(message_id: str, why: str, *, lapsed_before: int | None = None) -> Transition:

@@ -124,7 +124,8 @@ def _encoded_body(text: str, boundary: bytes = b"") -> tuple[bytes, bytes]:
     if lf.isascii() and "\x00" not in lf and max(map(len, lf.split("\n"))) <= _MAX_LINE_OCTETS:
         body = lf.replace("\n", "\r\n").encode("ascii")
         if not (boundary and boundary in body):
-            return b"Content-Transfer-Encoding: 7bit\r\n\r\n", body if body.endswith(_CRLF) or not body else body + _CRLF
+            ended = body if body.endswith(_CRLF) or not body else body + _CRLF
+            return b"Content-Transfer-Encoding: 7bit\r\n\r\n", ended
     return b"Content-Transfer-Encoding: quoted-printable\r\n\r\n", _qp(lf)
 
 

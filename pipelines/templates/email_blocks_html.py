@@ -204,7 +204,8 @@ class _Renderer:
         text = (f'<p style="margin:0;font-family:{self.font};font-size:18px;font-weight:bold;">{name}</p>'
                 f'<p style="margin:0 0 6px;font-family:{self.font};font-size:14px;color:#6b7280;">'
                 f'{_a(c.get("role", ""))}</p>'
-                f'<p style="margin:0;font-family:{self.font};font-size:14px;line-height:1.5;">{_a(c.get("bio", ""))}</p>')
+                f'<p style="margin:0;font-family:{self.font};font-size:14px;line-height:1.5;">'
+                f'{_a(c.get("bio", ""))}</p>')
         align = c.get("alignment", "left")
         return self.row(f'<table {TABLE} align="{align}"><tr>{photo}<td valign="top">{text}</td></tr></table>',
                         align=align)

@@ -66,7 +66,8 @@ class _Generator:
         when_true, when_false = cost(node.body, len(self.loops)), cost(node.otherwise, len(self.loops))
         if node.negate:
             when_true, when_false = when_false, when_true
-        charge = f", {_BUDGET}, {when_true!r}, {when_false!r}" if self.loops and (any(when_true) or any(when_false)) else ""
+        charged = self.loops and (any(when_true) or any(when_false))
+        charge = f", {_BUDGET}, {when_true!r}, {when_false!r}" if charged else ""
         left = self.operand(cond.left)
         if cond.op is None:
             test = f"mt_truthy({left}{charge})" if charge else f"truthy({left})"
@@ -100,7 +101,8 @@ class _Generator:
             elif isinstance(node, mt.Each):
                 source = self.operand(node.ref)
                 n = len(self.loops) + 1
-                self.line(f"_l{n} = mt_loop({source}, {_BUDGET}, {cost(node.body, n)!r}, {cost(node.otherwise, n - 1)!r})")
+                costs = f"{cost(node.body, n)!r}, {cost(node.otherwise, n - 1)!r}"
+                self.line(f"_l{n} = mt_loop({source}, {_BUDGET}, {costs})")
                 self.line(f"for _i{n}, _r{n}, _item{n} in _l{n}:")
                 self.loops.append(n)
                 self.block(node.body)

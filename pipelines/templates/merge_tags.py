@@ -45,7 +45,7 @@ class MergeTagError(ValidationFailed):
         super().__init__(f"{message} (line {line}, column {column})", path=path)
         self.reason, self.line, self.column = message, line, column
 
-    def at(self, path: str) -> "MergeTagError":
+    def at(self, path: str) -> MergeTagError:
         """The same error, naming the request field it came from."""
         return MergeTagError(self.reason, self.line, self.column, path=path)
 

@@ -57,7 +57,7 @@ def mt_loop(value, budget: RenderBudget, body: tuple[int, int], otherwise: tuple
         return ()
     count = len(value)
     budget.spend(count * (1 + body[0]), count * body[1])
-    return zip(range(count), range(count - 1, -1, -1), value)
+    return zip(range(count), range(count - 1, -1, -1), value, strict=True)
 
 
 def as_text(value) -> str:

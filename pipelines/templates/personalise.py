@@ -235,6 +235,7 @@ def render_content(compiled: CompiledContent, data: dict, *, max_html_bytes: int
     subject = clean_subject(_render_part(compiled.subject, data, budget, "subject", limit))
     html, pieces = (None, None) if compiled.html is None else _render_html(compiled, data, budget, limit)
     text = None if compiled.text is None else _render_part(compiled.text, data, budget, "text body", limit)
-    if text is None and html and pieces is not None and html_as_sent is not None:  # (an empty HTML body has an empty text part)
+    # (an empty HTML body has an empty text part)
+    if text is None and html and pieces is not None and html_as_sent is not None:
         text = text_from_parts(html_as_sent(pieces))
     return subject, html, text

@@ -200,7 +200,7 @@ def text_from_parts(parts: list[str]) -> str:
     if not _fills_alike(skeleton, escaped, raw):
         return html_to_text("".join(parts))
     out = [skeleton.pieces[0]]
-    for index, piece in zip(skeleton.values, skeleton.pieces[1:]):
+    for index, piece in zip(skeleton.values, skeleton.pieces[1:], strict=True):
         out += (raw[index], piece)
     return "".join(out)
 

@@ -60,7 +60,7 @@ async def advance_runs(db: AsyncDatabase, settings: Settings, publisher: Publish
 async def _advance_each(job: JobView, loaded: list[dict]) -> list[tuple[str, BaseException]]:
     """Every run on its own: one run's error leaves the others' progress standing."""
     results = await asyncio.gather(*(_advance(job, run) for run in loaded), return_exceptions=True)
-    return [(run["_id"], error) for run, error in zip(loaded, results) if isinstance(error, BaseException)]
+    return [(run["_id"], error) for run, error in zip(loaded, results, strict=True) if isinstance(error, BaseException)]
 
 
 async def _note_errors(db: AsyncDatabase, failed: list[tuple[str, BaseException]]) -> None:

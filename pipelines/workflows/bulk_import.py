@@ -17,7 +17,8 @@ BATCH_ROWS = 1000
 
 
 async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, list_doc: dict | None = None,
-                      tag_id: str | None = None, on_progress: Callable[[int, dict], Awaitable[None] | None] | None = None,
+                      tag_id: str | None = None,
+                      on_progress: Callable[[int, dict], Awaitable[None] | None] | None = None,
                       batch_rows: int = BATCH_ROWS) -> dict:
     """Every parsed row (ContactRow or RowError, as pipelines.audience.contact_csv yields them)
     upserted in batches of `batch_rows`. The summary: `rows` read, contacts `created`,

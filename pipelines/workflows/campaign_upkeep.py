@@ -80,7 +80,8 @@ async def _nudge_stalled_fanout(db: AsyncDatabase, publisher: Publisher, campaig
 
 
 async def _complete(db: AsyncDatabase, campaign: dict) -> int:
-    """The campaign's final counts, `completed` (guarded: once), campaign.completed recorded. 1 if this call completed it."""
+    """The campaign's final counts, `completed` (guarded: once), campaign.completed recorded.
+    1 if this call completed it."""
     await campaigns.refresh_status_counts(db, campaign["_id"])
     done = await campaigns.complete(db, campaign["_id"])
     if done is None:

@@ -75,7 +75,7 @@ async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_h
                 results = await send_batch(batch, subscription, secret_key=settings.secret_key,
                                            allow_private=settings.allow_private_targets,
                                            concurrency=settings.webhook_endpoint_concurrency, session=session)
-                outcomes = [outcome_of(d, r, settings.webhook_retry_scale) for d, r in zip(batch, results)]
+                outcomes = [outcome_of(d, r, settings.webhook_retry_scale) for d, r in zip(batch, results, strict=True)]
                 if recording is not None:
                     await recording
                 # recorded while the next batch is taken and sent: the endpoint is not
@@ -102,8 +102,9 @@ async def record_outcomes(db: AsyncDatabase, claim: str, batch: list[dict], outc
                           on_attempt: OnAttempt | None) -> None:
     """Every attempt's record, and each delivery's outcome (delivered, failed, or due again
     at its retry time), released from `claim`."""
+    changes = [(d["_id"], o.changes) for d, o in zip(batch, outcomes, strict=True)]
     await asyncio.gather(webhook_store.record_attempts(db, [o.attempt for o in outcomes]),
-                         webhook_store.finish(db, claim, [(d["_id"], o.changes) for d, o in zip(batch, outcomes)]))
+                         webhook_store.finish(db, claim, changes))
     if on_attempt is not None:
         for outcome in outcomes:
             on_attempt(outcome.changes.get("status", "pending"))

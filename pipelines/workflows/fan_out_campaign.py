@@ -34,8 +34,8 @@ def _runs(campaign: dict, batch: int) -> bool:
 async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
     """The campaign once its audience is resolved (by this call or by another)."""
     audience = campaign["audience"]
-    recipients = await campaign_audience.resolve_recipients(db, campaign["workspace_id"], campaign_audience.audience_filter(
-        audience, audience["is_list"], campaign["audience_at"]))
+    audience_filter = campaign_audience.audience_filter(audience, audience["is_list"], campaign["audience_at"])
+    recipients = await campaign_audience.resolve_recipients(db, campaign["workspace_id"], audience_filter)
     token = uuid.uuid4().hex[:12]
     await campaign_audience.store_batches(db, campaign["_id"], token, recipients)
     total = len(recipients)

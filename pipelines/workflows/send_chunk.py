@@ -172,7 +172,7 @@ async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, t
                                          for m in admission.admitted), return_exceptions=True)
     finally:
         await _release(throttle, admission)
-    results = [(m, _outcomes_or_error(m, answer)) for m, answer in zip(admission.admitted, answers)]
+    results = [(m, _outcomes_or_error(m, answer)) for m, answer in zip(admission.admitted, answers, strict=True)]
     plan = plan_outcomes([r for r in results if r[1] is not NOT_STARTED], now=utcnow(),
                          lifetime_seconds=settings.send_retry_lifetime_seconds, scale=settings.send_retry_scale)
     await _apply(job, plan)

@@ -73,7 +73,8 @@ def test_an_automation_worker_killed_mid_flow_loses_no_run_and_sends_no_email_tw
     make_automation(tenant, [
         {"id": "tag", "step_type": "tag", "config": {"tagName": "welcomed"}},
         {"id": "mail", "step_type": "email", "config": {"templateId": template["id"], "subject": "Welcome"}},
-        {"id": "mark", "step_type": "update_attribute", "config": {"attributeName": "welcome", "attributeValue": "sent"}},
+        {"id": "mark", "step_type": "update_attribute",
+         "config": {"attributeName": "welcome", "attributeValue": "sent"}},
     ], trigger_type="list_joined", trigger_config={"list_id": members["id"]})
     addresses = [f"j{i:05d}@autocrash.example" for i in range(CONTACTS)]
     docs = [contacts.new_document(tenant.workspace_id, email=a) for a in addresses]

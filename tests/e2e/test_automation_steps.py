@@ -52,8 +52,9 @@ def test_a_flow_tags_branches_changes_lists_and_attributes_emails_and_calls_a_we
         {"id": "leave", "step_type": "remove_from_list", "config": {"listId": old_list["id"]}},
         {"id": "stage", "step_type": "update_attribute",
          "config": {"attributeName": "stage", "attributeValue": "onboarded"}},
-        {"id": "mail", "step_type": "email", "config": {"templateId": template["id"], "subject": "Welcome {{first_name}}",
-                                                        "previewText": "Your order {{order_id}} is in"}},
+        {"id": "mail", "step_type": "email",
+         "config": {"templateId": template["id"], "subject": "Welcome {{first_name}}",
+                    "previewText": "Your order {{order_id}} is in"}},
         {"id": "hook", "step_type": "webhook", "config": {
             "url": receiver.url, "headers": {"X-Shop": "acme"},
             "body": {"email": "{{email}}", "order": "{{order_id}}", "plan": "{{attributes.plan}}"}}},
@@ -152,8 +153,9 @@ def test_a_failing_webhook_is_retried_then_the_run_fails_with_the_reason(service
 def test_move_to_flow_starts_the_target_and_ends_or_keeps_the_current_run(service, tenant):
     target = make_automation(tenant, [{"id": "in-b", "step_type": "tag", "config": {"tagName": "in-b"}}],
                              name="B", trigger_config={"reentry": "always"})
-    leave = make_automation(tenant, [{"id": "go", "step_type": "move_to_flow", "config": {"targetFlowId": target["id"]}},
-                                     {"id": "after", "step_type": "tag", "config": {"tagName": "after-a"}}], name="A")
+    leave = make_automation(tenant, [
+        {"id": "go", "step_type": "move_to_flow", "config": {"targetFlowId": target["id"]}},
+        {"id": "after", "step_type": "tag", "config": {"tagName": "after-a"}}], name="A")
     stay = make_automation(tenant, [{"id": "go", "step_type": "move_to_flow",
                                      "config": {"targetFlowId": target["id"], "exitCurrentFlow": False}},
                                     {"id": "after", "step_type": "tag", "config": {"tagName": "after-c"}}], name="C")

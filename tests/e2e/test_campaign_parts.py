@@ -51,7 +51,8 @@ def fanned_out(stack, tenant, members) -> tuple[dict, list[str], list[dict]]:
             return found if done and done["fanout_done"] else None
         return stack.store.run(read)
     stored = wait_until(parts, timeout=20, what="the campaign's parts stored")
-    wait_until(lambda: render_jobs_waiting(stack.vhost) == len(stored), timeout=20, what="the parts' render jobs queued")
+    wait_until(lambda: render_jobs_waiting(stack.vhost) == len(stored), timeout=20,
+               what="the parts' render jobs queued")
     return campaign, addresses, stored
 
 

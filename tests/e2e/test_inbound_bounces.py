@@ -275,8 +275,8 @@ def test_undetermined_bounces_do_not_count_towards_the_soft_bounce_rule(service,
         message_id = sent_message(service, tenant, recipient)
         submit(service, load(sample, recipient=recipient, message_id=message_id),
                f"bounce+{message_id}@{BOUNCE_DOMAIN}")
-        record = poll(lambda: next((b for b in bounces_for(tenant, recipient) if b["message_id"] == message_id),
-                                   None))
+        record = poll(lambda message_id=message_id: next(
+            (b for b in bounces_for(tenant, recipient) if b["message_id"] == message_id), None))
         wait_applied(service, record["id"])
     assert [b["type"] for b in bounces_for(tenant, recipient)].count("transient") == 2
     assert suppressions(tenant) == []

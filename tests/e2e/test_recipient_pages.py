@@ -51,7 +51,9 @@ def test_unsubscribe_from_a_real_email_with_the_keyboard_in_a_browser(service, t
     assert page.evaluate("document.activeElement.textContent") == "Unsubscribe"
     page.keyboard.press("Enter")
     page.wait_for_selector("text=You have been unsubscribed")
-    assert page.get_by_role("status").inner_text().endswith("will no longer receive marketing emails from " + page.title().split(" · ")[-1] + ".")
+    workspace_name = page.title().split(" · ")[-1]
+    assert page.get_by_role("status").inner_text().endswith(
+        f"will no longer receive marketing emails from {workspace_name}.")
     assert_visibly_rendered(page, tmp_path / "unsubscribed.png",
                             page.get_by_role("heading", level=1), page.get_by_role("status"))
     page.close()

@@ -56,7 +56,8 @@ def test_a_template_send_arrives_personalised_for_the_contact(service):
 
 def test_a_template_that_outputs_its_own_unsubscribe_link_gets_no_footer_and_the_version_is_kept(service, tenant):
     made = tenant.post("/templates", json={
-        "name": "Own footer", "html": '<p>v1 {{greeting|Hello}} {{current_year}}</p><a href="{{unsubscribe_url}}">stop</a>'}
+        "name": "Own footer",
+        "html": '<p>v1 {{greeting|Hello}} {{current_year}}</p><a href="{{unsubscribe_url}}">stop</a>'}
     ).json()["data"]
     first = tenant.post("/email/send", json={"to": "noreply-test@example.net", "subject": "One",
                                              "template_id": made["id"]})
@@ -98,7 +99,8 @@ def test_malformed_merge_tags_at_send_are_refused_with_their_position(tenant):
 
 
 def test_a_batch_of_template_sends_is_personalised_per_message(service, tenant):
-    made = tenant.post("/templates", json={"name": "B", "html": "<p>Dear {{name}}</p>{{unsubscribe_url}}"}).json()["data"]
+    made = tenant.post("/templates",
+                       json={"name": "B", "html": "<p>Dear {{name}}</p>{{unsubscribe_url}}"}).json()["data"]
     response = tenant.post("/email/batch", json={"messages": [
         {"to": f"batch{i}@example.net", "subject": "For {{name}}", "template_id": made["id"],
          "template_data": {"name": f"Reader {i}"}} for i in range(3)]})

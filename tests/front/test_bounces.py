@@ -9,7 +9,8 @@ from tests.support.api import assert_error
 
 
 def seed(service, tenant, email, type_, created_at, kind="bounce"):
-    bounce = Bounce(email=email, type=type_, source="dsn", kind=kind, smtp_status="5.1.1" if type_ == "permanent" else "4.2.2",
+    bounce = Bounce(email=email, type=type_, source="dsn", kind=kind,
+                    smtp_status="5.1.1" if type_ == "permanent" else "4.2.2",
                     diagnostic_code="550 5.1.1 user unknown", action="failed", isp_name="gmail")
     doc = bounce_document(bounce, origin=uuid.uuid4().hex, workspace_id=tenant.workspace_id,
                           message_id="msg_" + uuid.uuid4().hex, created_at=created_at)

@@ -84,8 +84,9 @@ def test_unknown_or_foreign_references_answer_404_with_the_right_code(service, t
           404, "not_found", "segment_id")
     other = service.tenant()
     theirs_template, theirs_list = make_template(other), make_list(other, "Theirs")
-    assert_error(tenant.post("/campaigns", json={**base, "template_id": theirs_template["id"], "list_id": members["id"]}),
-          404, "template_not_found")
+    assert_error(tenant.post("/campaigns",
+                             json={**base, "template_id": theirs_template["id"], "list_id": members["id"]}),
+                 404, "template_not_found")
     assert_error(tenant.post("/campaigns", json={**base, "template_id": template["id"], "list_id": theirs_list["id"]}),
           404, "not_found")
 
@@ -106,7 +107,8 @@ def test_create_replays_with_the_same_idempotency_key_and_refuses_another_body(t
     assert first.status_code == again.status_code == 201
     assert first.headers["X-Idempotency-Status"] == "new" and again.headers["X-Idempotency-Status"] == "cached"
     assert first.json()["data"]["id"] == again.json()["data"]["id"]
-    assert_error(tenant.post("/campaigns", json={**body, "name": "Other"}, headers=headers), 409, "idempotency_conflict")
+    assert_error(tenant.post("/campaigns", json={**body, "name": "Other"}, headers=headers),
+                 409, "idempotency_conflict")
     names = [c["name"] for c in tenant.get("/campaigns").json()["data"]]
     assert names.count("Once") == 1
 

@@ -321,8 +321,9 @@ def test_concurrent_patches_of_different_attributes_lose_none_over_100_rounds(te
     lost = []
     with ThreadPoolExecutor(max_workers=3) as pool:
         for round_number in range(100):
-            answers = list(pool.map(lambda name: tenant.patch(url, json={"attributes": {name: round_number}}),
-                                    ("a", "b", "c")))
+            answers = list(pool.map(
+                lambda name, number=round_number: tenant.patch(url, json={"attributes": {name: number}}),
+                ("a", "b", "c")))
             assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
             stored = tenant.get(url).json()["data"]["attributes"]
             if stored != {"a": round_number, "b": round_number, "c": round_number}:

@@ -80,7 +80,10 @@ def expected_match(person, rule):
     if field == "created_at":
         actual, value = as_time(actual), as_time(value)
     if field == "email":
-        value = [v.lower() for v in value] if isinstance(value, list) else (value.lower() if isinstance(value, str) else value)
+        if isinstance(value, list):
+            value = [v.lower() for v in value]
+        elif isinstance(value, str):
+            value = value.lower()
     if field in ("tags", "lists"):
         return {"equals": lambda: value in actual, "contains": lambda: value in actual,
                 "not_equals": lambda: value not in actual, "not_contains": lambda: value not in actual,
@@ -218,7 +221,8 @@ def test_create_get_patch_list_and_delete_a_segment(tenant):
 
     make_contact(tenant, "free@example.org", attributes={"plan": "free"})
     changed = {"match": "any", "rules": [{"field": "plan", "operator": "in", "value": ["free"]}]}
-    updated = tenant.patch(f"/segments/{segment['id']}", json={"conditions": changed, "description": None}).json()["data"]
+    updated = tenant.patch(f"/segments/{segment['id']}",
+                           json={"conditions": changed, "description": None}).json()["data"]
     assert updated["conditions"] == changed and updated["description"] is None and updated["name"] == "Pro"
     assert tenant.post(f"/segments/{segment['id']}/estimate").json()["data"]["count"] == 1
 

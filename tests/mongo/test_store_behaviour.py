@@ -192,7 +192,8 @@ def test_iso_string_timestamps_compare_and_sort_chronologically(store, coll):
     async def go():
         await coll.insert_many([{"_id": i, "at": s} for i, s in stamps.items()])
         earlier = await _ids(coll, {"at": {"$lt": iso(base)}})
-        window = await _ids(coll, {"at": {"$gte": iso(base - dt.timedelta(hours=2)), "$lt": iso(base + dt.timedelta(hours=3))}})
+        window = await _ids(coll, {"at": {"$gte": iso(base - dt.timedelta(hours=2)),
+                                          "$lt": iso(base + dt.timedelta(hours=3))}})
         ordered = [d["_id"] for d in await coll.find({}, sort=[("at", -1)]).to_list()]
         return earlier, window, ordered
     assert run(store, go()) == ([1, 2], [2, 3, 4], [5, 4, 3, 2, 1])
@@ -248,10 +249,10 @@ def test_an_integer_version_guard_lets_exactly_one_of_concurrent_writers_win_eac
     async def go():
         await coll.insert_one({"_id": "legacy", "seen": []})
         winners_per_round = []
-        for round_number in range(5):
+        for _ in range(5):
             doc = await coll.find_one({"_id": "legacy"})
 
-            async def write(writer: int):
+            async def write(writer: int, doc: dict = doc):
                 result = await coll.update_one({"_id": "legacy", **versions.guard(doc)},
                                                versions.bump({"$set": {"last": writer}}))
                 return result.matched_count

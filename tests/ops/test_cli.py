@@ -91,7 +91,7 @@ def test_key_list_shows_keys_without_their_secret_and_revoke_turns_them_off(serv
     listed = as_json(postroom(service, "key", "list", "--workspace", workspace["id"], "--json"))
     assert [k["id"] for k in listed] == [first["id"], second["id"]]
     assert [k["revoked"] for k in listed] == [False, False]
-    assert all(k["prefix"] == created["key"][:12] for k, created in zip(listed, (first, second)))
+    assert all(k["prefix"] == created["key"][:12] for k, created in zip(listed, (first, second), strict=True))
     assert first["key"] not in json.dumps(listed) and "hash" not in json.dumps(listed)
 
     revoked = as_json(postroom(service, "key", "revoke", first["id"], "--json"))

@@ -26,7 +26,8 @@ def test_queues_json_lists_every_queue_with_its_counts(service):
 
 
 def test_without_the_management_api_passive_declares_give_ready_counts(service):
-    rows = json.loads(queues(service.env, "--json", "--management-port", str(free_port())).stdout.strip().splitlines()[-1])
+    printed = queues(service.env, "--json", "--management-port", str(free_port())).stdout
+    rows = json.loads(printed.strip().splitlines()[-1])
     assert {r["queue"] for r in rows} == EVERY_QUEUE
     by_name = {r["queue"]: r for r in rows}
     for name in ("render", "send", "render.DQ", "send.XQ"):

@@ -24,7 +24,8 @@ def settings_of(path: Path) -> dict[str, list[str]]:
 
 def worker_queues_started_by_the_target() -> list[str]:
     wants = " ".join(settings_of(UNITS / "postroom.target")["Wants"]).split()
-    return [re.fullmatch(r"postroom-worker@(\w+)\.service", w).group(1) for w in wants if w.startswith("postroom-worker@")]
+    return [re.fullmatch(r"postroom-worker@(\w+)\.service", w).group(1)
+            for w in wants if w.startswith("postroom-worker@")]
 
 
 def test_every_service_runs_a_postroom_command_the_cli_accepts_and_restarts_always():
@@ -38,7 +39,7 @@ def test_every_service_runs_a_postroom_command_the_cli_accepts_and_restarts_alwa
         defaults = dict(pair.split("=") for line in unit.get("Environment", []) for pair in line.split())
         for queue in worker_queues_started_by_the_target() if "%i" in unit["ExecStart"][0] else [None]:
             command = unit["ExecStart"][0].replace("%i", queue or "")
-            command = re.sub(r"\$\{(\w+)\}", lambda m: defaults[m.group(1)], command)
+            command = re.sub(r"\$\{(\w+)\}", lambda m, defaults=defaults: defaults[m.group(1)], command)
             executable, *args = command.split()
             assert executable.endswith("/postroom"), path.name
             parsed = build_parser().parse_args(args)

@@ -96,7 +96,8 @@ def test_branches_must_name_other_steps_of_the_flow():
         "steps[0].config.falseBranchStepId"
 
 
-CONTACT = {"email": "Ann@example.org", "email_key": "ann@example.org", "first_name": "Ann", "last_name": None, "subscribed": 1, "bounced": False,
+CONTACT = {"email": "Ann@example.org", "email_key": "ann@example.org", "first_name": "Ann", "last_name": None,
+           "subscribed": 1, "bounced": False,
            "tags": ["t1"], "lists": [], "created_at": "2024-01-01T00:00:00.000000Z",
            "attributes": {"plan": "Pro", "age": 30, "score": 1.5, "vip": True}}
 
@@ -154,7 +155,8 @@ def test_string_bodies_get_a_content_type_by_what_they_are_and_get_sends_none():
     raw, headers = steps.webhook_request(webhook_config(body='{"a": 1}', headers={"content-type": "application/x"}),
                                          data={}, default_body={}, delivery_id="d")
     assert raw == b'{"a": 1}' and headers["content-type"] == "application/x" and "Content-Type" not in headers
-    none, _ = steps.webhook_request(webhook_config(method="GET", body={"a": 1}), data={}, default_body={}, delivery_id="d")
+    none, _ = steps.webhook_request(webhook_config(method="GET", body={"a": 1}), data={}, default_body={},
+                                    delivery_id="d")
     assert none is None
     default, _ = steps.webhook_request(webhook_config(), data={}, default_body={"run_id": "r"}, delivery_id="d")
     assert json.loads(default) == {"run_id": "r"}

@@ -67,10 +67,12 @@ def test_a_template_filter_reads_the_opened_message():
 
 
 def test_the_contact_an_event_concerns():
-    assert triggers.event_contact(event("contact.created", contact={"id": "c1", "email": "a@x.org"})) == ("c1", "a@x.org")
-    assert triggers.event_contact(event("conversion.created", conversion={"contact_id": "c2", "contact_email": "b@x.org"})) \
-        == ("c2", "b@x.org")
-    assert triggers.event_contact(event("product.viewed", contact_id="c3", contact_email="c@x.org")) == ("c3", "c@x.org")
+    assert triggers.event_contact(event("contact.created", contact={"id": "c1", "email": "a@x.org"})) \
+        == ("c1", "a@x.org")
+    conversion = {"contact_id": "c2", "contact_email": "b@x.org"}
+    assert triggers.event_contact(event("conversion.created", conversion=conversion)) == ("c2", "b@x.org")
+    assert triggers.event_contact(event("product.viewed", contact_id="c3", contact_email="c@x.org")) \
+        == ("c3", "c@x.org")
     assert triggers.event_contact(event("email.opened"), {"contact_id": None, "to": ["d@x.org"]}) == (None, "d@x.org")
     assert triggers.event_contact(event("email.opened"), None) == (None, None)
     assert triggers.event_contact(event("form.submitted", email="e@x.org")) == (None, "e@x.org")

@@ -90,4 +90,5 @@ def test_the_corpus_counts_are_the_readmes():
     assert f"{types['permanent']} permanent (suppressed), {types['transient']} transient, " \
            f"{types['undetermined']} undetermined" in readme
     for style, count in BY_FORMAT.items():
-        assert re.search(rf"\b{re.escape(style)} {count}\b", readme), f"docs/deliverability.md lacks the count of {style}"
+        assert re.search(rf"\b{re.escape(style)} {count}\b", readme), \
+            f"docs/deliverability.md lacks the count of {style}"

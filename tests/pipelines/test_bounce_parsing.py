@@ -216,7 +216,8 @@ def test_of_several_named_recipients_only_those_sent_to_are_bounced():
 def test_original_recipient_is_used_when_final_recipient_is_not_an_internet_address():
     raw = reports.load("rfc3464_permanent", recipient="bob@example.net", message_id=MID)
     raw = raw.replace(b"Final-Recipient: rfc822; bob@example.net",
-                      b"Original-Recipient: rfc822; bob@example.net\r\nFinal-Recipient: x400; /S=bob/PRMD=EXAMPLE/C=GB/")
+                      b"Original-Recipient: rfc822; bob@example.net\r\n"
+                      b"Final-Recipient: x400; /S=bob/PRMD=EXAMPLE/C=GB/")
     assert b"x400" in raw
     [bounce] = match(parse_report(raw).bounces, ["bob@example.net"]).bounces
     assert (bounce.email, bounce.type) == ("bob@example.net", "permanent")
@@ -237,7 +238,8 @@ def test_a_domain_in_a_labels_matches_the_stored_u_labels():
 
 def test_a_redacted_complaint_is_the_complaint_of_the_one_recipient():
     raw = reports.load("arf_abuse", recipient="redacted@example.com", message_id=MID)
-    raw = raw.replace(b"Original-Rcpt-To: <redacted@example.com>\r\n", b"").replace(b"redacted@example.com", b"xxxxxxxx")
+    raw = raw.replace(b"Original-Rcpt-To: <redacted@example.com>\r\n", b"")
+    raw = raw.replace(b"redacted@example.com", b"xxxxxxxx")
     assert b"redacted" not in raw
     report = parse_report(raw)
     assert report.message_id == MID and report.bounces[0].email == ""

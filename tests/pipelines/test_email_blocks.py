@@ -75,8 +75,9 @@ def test_full_width_button_fills_the_row():
     assert 'width="100%" align="center"' in html and "display:block;" in html
 
 
-@pytest.mark.parametrize("width, attr, max_width", [("auto", "", "100%"), ("full", ' width="552"', "552px"),
-                                                    (300, ' width="300"', "300px"), (5000 // 5, ' width="552"', "552px")])
+@pytest.mark.parametrize("width, attr, max_width", [
+    ("auto", "", "100%"), ("full", ' width="552"', "552px"), (300, ' width="300"', "300px"),
+    (5000 // 5, ' width="552"', "552px")])
 def test_image_has_alt_block_display_and_the_requested_width(width, attr, max_width):
     html = render({"type": "image", "content": {"src": "https://img.example/a.png", "alt": "A \"quoted\" cat",
                                                   "width": width, "alignment": "right",
@@ -119,8 +120,10 @@ def test_columns_without_widths_share_the_row_evenly():
 def test_social_links_are_labelled_or_use_an_icon_with_alt():
     html = render({"type": "social", "content": {"alignment": "right", "iconSize": 32, "networks": [
         {"network": "facebook", "url": "https://facebook.com/acme"},
-        {"network": "x", "url": "https://x.com/acme", "iconUrl": "https://img.example/x.png", "label": "Follow on X"}]}})
-    assert '<a href="https://facebook.com/acme" target="_blank" style="color:#2563eb;text-decoration:none;">Facebook</a>' in html
+        {"network": "x", "url": "https://x.com/acme", "iconUrl": "https://img.example/x.png",
+         "label": "Follow on X"}]}})
+    assert ('<a href="https://facebook.com/acme" target="_blank" style="color:#2563eb;text-decoration:none;">'
+            'Facebook</a>') in html
     assert '<img src="https://img.example/x.png" alt="Follow on X" width="32" height="32"' in html
     assert_email_safe(html)
 
@@ -175,7 +178,8 @@ def test_html_block_is_kept_but_sanitised():
 def test_dropshadow_wraps_its_blocks_in_a_panel_with_box_shadow_and_border_fallback():
     html = render({"type": "dropshadow", "content": {"blur": 20, "offsetY": 6, "shadowColor": "#999999",
                                                        "borderRadius": 10, "padding": 16, "blocks": [
-                                                           {"id": "x", "type": "header", "content": {"text": "Boxed"}}]}})
+                                                           {"id": "x", "type": "header",
+                                                            "content": {"text": "Boxed"}}]}})
     assert re.search(r'<td bgcolor="#ffffff" style="background-color:#ffffff;border:1px solid #e5e7eb;'
                      r'border-radius:10px;box-shadow:0px 6px 20px #999999;padding:16px;"><table [^>]*>.*Boxed', html)
 
@@ -204,8 +208,10 @@ def test_every_block_type_has_a_renderer():
      "json_structure.blocks[0].content.url"),
     ({"blocks": [{"id": "a", "type": "button", "content": {"backgroundColor": "red;background:url(x)"}}]},
      "json_structure.blocks[0].content.backgroundColor"),
-    ({"blocks": [{"id": "a", "type": "image", "content": {"width": "huge"}}]}, "json_structure.blocks[0].content.width"),
-    ({"blocks": [{"id": "a", "type": "divider", "content": {"style": "double"}}]}, "json_structure.blocks[0].content.style"),
+    ({"blocks": [{"id": "a", "type": "image", "content": {"width": "huge"}}]},
+     "json_structure.blocks[0].content.width"),
+    ({"blocks": [{"id": "a", "type": "divider", "content": {"style": "double"}}]},
+     "json_structure.blocks[0].content.style"),
     ({"blocks": [{"id": "a", "type": "spacer", "content": {"height": -1}}]}, "json_structure.blocks[0].content.height"),
     ({"blocks": [{"id": "a", "type": "columns", "content": {"columns": [{"blocks": [
         {"id": "c", "type": "header", "content": {"alignment": "middle"}}]}]}}]},
@@ -215,12 +221,15 @@ def test_every_block_type_has_a_renderer():
     ({"blocks": [{"id": "a", "type": "social", "content": {"networks": [{"network": "myspace"}]}}]},
      "json_structure.blocks[0].content.networks[0].network"),
     ({"blocks": [{"id": "a", "type": "dynamic", "content": {}}]}, "json_structure.blocks[0].content.source"),
-    ({"blocks": [{"id": "a", "type": "dynamic", "content": {"source": "x.__y z"}}]}, "json_structure.blocks[0].content.source"),
+    ({"blocks": [{"id": "a", "type": "dynamic", "content": {"source": "x.__y z"}}]},
+     "json_structure.blocks[0].content.source"),
     ({"blocks": [{"id": "a", "type": "conditional", "content": {"condition": "a ==="}}]},
      "json_structure.blocks[0].content.condition"),
-    ({"blocks": [{"id": "a", "type": "conditional", "content": {"condition": "a", "elseBlocks": [{"id": 5, "type": "text"}]}}]},
+    ({"blocks": [{"id": "a", "type": "conditional",
+                  "content": {"condition": "a", "elseBlocks": [{"id": 5, "type": "text"}]}}]},
      "json_structure.blocks[0].content.elseBlocks[0].id"),
-    ({"blocks": [{"id": "a", "type": "dropshadow", "content": {"blur": "big"}}]}, "json_structure.blocks[0].content.blur"),
+    ({"blocks": [{"id": "a", "type": "dropshadow", "content": {"blur": "big"}}]},
+     "json_structure.blocks[0].content.blur"),
     ({"blocks": [{"id": "a", "type": "hero", "content": {"backgroundImage": "javascript:x"}}]},
      "json_structure.blocks[0].content.backgroundImage"),
     ({"blocks": [{"id": "a", "type": "profile", "content": {"name": 7}}]}, "json_structure.blocks[0].content.name"),

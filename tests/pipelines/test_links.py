@@ -1,8 +1,8 @@
 import base64
 import re
 
-from pipelines.messages import links
 from pipelines.core import secret_box
+from pipelines.messages import links
 
 
 def test_a_signed_token_verifies_only_for_its_purpose_and_secret():

@@ -383,7 +383,8 @@ def templates(draw, depth=0, in_loop=False):
             otherwise = "{{else}}" + draw(templates(depth + 1, in_loop)) if draw(st.booleans()) else ""
             parts.append("{{#each %s}}%s%s{{/each}}" % (field, draw(templates(depth + 1, True)), otherwise))
         else:
-            ok = (lambda f: in_loop or not (f.startswith("this") or f.startswith("@")))
+            def ok(f):
+                return in_loop or not (f.startswith("this") or f.startswith("@"))
             left = draw(_operand.filter(ok))
             cond = left if draw(st.booleans()) else "%s %s %s" % (
                 left, draw(st.sampled_from(["==", "!=", ">", "<", ">=", "<="])), draw(_operand.filter(ok)))

@@ -23,7 +23,8 @@ def per_line_reference(markup: str) -> str:
 
 
 def test_blocks_become_lines_and_markup_goes():
-    markup = "<head><title>x</title></head><h1>Hi  Ann</h1><p>Your\n   order&nbsp;is <b>ready</b>.</p><br>Bye<script>x()</script>"
+    markup = ("<head><title>x</title></head><h1>Hi  Ann</h1><p>Your\n   order&nbsp;is <b>ready</b>.</p>"
+              "<br>Bye<script>x()</script>")
     # source line breaks stay line breaks; runs of whitespace (a no-break space too) fold to one
     assert html_to_text(markup) == "Hi Ann\nYour\norder is ready.\n\nBye\n"
 
@@ -39,7 +40,8 @@ def test_the_whole_text_pass_agrees_with_folding_each_line(markup):
 def test_links_keep_their_address_in_the_plain_part():
     markup = ('<p>Please <a class="btn" href="https://acme.example/confirm?a=1&amp;b=2">confirm <b>now</b></a>.</p>'
               '<p><a href="https://acme.example">https://acme.example</a> · <a href="mailto:help@acme.example">'
-              'help@acme.example</a> · <a href="#top">Top</a> · <a href="https://x.example/i"><img src="i.png"></a></p>')
+              'help@acme.example</a> · <a href="#top">Top</a> · '
+              '<a href="https://x.example/i"><img src="i.png"></a></p>')
     assert html_to_text(markup) == ("Please confirm now (https://acme.example/confirm?a=1&b=2).\n"
                                      "https://acme.example · help@acme.example · Top · https://x.example/i\n")
 

@@ -146,7 +146,8 @@ class HttpReceiver:
             if result:
                 return result
             time.sleep(0.05)
-        raise AssertionError(f"receiver never saw {what}; got {[(r.status, r.headers.get('x-service-event')) for r in self.received()]}")
+        seen = [(r.status, r.headers.get("x-service-event")) for r in self.received()]
+        raise AssertionError(f"receiver never saw {what}; got {seen}")
 
 
 def subscribe(tenant, receiver: HttpReceiver, event: str = "contact.created") -> dict:

@@ -114,11 +114,12 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "connection refused by", "has been blocked", "have been blocked", "are blocked", "is blocked",
                "temporarily blocked", "blocked for", "not accepting mail from", "messages from",
                "refused mail from", "not accepting connections", "invalid ip",
-               "refused to talk to me",  # Postfix: the server's greeting refused us ("delivery temporarily suspended") "too many unwanted", "sender ip", "server ip", "dynamic ip", "dial-up",
+               "refused to talk to me",  # Postfix: the greeting refused us ("delivery temporarily suspended")
+               "too many unwanted", "sender ip", "server ip", "dynamic ip", "dial-up",
                "dialup", "residential", "your network", "not allowed to connect", "open proxy", "is listed",
                "are listed", "listed at", "listed on", "blocked")),
-    (TOOMANYCONN, ("too many recipients", "too many rcpt", "too many connections", "too many concurrent", "too many simultaneous", "connection limit",
-                   "too many smtp sessions", "too many sessions")),
+    (TOOMANYCONN, ("too many recipients", "too many rcpt", "too many connections", "too many concurrent",
+                   "too many simultaneous", "connection limit", "too many smtp sessions", "too many sessions")),
     (SPEEDING, ("rate limit", "ratelimit", "too many messages", "sending rate", "throttl",
                 "please slow down", "too fast", "try again later (ratelimit")),
     # Amazon SES refusing a sender identity it has not verified: we may not send through it
@@ -157,9 +158,10 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "non-existent domain", "nxdomain", "name server", "cannot route", "unable to route",
                    "not our domain", "domain is not hosted", "hostname lookup", "invalid domain",
                    "domain name not found", "host or domain name not found",
-                   "domain is not reachable")),  # Outlook.com: "… because the domain is not reachable. Please check the domain"
-    (NOTACCEPT, ("not accepting network messages", "does not accept mail", "not accept any mail", "null mx", "nullmx", "accepts no mail",
-                 "not accepting any mail")),
+                   # Outlook.com: "… because the domain is not reachable. Please check the domain"
+                   "domain is not reachable")),
+    (NOTACCEPT, ("not accepting network messages", "does not accept mail", "not accept any mail", "null mx", "nullmx",
+                 "accepts no mail", "not accepting any mail")),
     (USERUNKNOWN, ("user unknown", "unknown user", "does not exist", "doesn't exist", "no such user",
                    "no such mailbox", "no such recipient", "mailbox unavailable", "mailbox not found",
                    "recipient not found", "recipientnotfound", "recipnotfound", "invalid recipient",
@@ -176,9 +178,9 @@ PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (EXPIRED, ("retry time", "retry timeout", "giving up", "gave up", "could not deliver for", "expired",
                "too long", "delivery time", "queue time", "maximum time", "not yet been delivered",
                "timeout exceeded", "message timed out")),
-    (NETWORKERROR, ("timed out", "timeout", "connection refused", "requests to connect", "socket error", "no route to host", "network is unreachable",
-                    "unreachable", "not reachable", "not responding", "connection reset", "lost connection",
-                    "name service error", "too many hops", "loop")),
+    (NETWORKERROR, ("timed out", "timeout", "connection refused", "requests to connect", "socket error",
+                    "no route to host", "network is unreachable", "unreachable", "not reachable", "not responding",
+                    "connection reset", "lost connection", "name service error", "too many hops", "loop")),
     # a local delivery program (procmail, a pipe) failed: Postfix's "Command output:", "x-unix"
     (MAILERERROR, ("mailer error", "mailer failed", "command output", "procmail", "x-unix", "pipe to |",
                    "delivery program", "mail program", "exited abnormally", "command died", "command failed")),
