@@ -9,7 +9,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.core.clock import ms_of, now_iso
+from pipelines.core.clock import ms_of
 
 from .documents import insert_new
 
@@ -23,26 +23,9 @@ INDEXES: dict[str, list] = {
     ],
 }
 
-_CREATED_MS_BACKFILL_ID = "bounces_created_ms"
-
-
 async def insert(db: AsyncDatabase, doc: dict) -> bool:
     """False when this bounce is already recorded."""
     return await insert_new(db.bounces, {**doc, "created_ms": ms_of(doc["created_at"])})
-
-
-async def backfill_created_ms(db: AsyncDatabase) -> int:
-    """Once per database: bounces an earlier version wrote get their `created_ms`, so a
-    time window finds them. Marked done in `migrations`."""
-    if await db.migrations.find_one({"_id": _CREATED_MS_BACKFILL_ID}):
-        return 0
-    fixed = 0
-    async for doc in db.bounces.find({"created_ms": {"$exists": False}}, {"created_at": 1}):
-        await db.bounces.update_one({"_id": doc["_id"]}, {"$set": {"created_ms": ms_of(doc["created_at"])}})
-        fixed += 1
-    await db.migrations.update_one({"_id": _CREATED_MS_BACKFILL_ID}, {"$set": {"at": now_iso(), "fixed": fixed}},
-                                   upsert=True)
-    return fixed
 
 
 async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type_: str, categories: tuple[str, ...],

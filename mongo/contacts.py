@@ -193,7 +193,7 @@ async def update(db: AsyncDatabase, workspace_id: str, contact_id: str, *, field
             return Refusal.EMAIL_TAKEN
         if result.matched_count == 1:
             await outbox.relay(db, "contacts", [contact_id], {e["_id"] for e in events})
-            return {**after, versions.FIELD: current.get(versions.FIELD, 0) + 1}
+            return {**after, versions.FIELD: current[versions.FIELD] + 1}
     raise RuntimeError(f"contact {contact_id} kept changing; update not applied")
 
 

@@ -6,10 +6,7 @@ like ISO dates at whole-second precision (`{updated_at: "…56.807123Z"}` matche
 `…56.806123Z`, while count_documents does not), so two writes that read a document within
 the same second both passed an `updated_at` guard and one of them was silently lost. An
 integer compares exactly everywhere (tests/mongo/test_store_behaviour.py pins the quirk).
-
-Documents written before versions existed have none: the guard matches on its absence,
-and their first write gives them one (`$inc` onto a missing field starts at 0), so no
-backfill is needed."""
+A document it guards is inserted with `version` 0 (contacts: mongo/contacts.new_document)."""
 
 from __future__ import annotations
 
@@ -18,9 +15,7 @@ FIELD = "version"
 
 def guard(doc: dict) -> dict:
     """The filter condition that holds only while nothing has written `doc` since it was read."""
-    if FIELD in doc:
-        return {FIELD: doc[FIELD]}
-    return {FIELD: {"$exists": False}}
+    return {FIELD: doc[FIELD]}
 
 
 def bump(update: dict) -> dict:

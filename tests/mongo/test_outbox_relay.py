@@ -112,24 +112,6 @@ def test_a_contact_update_and_its_events_are_one_write(private_db):
     assert left[outbox.PENDING] == []
 
 
-def test_contacts_stored_before_events_travelled_with_them_are_backfilled_once(private_db):
-    """Documents an earlier version wrote lack the carrier fields; on the embedded store a
-    later `$addToSet` onto them would drop the event. The start-up backfill adds them."""
-    async def go(db):
-        doc = {k: v for k, v in new_contact("old@example.org").items() if k not in outbox.CARRIER_FIELDS}
-        await db.contacts.insert_one(doc)
-        first, again = await outbox.backfill_carrier_fields(db), await outbox.backfill_carrier_fields(db)
-        await contacts.update(db, WORKSPACE, doc["_id"], fields={"first_name": "Old"}, set_attributes={},
-                              unset_attributes=[])
-        members = {"_id": "list-2", "workspace_id": WORKSPACE, "name": "Old news"}
-        outcome = await lists.add_members(db, members, [doc["_id"]])
-        return first, again, outcome, [e["event"] for e in await outbox_events(db)]
-    first, again, outcome, recorded = private_db.run(go)
-    assert (first, again) == (1, 0)
-    assert [c["_id"] for c in outcome.changed] and sorted(recorded) == ["contact.subscribed", "contact.updated",
-                                                                       "list.member_added"]
-
-
 def test_deleting_a_contact_relays_the_events_it_still_carries(private_db):
     async def go(db):
         doc = new_contact("gone@example.org")

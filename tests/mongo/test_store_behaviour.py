@@ -242,12 +242,12 @@ def test_equality_on_a_timestamp_string_is_exact_but_nx_finds_and_updates_within
 
 
 def test_an_integer_version_guard_lets_exactly_one_of_concurrent_writers_win_each_round(store, coll):
-    """The guard we use instead (mongo/versions.py), including a document written before
-    versions existed (it matches on the field's absence, and its first write adds one)."""
+    """The guard we use instead (mongo/versions.py): a document is written with version 0
+    and every write adds one."""
     from mongo import versions
 
     async def go():
-        await coll.insert_one({"_id": "legacy", "seen": []})
+        await coll.insert_one({"_id": "legacy", "seen": [], versions.FIELD: 0})
         winners_per_round = []
         for _ in range(5):
             doc = await coll.find_one({"_id": "legacy"})
