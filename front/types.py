@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from pipelines.core import json_text
 from pipelines.audience.addresses import normalize
+from pipelines.core import json_text
 
 # An RFC 2047 encoded word (`=?utf-8?q?…?=`): address parsers decode it, so in an address it
 # would say something else than what was checked. Refused in addresses. (In a display name
@@ -102,9 +102,10 @@ NO_NUL = {"pattern": "^[^\\u0000]*$"}
 # One bounded `number`: JSON Schema cannot tell 1e30 from an integer literal, so the
 # integer bound is said of every number (larger floats are in fact stored); a `not
 # integer` float branch made generators draw 5.0 for integer fields, which refuse it.
-JsonValue = TypeAliasType("JsonValue", Union[
-    Annotated[float, Field(ge=INT64_MIN, le=INT64_MAX)], str, bool, None, list["JsonValue"],
-    Annotated[dict[str, "JsonValue"], Field(json_schema_extra={"propertyNames": NO_NUL})]])
+JsonValue = TypeAliasType(
+    "JsonValue",
+    Annotated[float, Field(ge=INT64_MIN, le=INT64_MAX)] | str | bool | None | list["JsonValue"]
+    | Annotated[dict[str, "JsonValue"], Field(json_schema_extra={"propertyNames": NO_NUL})])
 
 
 def _free_object(value: dict) -> dict:

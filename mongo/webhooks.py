@@ -290,7 +290,8 @@ async def list_for_webhook(db: AsyncDatabase, workspace_id: str, webhook_id: str
 async def attempts_for(db: AsyncDatabase, delivery_ids: list[str]) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = {d: [] for d in delivery_ids}
     if delivery_ids:
+        in_order = [("at", ASCENDING), ("attempt", ASCENDING)]
         for attempt in await db.webhook_attempts.find(
-                {"delivery_id": {"$in": list(delivery_ids)}}, sort=[("at", ASCENDING), ("attempt", ASCENDING)]).to_list():
+                {"delivery_id": {"$in": list(delivery_ids)}}, sort=in_order).to_list():
             found.setdefault(attempt["delivery_id"], []).append(attempt)
     return found

@@ -19,11 +19,11 @@ from mongo import lists as lists_store
 from mongo import segments as segment_store
 from mongo import tags as tag_store
 from pipelines import views
-from pipelines.core.clock import now_iso
 from pipelines.audience.contact_csv import HeaderError, export_header, export_row, export_writer, read_rows
 from pipelines.audience.contact_search import search_filter
-from pipelines.core.errors import ConfirmationRequired, ValidationFailed
 from pipelines.audience.segment_rules import ATTRIBUTE_NAME, compile_conditions
+from pipelines.core.clock import now_iso
+from pipelines.core.errors import ConfirmationRequired, ValidationFailed
 from pipelines.workflows import contact_jobs, manage_contacts
 from pipelines.workflows import update_contact as updating
 
@@ -163,7 +163,8 @@ async def bulk_delete(data: ContactIds):
 @bp.post("/contacts/delete-all")
 @body(DeleteAll, allow_empty=True)  # no body at all is "without confirm": confirmation_required
 async def delete_all(data: DeleteAll):
-    """Soft-delete every contact (confirm must be true); answers {deleted, deletion_id, restorable_until, activity_id}."""
+    """Soft-delete every contact (confirm must be true); answers {deleted, deletion_id,
+    restorable_until, activity_id}."""
     if data.confirm is not True:
         raise ConfirmationRequired("Send {\"confirm\": true} to delete every contact; nothing was deleted.",
                                    path="confirm")
@@ -280,7 +281,8 @@ async def download_export(job_id: str):
     workspace_id = caller().workspace_id
     condition = None
     if job.get("list_id"):
-        list_doc = await found(lists_store.get(db(), workspace_id, job["list_id"]), "The list of this export was deleted.")
+        list_doc = await found(lists_store.get(db(), workspace_id, job["list_id"]),
+                               "The list of this export was deleted.")
         condition = members_filter(list_doc)
     elif job.get("segment_id"):
         segment = await found(segment_store.get(db(), workspace_id, job["segment_id"]),

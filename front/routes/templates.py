@@ -14,12 +14,11 @@ from pydantic import ConfigDict, Field, StringConstraints
 from quart import Blueprint
 
 from mongo import templates as template_store
-from pipelines.templates import email_blocks
-from pipelines.templates import merge_tags
 from pipelines import views
+from pipelines.core.errors import ValidationFailed
+from pipelines.templates import email_blocks, merge_tags
 from pipelines.templates.email_blocks import merge_tag_error_in, validate_structure
 from pipelines.templates.email_blocks_html import render_structure
-from pipelines.core.errors import ValidationFailed
 from pipelines.workflows import manage_templates
 
 from ..lookup import found, no_such, owned, updated
@@ -162,8 +161,8 @@ read_route(bp, "/templates/<uuid:template_id>", "get_template", template_store, 
 @bp.patch("/templates/<uuid:template_id>")
 @body(UpdateTemplate)
 async def update_template(template_id: str, data: UpdateTemplate):
-    stored = await owned(template_store, template_id, "template") if data.render_html and "json_structure" not in data.model_fields_set \
-        else None
+    renders_stored_structure = data.render_html and "json_structure" not in data.model_fields_set
+    stored = await owned(template_store, template_id, "template") if renders_stored_structure else None
     changes = content_changes(data, render_html=data.render_html,
                               stored_structure=stored.get("json_structure") if stored else None)
     if not changes:

@@ -57,7 +57,7 @@ def now_ms() -> int:
 def ms_iso(ms: int) -> str | None:
     if ms >= NEVER_MS:
         return None
-    return iso(dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc))
+    return iso(dt.datetime.fromtimestamp(ms / 1000, dt.UTC))
 
 
 def new_run(*, run_id: str, automation: dict, contact: dict, trigger: dict, first_step: str | None,
@@ -69,7 +69,8 @@ def new_run(*, run_id: str, automation: dict, contact: dict, trigger: dict, firs
         "_id": run_id, "workspace_id": automation["workspace_id"], "automation_id": automation["_id"],
         "contact_id": contact["_id"], "contact_email": contact["email"],
         "status": "active", "step_id": first_step or "", "phase": "ready", "version": 0, "seq": 0 if first_step else -1,
-        "wake_ms": ms + HANDOFF_GRACE_SECONDS * 1000, "resume_ms": 0, "wait_event": "", "wait_since": "", "attempts": 0, "hops": 0,
+        "wake_ms": ms + HANDOFF_GRACE_SECONDS * 1000, "resume_ms": 0, "wait_event": "", "wait_since": "",
+        "attempts": 0, "hops": 0,
         "history": [], "passed_steps": [], "trigger": trigger, "error": None,
         "created_at": at, "updated_at": at, "ended_at": None,
     }

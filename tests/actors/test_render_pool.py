@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from actors import render_pool, runtime
+from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.templates.render_message import RenderContext, render_all
-from pipelines.core.settings import Settings
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.e2e  # render processes, and a worker process the test kills

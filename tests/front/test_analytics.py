@@ -10,7 +10,7 @@ from tests.support.api import assert_error
 
 
 def days_ago(n):
-    return (dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=n)).isoformat()
+    return (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=n)).isoformat()
 
 
 def test_totals_and_series_cover_the_period_with_zero_days(service, tenant):

@@ -153,7 +153,7 @@ def test_another_workspaces_message_answers_404_to_status_and_cancel(service, te
 
 def test_another_workspaces_scheduled_message_cannot_be_cancelled(service, tenant):
     import datetime as dt
-    send_at = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
+    send_at = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
     scheduled = tenant.post("/email/send", json={**SEND, "send_at": send_at})
     assert scheduled.status_code == 201, scheduled.text
     message_id = scheduled.json()["data"]["message_id"]

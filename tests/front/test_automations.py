@@ -191,7 +191,8 @@ def test_an_automation_with_an_incomplete_step_cannot_be_activated(tenant):
                                  {"step_type": "email", "config": {"templateId": template["id"]}}])
     assert_error(tenant.patch(f"/automations/{data['id']}", json={"status": "active"}), 400, "validation_error",
           "steps[1].config.subject")
-    patched = tenant.patch(f"/automations/{data['id']}/steps/{data['steps'][1]['id']}", json={"config": {"subject": "Hi"}})
+    patched = tenant.patch(f"/automations/{data['id']}/steps/{data['steps'][1]['id']}",
+                           json={"config": {"subject": "Hi"}})
     assert patched.status_code == 200, patched.text
     active = activate(tenant, data["id"])
     # once it runs, a step cannot be made incomplete again
@@ -258,7 +259,8 @@ def test_steps_are_added_at_a_position_patched_moved_and_deleted_with_the_rest_r
 
 def test_a_step_another_branches_to_cannot_be_deleted(tenant):
     data = create(tenant, steps=[
-        {"id": "check", "step_type": "condition", "config": {"field": "plan", "value": "x", "falseBranchStepId": "end"}},
+        {"id": "check", "step_type": "condition",
+         "config": {"field": "plan", "value": "x", "falseBranchStepId": "end"}},
         {"id": "end", "step_type": "delay"}])
     assert_error(tenant.delete(f"/automations/{data['id']}/steps/end"), 409, "conflict")
 
@@ -278,8 +280,8 @@ def test_put_replaces_the_whole_step_list_reordering_updating_adding_and_removin
         ("b", "tag", 0), ("n", "email", 1), ("a", "delay", 2)]
     assert steps[0]["config"] == {"action": "add", "tagName": "new"}
     assert steps[2]["config"] == {"duration": 1, "unit": "hours"}
-    assert_error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"id": "zz"}]}), 400, "validation_error",
-          "steps[0].step_type")
+    assert_error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"id": "zz"}]}),
+                 400, "validation_error", "steps[0].step_type")
     assert_error(tenant.put(f"/automations/{data['id']}/steps", json={"steps": [{"step_type": "delay",
                                                                            "config": {"unit": "ms"}}]}),
           400, "validation_error", "steps[0].config.unit")
@@ -289,7 +291,8 @@ def test_put_replaces_the_whole_step_list_reordering_updating_adding_and_removin
 def test_trigger_endpoint_refusals(tenant):
     contact = make_contact(tenant, "trig@example.org")
     draft = create(tenant, steps=[{"step_type": "delay"}])
-    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"]}), 409, "conflict")
+    assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": contact["id"]}),
+                 409, "conflict")
     activate(tenant, draft["id"])
     assert_error(tenant.post(f"/automations/{draft['id']}/trigger", json={"contact_id": "nobody"}), 404,
           "contact_not_found", "contact_id")

@@ -33,8 +33,9 @@ def test_delete_all_without_confirm_true_deletes_nothing(tenant, audience, paylo
 
 def test_delete_all_with_no_body_at_all_asks_for_confirmation_and_deletes_nothing(tenant, audience):
     assert_error(tenant.client.post("/contacts/delete-all"), 400, "confirmation_required")
-    assert_error(tenant.client.post("/contacts/delete-all", content=b"  ", headers={"Content-Type": "application/json"}),
-          400, "confirmation_required")
+    assert_error(tenant.client.post("/contacts/delete-all", content=b"  ",
+                                    headers={"Content-Type": "application/json"}),
+                 400, "confirmation_required")
     assert total(tenant) == 3
 
 

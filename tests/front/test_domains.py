@@ -206,7 +206,8 @@ def test_a_domain_with_its_return_path_record_gets_its_bounces_there(service, te
     [bounce] = wait_until(lambda: tenant.get("/bounces", params={"email": rcpt}).json()["data"], what="bounce")
     assert bounce["message_id"] == message_id and bounce["type"] == "permanent"
     # a host nobody registered is refused at RCPT, as any other unknown address
-    assert inbound.rcpt_answer(service, f"bounce+{message_id}@pr-bounces.unknown-{uuid.uuid4().hex[:6]}.example")[0] == 550
+    unregistered = f"bounce+{message_id}@pr-bounces.unknown-{uuid.uuid4().hex[:6]}.example"
+    assert inbound.rcpt_answer(service, unregistered)[0] == 550
 
 
 @pytest.mark.e2e
@@ -263,7 +264,8 @@ def test_an_organisations_dmarc_policy_covers_its_sending_subdomain(tenant, dns_
     dns_server.set(f"_dmarc.{organisation}", "TXT", "v=DMARC1; p=reject; rua=mailto:dmarc@" + organisation)
     body = tenant.post(f"/domains/{view['id']}/verify").json()["data"]
     assert body["warnings"] == [] and body["dmarc"]["status"] == "verified"
-    assert body["dmarc"]["found_at"] == f"_dmarc.{organisation}" and body["dmarc"]["found"].startswith("v=DMARC1; p=reject")
+    assert body["dmarc"]["found_at"] == f"_dmarc.{organisation}"
+    assert body["dmarc"]["found"].startswith("v=DMARC1; p=reject")
 
 
 @pytest.mark.e2e

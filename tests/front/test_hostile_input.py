@@ -79,7 +79,8 @@ def test_a_display_name_in_any_script_is_accepted_and_arrives_as_written(service
 
 
 def test_a_contact_address_carrying_an_encoded_word_is_refused(tenant):
-    assert_error(tenant.post("/contacts", json={"email": "=?utf-8?q?ann?=@example.org"}), 400, "validation_error", "email")
+    assert_error(tenant.post("/contacts", json={"email": "=?utf-8?q?ann?=@example.org"}),
+                 400, "validation_error", "email")
 
 
 # -- numbers written as digits only -------------------------------------------------------------

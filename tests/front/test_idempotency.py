@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from mongo.recent import FRESH_SECONDS
-from tests.support.polling import wait_until
 from tests.support.api import assert_error
+from tests.support.polling import wait_until
 
 SEND = {"to": "idem@example.org", "subject": "Once", "text": "only once", "track_opens": False}
 

@@ -99,7 +99,7 @@ def test_a_generated_client_reads_a_send_answer_by_its_status(service, tenant, g
     queued = send.sync_detailed(client=client, body=body)
     assert queued.status_code == 202 and isinstance(queued.parsed.data, models.EmailAccepted)
     assert queued.parsed.data.to == ["typed@example.org"] and queued.parsed.data.status == "queued"
-    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).isoformat()
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
     scheduled = send.sync_detailed(client=client, body=models.PostEmailSendBodyType1.from_dict(
         {"to": "typed@example.org", "subject": "Later", "text": "x", "send_at": later}))
     assert scheduled.status_code == 201 and isinstance(scheduled.parsed.data, models.EmailScheduled)

@@ -146,7 +146,7 @@ def teach_schedules(api) -> None:
                     datetime.datetime.fromisoformat(body["send_at"])
                 except ValueError:
                     return body
-                return {**body, "send_at": (datetime.datetime.now(datetime.timezone.utc) + ahead).isoformat()}
+                return {**body, "send_at": (datetime.datetime.now(datetime.UTC) + ahead).isoformat()}
             return body
         return map_body
 

@@ -20,7 +20,7 @@ def reset_time(response) -> dt.datetime:
 def assert_rate_headers(response, limit):
     assert response.headers["X-RateLimit-Limit"] == str(limit)
     assert 0 <= int(response.headers["X-RateLimit-Remaining"]) <= limit
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     assert now - dt.timedelta(seconds=5) <= reset_time(response) <= now + dt.timedelta(seconds=61)
 
 

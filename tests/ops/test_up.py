@@ -46,7 +46,7 @@ def stop_with(process: Process, sig: int) -> int:
         return process.proc.wait(timeout=STOP_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         process.stop()
-        raise AssertionError(f"postroom up did not stop on {sig}:\n{process.tail()}")
+        raise AssertionError(f"postroom up did not stop on {sig}:\n{process.tail()}") from None
     finally:
         process.log.close()
 
@@ -76,7 +76,8 @@ def wait_for_file(folder: Path, name: str, timeout: float = 30) -> Path:
         if path.exists() and path.stat().st_size > 0:
             return path
         time.sleep(0.1)
-    raise AssertionError(f"{name} never appeared in {folder}: {sorted(os.listdir(folder)) if folder.exists() else 'no folder'}")
+    present = sorted(os.listdir(folder)) if folder.exists() else "no folder"
+    raise AssertionError(f"{name} never appeared in {folder}: {present}")
 
 
 @pytest.mark.slow

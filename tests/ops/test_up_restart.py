@@ -30,7 +30,7 @@ def _captured(outbox: Path, message_ids: set[str]) -> set[str]:
 
 
 @pytest.mark.slow
-def test_up_restarted_after_sigterm_delivers_the_accepted_batch_within_30_s(bare_env, tmp_path):
+def test_up_restarted_after_sigterm_delivers_the_accepted_batch_within_30_s(bare_env, tmp_path):  # noqa: F811 (the fixture)
     data_dir = Path(bare_env["POSTROOM_DATA_DIR"])
     outbox = data_dir / "outbox"
     log_dir = tmp_path / "logs"
