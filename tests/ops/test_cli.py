@@ -6,6 +6,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from mongo import processes
 from mongo.recent import FRESH_SECONDS
 from tests.support.api import assert_error
@@ -203,6 +205,7 @@ def test_domain_limit_set_refuses_bad_input_with_exit_2(service):
     assert all(r["domain"] != "ok-domain.example" for r in as_json(postroom(service, "domain-limit", "list", "--json")))
 
 
+@pytest.mark.e2e  # a scheduler process of its own
 def test_the_scheduler_exits_within_seconds_of_sigterm_in_the_middle_of_its_passes(service_env, run_dir,
                                                                                      store_url, database_name):
     env, _ = service_env
