@@ -84,13 +84,13 @@ async def resolve_recipients(db: AsyncDatabase, workspace_id: str, mongo_filter:
     return sorted(ids)
 
 
-def _chunk_id(campaign_id: str, token: str, batch: int) -> str:
+def _batch_id(campaign_id: str, token: str, batch: int) -> str:
     return f"{campaign_id}:{token}:{batch:06d}"
 
 
 async def store_batches(db: AsyncDatabase, campaign_id: str, token: str, contact_ids: list[str]) -> None:
     size = campaign_fanout.BATCH_SIZE
-    docs = [{"_id": _chunk_id(campaign_id, token, n), "campaign_id": campaign_id, "batch": n,
+    docs = [{"_id": _batch_id(campaign_id, token, n), "campaign_id": campaign_id, "batch": n,
              "contact_ids": contact_ids[start:start + size]}
             for n, start in enumerate(range(0, len(contact_ids), size))]
     for first in range(0, len(docs), 100):
@@ -110,10 +110,10 @@ async def live_contacts_by_ids(db: AsyncDatabase, workspace_id: str, contact_ids
 
 
 async def batch_contact_ids(db: AsyncDatabase, campaign: dict, batch: int) -> list[str]:
-    """The contacts of batch number `batch`, as the audience was resolved."""
-    chunk = await db.campaign_recipients.find_one(
-        {"_id": _chunk_id(campaign["_id"], campaign["recipients_token"], batch)})
-    return [] if chunk is None else list(chunk["contact_ids"])
+    """The contacts of fan-out batch number `batch`, as the audience was resolved."""
+    stored = await db.campaign_recipients.find_one(
+        {"_id": _batch_id(campaign["_id"], campaign["recipients_token"], batch)})
+    return [] if stored is None else list(stored["contact_ids"])
 
 
 async def sendable_contacts(db: AsyncDatabase, workspace_id: str, contact_ids: list[str]) -> list[dict]:

@@ -66,7 +66,7 @@ class Held:
     so (the recipient's side reports only once it is sent; a watchdog's revival first
     takes the claim away), so a write guarded on the claim can set the whole history — the
     old entries and the new — with a plain `$set`: the embedded store pays half as much
-    again for an `$addToSet`, which it does in Python (see the store notes in the README).
+    again for an `$addToSet`, which it does in Python (see docs/store-notes.md).
     `docs`: the whole documents, when the caller read them whole (a render job): a write
     guarded on the claim then replaces the document as the move leaves it, which the
     embedded store does for ~0.4 ms of CPU against ~0.65 ms for the same `$set` of ten

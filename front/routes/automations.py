@@ -1,5 +1,5 @@
-"""Automations: flows of steps run for each contact a trigger brings in (README
-"Automations"). The engine is pipelines/workflows/advance_automation_runs.py; triggers are read
+"""Automations: flows of steps run for each contact a trigger brings in
+(docs/automations.md). The engine is pipelines/workflows/advance_automation_runs.py; triggers are read
 from the outbox by pipelines/workflows/automation_triggers.py; step and trigger rules are
 pipelines/automations/steps.py and pipelines/automations/triggers.py."""
 
@@ -48,13 +48,13 @@ StepType = Literal[step_rules.STEP_TYPES]
 # A step's config or a trigger's trigger_config: which fields each type takes is said per
 # type (the models' oneOf); their values are JSON values (no integer beyond 64 bits)
 Config = Annotated[dict[str, Any], FreeJson()]
-CONFIG_HELP = ("The step type's settings (README \"Automations\" has the table). Omitted fields take the "
+CONFIG_HELP = ("The step type's settings (docs/automations.md, Config, has the table). Omitted fields take the "
                "type's defaults on create and keep their value on update.")
 
 
 def _step_schemas() -> list[dict]:
     """One alternative per step type: the config fields it takes (their values are checked
-    by pipelines/automations/steps.py, described in CONFIG_HELP and the README)."""
+    by pipelines/automations/steps.py, described in CONFIG_HELP and docs/automations.md)."""
     return [{"properties": {"step_type": {"const": step_type}, "config": {"anyOf": [
         {"type": "object", "additionalProperties": False,
          "properties": {name: {} for name in step_rules.config_fields(step_type)}}, {"type": "null"}]}}}
@@ -89,7 +89,7 @@ class CreateAutomation(Strict):
     name: AutomationName
     trigger_type: Literal[TRIGGER_TYPES]
     trigger_config: Config | None = Field(None, description=(
-        "Per trigger type (README); `reentry`: never (default), after_exit, always."))
+        "Per trigger type (docs/automations.md, Triggers); `reentry`: never (default), after_exit, always."))
     steps: Annotated[list[StepIn], Field(max_length=step_rules.MAX_STEPS)] = Field(default_factory=list)
 
 

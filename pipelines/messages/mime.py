@@ -1,7 +1,7 @@
 """MIME composition: headers and bodies into the bytes handed to SMTP.
 
 Building an `EmailMessage` and serialising it costs about 3 ms a message; a send is
-otherwise well under 1 ms. So the parts every message of a template (and batch) shares —
+otherwise well under 1 ms. So the parts every message with the same sender and headers shares —
 From, Reply-To, fixed headers, the multipart skeleton — are formatted once into a byte
 template, cached, and filled per recipient with what differs: To, Subject (personalised
 subjects differ per recipient), Message-ID, Date and the bodies (unencoded `7bit` when
