@@ -24,8 +24,8 @@ from .validation import BODY_OPTIONAL_ATTRIBUTE
 DESCRIPTION = """Postroom: workspace-scoped HTTP JSON API for email marketing and transactional
 email. Authenticate with `Authorization: Bearer <API key>`. Errors use the envelope
 `{error: {code, message, path?}}`; `path` names the offending field as `a.b[2].c`.
-Lists answer `{data, pagination: {total, limit, offset, has_more}}`. See the README for
-the decisions made where the contract is silent."""
+Lists answer `{data, pagination: {total, limit, offset, has_more}}`. See
+docs/api-conventions.md for the decisions made where the contract is silent."""
 
 API_PREFIX = "/api/v1/"
 # Answer without an API key: the health check, and everything outside the API

@@ -40,8 +40,8 @@ HTML_HELP = ("The email HTML (max 256 KB) with merge tags; sent as stored. Malfo
              "blocks nested more than 400 deep, are refused with their line and column. Omit it and give "
              "json_structure to have it rendered.")
 STRUCTURE_HELP = ("The visual editor's document: {blocks: [{id, type, content}], settings}, at most 512 KB "
-                  "serialised. Validated; unknown fields are kept for the editor. See the README for each "
-                  "block's content.")
+                  "serialised. Validated; unknown fields are kept for the editor. docs/templates.md "
+                  "(json_structure) has each block's content.")
 MAX_STRUCTURE_BYTES = 512 * 1024
 # The outline pipelines/templates/email_blocks.py checks first (each block's content is checked by type);
 # unknown fields are kept, any JSON value
