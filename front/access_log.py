@@ -21,9 +21,17 @@ REQUEST_ID_HEADER = "X-Request-Id"
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-def _request_id() -> str:
-    given = request.headers.get(REQUEST_ID_HEADER, "")
+def request_id(given: str) -> str:
+    """The client's request id when it is one we take, else a new one."""
     return given if _CLIENT_REQUEST_ID.match(given) else uuid.uuid4().hex
+
+
+def write(method: str, route: str, status: int, ms: float | None, workspace_id: str | None, answered_as: str) -> None:
+    """The request's line (`answered_as`: its request id)."""
+    fields = {"method": method, "route": route, "status": status, "ms": ms, "workspace_id": workspace_id,
+              "request_id": answered_as}
+    log.info("%s %s %s %s ms workspace=%s request=%s", method, route, status, ms, workspace_id or "-", answered_as,
+             extra=fields)
 
 
 def install(app: Quart) -> None:
@@ -31,7 +39,7 @@ def install(app: Quart) -> None:
     @app.before_request
     async def _start():
         g.access_started = time.perf_counter()
-        g.request_id = _request_id()
+        g.request_id = request_id(request.headers.get(REQUEST_ID_HEADER, ""))
 
     @app.after_request
     async def _line(response):
@@ -39,11 +47,8 @@ def install(app: Quart) -> None:
         ms = round((time.perf_counter() - started) * 1000, 1) if started is not None else None
         rule = request.url_rule
         caller = g.get("caller")
-        fields = {"method": request.method, "route": rule.rule if rule is not None else "unmatched",
-                  "status": response.status_code, "ms": ms,
-                  "workspace_id": caller.workspace_id if caller is not None else None,
-                  "request_id": g.get("request_id") or _request_id()}
-        response.headers[REQUEST_ID_HEADER] = fields["request_id"]
-        log.info("%s %s %s %s ms workspace=%s request=%s", fields["method"], fields["route"], fields["status"],
-                 fields["ms"], fields["workspace_id"] or "-", fields["request_id"], extra=fields)
+        answered_as = g.get("request_id") or request_id(request.headers.get(REQUEST_ID_HEADER, ""))
+        response.headers[REQUEST_ID_HEADER] = answered_as
+        write(request.method, rule.rule if rule is not None else "unmatched", response.status_code, ms,
+              caller.workspace_id if caller is not None else None, answered_as)
         return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from quart import Quart, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -13,6 +14,7 @@ from mongo.client import connect
 from pipelines.core.settings import Settings
 
 from . import access_log, auth, errors, metrics, openapi, path_ids
+from .openapi import KeptDocumentsFirst
 from .routes import register_all
 from .runtime import FrontRuntime
 
@@ -73,3 +75,13 @@ def create_app(settings: Settings) -> Quart:
 
     logging.getLogger("postroom").setLevel(logging.INFO)
     return app
+
+
+def asgi(app: Quart) -> KeptDocumentsFirst:
+    """What the server runs: the app, with the kept OpenAPI documents answered in front of it."""
+    def on_answer(method: str, path: str, status: int, started: float, headers: dict) -> dict:
+        metrics.observe(path, method, status, started)
+        answered_as = access_log.request_id(headers.get(access_log.REQUEST_ID_HEADER.lower(), ""))
+        access_log.write(method, path, status, round((time.perf_counter() - started) * 1000, 1), None, answered_as)
+        return {access_log.REQUEST_ID_HEADER: answered_as}
+    return KeptDocumentsFirst(app, app.extensions["postroom_document"], on_answer)

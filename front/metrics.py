@@ -27,9 +27,11 @@ def install(app: Quart) -> None:
 
     @app.after_request
     async def _observe(response):
-        started = getattr(g, "metrics_started", None)
-        route = _route()
-        REQUESTS.labels(route, request.method, str(response.status_code)).inc()
-        if started is not None:
-            LATENCY.labels(route).observe(time.perf_counter() - started)
+        observe(_route(), request.method, response.status_code, getattr(g, "metrics_started", None))
         return response
+
+
+def observe(route: str, method: str, status: int, started: float | None) -> None:
+    REQUESTS.labels(route, method, str(status)).inc()
+    if started is not None:
+        LATENCY.labels(route).observe(time.perf_counter() - started)

@@ -13,7 +13,7 @@ from hypercorn.config import Config
 
 from actors import broker as broker_setup
 from actors import event_loop, gc_tuning
-from front.app import create_app
+from front.app import asgi, create_app
 from mongo.client import connect
 from mongo.indexes import prepare_store
 from pipelines.core.settings import Settings
@@ -63,7 +63,7 @@ async def run_front(settings: Settings, host: str, port: int, *, with_scheduler:
     metrics_server.serve(settings.front_metrics_port, settings.metrics_host)
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    tasks = [serve(app, _hypercorn_config(host, port), shutdown_trigger=stop.wait)]
+    tasks = [serve(asgi(app), _hypercorn_config(host, port), shutdown_trigger=stop.wait)]
     if with_scheduler:
         tasks.append(run_forever(settings, stop))
     print(f"postroom front listening on http://{host}:{port} (API at /api/v1, OpenAPI at /openapi.yaml)",

@@ -141,6 +141,22 @@ def test_the_documents_are_served_from_kept_bytes_with_an_etag(front):
     assert again.status_code == 304 and again.content == b""
     as_json = httpx.get(base_url + "/openapi.json", timeout=60)
     assert as_json.status_code == 200 and as_json.headers["ETag"] != first.headers["ETag"]
+    assert as_json.json()["openapi"].startswith("3.")
+
+
+def test_the_kept_documents_answer_head_plain_and_gzip_with_the_callers_request_id(front):
+    """Once built, the documents are answered in front of the app (front/openapi.KeptDocumentsFirst):
+    the same answers as the app's, with the request id and the encodings a client asks for."""
+    base_url, _ = front
+    httpx.get(base_url + "/openapi.json", timeout=60)  # built by now
+    plain = httpx.get(base_url + "/openapi.json", headers={"Accept-Encoding": "identity", "X-Request-Id": "probe-1"})
+    packed = httpx.get(base_url + "/openapi.json", headers={"Accept-Encoding": "gzip", "X-Request-Id": "probe-2"})
+    head = httpx.head(base_url + "/openapi.yaml")
+    assert plain.headers.get("content-encoding") is None and packed.headers["content-encoding"] == "gzip"
+    assert plain.json() == packed.json() and plain.headers["ETag"] != packed.headers["ETag"]
+    assert (plain.headers["X-Request-Id"], packed.headers["X-Request-Id"]) == ("probe-1", "probe-2")
+    assert "accept-encoding" in plain.headers["vary"].lower()
+    assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) > 0
 
 
 def test_a_body_declared_too_large_is_refused_before_it_is_sent(front):
