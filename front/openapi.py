@@ -126,7 +126,7 @@ def _linked_operations(paths: dict, creator: str, prefix: str, field: str) -> di
         if path != prefix and not path.startswith(prefix + "/"):
             continue
         id_name = prefix.rsplit("{", 1)[1].rstrip("}")
-        for method, operation in operations.items():
+        for operation in operations.values():
             parameters = {f"path.{id_name}": f"$response.body#/data/{field}"}
             unfilled = False
             for parameter in operation.get("parameters", []):
@@ -146,7 +146,8 @@ def _linked_operations(paths: dict, creator: str, prefix: str, field: str) -> di
         # reads to schemathesis as one still there (it knows /webhooks/{id} DELETEs), ST302
         if creator == "/api/v1/webhooks/triggers" and path in paths:
             operation_id = paths[path][method]["operationId"]
-            links[operation_id] = {"operationId": operation_id, "parameters": {f"query.{name}": f"$response.body#/data/{source}"}}
+            links[operation_id] = {"operationId": operation_id,
+                                   "parameters": {f"query.{name}": f"$response.body#/data/{source}"}}
     return links
 
 
@@ -201,7 +202,7 @@ class Representation:
     gzipped_etag: str
 
     @classmethod
-    def of(cls, body: bytes, content_type: str) -> "Representation":
+    def of(cls, body: bytes, content_type: str) -> Representation:
         # mtime=0: the same document gives the same bytes, and so the same ETag, every start
         gzipped = gzip.compress(body, GZIP_LEVEL, mtime=0)
         return cls(content_type, body, _etag(body), gzipped, _etag(gzipped))
@@ -297,7 +298,7 @@ class KeptDocumentsFirst:
     document is built, and for everything else, the app answers. The answer is timed, counted
     and logged as the app's are."""
 
-    def __init__(self, app: Quart, published: "PublishedDocument", on_answer):
+    def __init__(self, app: Quart, published: PublishedDocument, on_answer):
         self.app, self.published, self.on_answer = app, published, on_answer
 
     async def __call__(self, scope, receive, send):

@@ -4,7 +4,6 @@ and issue 11 ask of the code's shape, kept from coming back."""
 from __future__ import annotations
 
 import ast
-import json
 import re
 import subprocess
 import sys
@@ -297,23 +296,11 @@ def test_no_function_is_graded_d_or_worse():
 
 
 LINTED = ("front", "actors", "pipelines", "mongo", "ops", "tests", "bench")
-# Files other helpers had open when the lint came in (issue #33), linted once they are
-# committed: the test asks that each still has a finding, so the list only shrinks.
-LINT_PENDING = {
-    "front/openapi.py",
-}
 
 
 def test_ruff_finds_nothing():
     """pyproject.toml's [tool.ruff] rules (pycodestyle, pyflakes, bugbear, isort, pyupgrade)
     hold over every folder of ours: a finding is fixed, or its rule is ignored with why."""
     ruff = Path(sys.executable).parent / "ruff"
-    result = subprocess.run([str(ruff), "check", "--no-cache", "--output-format", "json", *LINTED],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode in (0, 1), result.stderr  # 1: findings; anything else: ruff itself failed
-    findings: dict[str, list[str]] = {}
-    for finding in json.loads(result.stdout):
-        where = _rel(Path(finding["filename"]))
-        findings.setdefault(where, []).append(f"{finding['location']['row']}: {finding['code']} {finding['message']}")
-    assert {f: lines for f, lines in findings.items() if f not in LINT_PENDING} == {}
-    assert LINT_PENDING <= set(findings), "no finding left: take it off LINT_PENDING"
+    result = subprocess.run([str(ruff), "check", "--no-cache", *LINTED], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
