@@ -145,7 +145,8 @@ def front_in_process(service_env, session_store, log_dir, smtp_sink):
     from tests.support.in_process import InProcessFront  # local import: loads the app only for runs that use it
     session_store.run(prepare_store)  # the indexes, as `postroom front` makes them before it serves
     front = InProcessFront(Settings.from_env(service_env[0]))
-    svc = _session_service(service_env, session_store, log_dir, smtp_sink, transport=front.transport())
+    transport = front.transport(service_env[0]["POSTROOM_BASE_URL"])
+    svc = _session_service(service_env, session_store, log_dir, smtp_sink, transport=transport)
     yield svc
     svc.close()
     front.close()

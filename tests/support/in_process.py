@@ -37,8 +37,10 @@ class InProcessFront:
     def call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=ANSWER_WITHIN_SECONDS)
 
-    def transport(self) -> httpx.BaseTransport:
-        return InProcessTransport(self)
+    def transport(self, origin: str) -> httpx.BaseTransport:
+        """Answers requests for `origin` (the service's base URL) in process; a request for any
+        other origin (a front a test started of its own) goes over the network to it."""
+        return InProcessTransport(self, httpx.URL(origin))
 
     def close(self) -> None:
         self.call(self.lifespan.shutdown())
@@ -50,10 +52,14 @@ class InProcessTransport(httpx.BaseTransport):
     """A synchronous httpx transport that answers each request through the app's ASGI
     interface on the front's loop; the body is read whole first, as an HTTP front would."""
 
-    def __init__(self, front: InProcessFront):
-        self.front = front
+    def __init__(self, front: InProcessFront, origin: httpx.URL):
+        self.front, self.origin = front, origin
+        self.network = httpx.HTTPTransport()  # shared by every client of the service: never closed by one
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if (request.url.scheme, request.url.host, request.url.port) != \
+                (self.origin.scheme, self.origin.host, self.origin.port):
+            return self.network.handle_request(request)
         request.read()
 
         async def answer():
