@@ -43,7 +43,7 @@ def pool_settings():
     def configure(processes: int):
         runtime.configure(Settings(secret_key="k", render_processes=processes))
     yield configure
-    render_pool.StartRenderPool().before_worker_shutdown(None, None)
+    render_pool.StartRenderPool().after_worker_shutdown(None, None)  # where a worker stops its pool
 
 
 def contents(rendered: list[dict]) -> list[tuple]:
