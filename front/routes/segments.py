@@ -32,6 +32,9 @@ Description = Annotated[str, StringConstraints(max_length=1000)]
 
 _TEXT = {"type": "string", "maxLength": segment_rules.MAX_TEXT_VALUE_CHARS}
 _SCALAR = {"anyOf": [_TEXT, {"type": "number"}, {"type": "boolean"}]}
+# `"value": null` is the same as no value (exists / not_exists take none); the operators
+# that need one say so above it
+_OMITTED = {"type": "null"}
 
 
 def _when(condition: dict, then: dict) -> dict:
@@ -56,9 +59,9 @@ RULE_SCHEMA = {"allOf": [
     _when({"field": {"enum": ["tags", "lists"]}}, {"properties": {
         "operator": {"enum": ["equals", "not_equals", "contains", "not_contains", "in", "exists", "not_exists"]},
         "value": {"anyOf": [{"type": "string", "minLength": 1},
-                            {"type": "array", "items": {"type": "string", "minLength": 1}}]}}}),
+                            {"type": "array", "items": {"type": "string", "minLength": 1}}, _OMITTED]}}}),
     _when({"field": {"enum": ["email", "first_name", "last_name"]}}, {"properties": {"value": {"anyOf": [
-        {**_TEXT, "minLength": 1}, {"type": "array", "items": {**_TEXT, "minLength": 1}}]}}}),
+        {**_TEXT, "minLength": 1}, {"type": "array", "items": {**_TEXT, "minLength": 1}}, _OMITTED]}}}),
 ]}
 
 
