@@ -30,8 +30,9 @@ T = TypeVar("T")
 # parser (tiny keys) costs under 10 ms of loop time.
 OFF_LOOP_BYTES = 64 * 1024
 # Parsing is bulk work for one caller: the parser processes yield the CPU to the serving
-# process (a nice increment), whose loop answers everyone.
-PARSER_NICENESS = 10
+# process (the largest nice increment: they run on what CPU the serving loop leaves), whose
+# loop answers everyone.
+PARSER_NICENESS = 19
 # Parser processes, started on the first large body. Each holds a large body's parse in
 # memory (~10 times its size for many small values), so they are few; more large bodies
 # at once wait their turn, off the loop.
@@ -57,6 +58,18 @@ def _spill(data: bytes) -> _Spilled:
     return _Spilled(path)
 
 
+def _ready() -> None:
+    """A task that only has a parser process start (and import what parsing needs)."""
+
+
+def _start_niced(pool: concurrent.futures.ProcessPoolExecutor, processes: int) -> None:
+    """Run in the niced spawner thread: each submit finding no idle process starts one, here,
+    so it inherits this thread's nice value (Linux keeps one a thread, and a child takes the
+    value of the thread that forked it)."""
+    for _ in range(processes):
+        pool.submit(_ready)
+
+
 def _parse_spilled(parse: Callable[..., T], *args: Any) -> T:
     """In the parser process: `parse` with each spilled argument read back."""
     return parse(*(Path(a.path).read_bytes() if isinstance(a, _Spilled) else a for a in args))
@@ -69,6 +82,11 @@ class BodyParsers:
     def __init__(self, processes: int = PARSER_PROCESSES):
         self._processes = processes
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        # the thread that starts the parser processes: niced itself, so they are from their
+        # first instruction (a process importing the app at full priority took the CPU from
+        # the serving loop: /health waited 100-190 ms while they started)
+        self._spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="body-parser-spawner",
+                                                              initializer=os.nice, initargs=(PARSER_NICENESS,))
 
     async def run(self, size: int, parse: Callable[..., T], *args: Any) -> T:
         """`parse(*args)`: in place for a body under OFF_LOOP_BYTES, else in a parser process
@@ -76,11 +94,12 @@ class BodyParsers:
         bytes argument, which travels in a file)."""
         if size < OFF_LOOP_BYTES:
             return parse(*args)
+        loop = asyncio.get_running_loop()
         if self._pool is None:
             self._pool = concurrent.futures.ProcessPoolExecutor(
-                self._processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=os.nice, initargs=(PARSER_NICENESS,))
-        pool, loop = self._pool, asyncio.get_running_loop()
+                self._processes, mp_context=multiprocessing.get_context("spawn"))
+            await loop.run_in_executor(self._spawner, _start_niced, self._pool, self._processes)
+        pool = self._pool
         spilled: list[Any] = []
         try:
             for argument in args:
@@ -100,6 +119,7 @@ class BodyParsers:
                     os.unlink(argument.path)
 
     def close(self) -> None:
+        self._spawner.shutdown(wait=False)
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
