@@ -49,4 +49,6 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null; then
   fi
 fi
 
-exec .venv/bin/python -m pytest "$@"
+# In parallel processes (pytest-xdist), each with its own store, vhost and processes;
+# tests marked `quiet` (they measure time) take the run alone (tests/support/quiet_turns.py).
+exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-3}" "$@"

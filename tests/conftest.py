@@ -20,7 +20,7 @@ import pytest
 from mongo.indexes import prepare_store
 from ops import embedded_store
 from pipelines.core.settings import Settings
-from tests.support import services
+from tests.support import quiet_turns, services
 from tests.support.harness import Service, StoreThread
 from tests.support.smtp_sink import SmtpSink
 
@@ -170,6 +170,14 @@ def _processes_for_e2e(request):
     send its mail, the real front to follow its links)."""
     if request.node.get_closest_marker("e2e") and "service" in request.fixturenames:
         request.getfixturevalue("service_processes")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test marked `quiet` (it measures time) runs while no other test does
+    (tests/support/quiet_turns.py); the rest run side by side."""
+    with quiet_turns.turn(item.get_closest_marker("quiet") is not None):
+        return (yield)
 
 
 def pytest_collection_modifyitems(items):

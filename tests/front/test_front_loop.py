@@ -6,13 +6,15 @@ process, with the load coming from another process (so the test's own GIL is not
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import select
-import selectors
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -23,12 +25,10 @@ from tests.support.services import another_front, run_postroom
 pytestmark = pytest.mark.e2e  # fronts of its own, loaded from other processes
 
 BODY_TIMEOUT_SECONDS = 2
-# Issue #30 asks for 100 ms (21.7 s before the document was kept and big bodies left the
-# loop). On a quiet box this test measured p99 89-90 ms once the documents were answered in
-# front of the app and the parser processes started niced (113 ms before), and a whole-suite
-# CI run 115 ms before those two changes; the test holds 150 ms, what the suite's own
-# background processes leave room for, until a quiet whole-suite run shows < 100 ms twice.
-HEALTH_P99_SECONDS = 0.150
+# Issue #30's bar (21.7 s before the documents were kept and big bodies left the loop).
+# The test is `quiet` (it runs while no other test of the suite does): alone, it measured
+# p99 20-54 ms (a lone probe waits up to ~0.45 s once, which a p99 of ~3,000 probes leaves out).
+HEALTH_P99_SECONDS = 0.100
 HUGE_BODY_KEYS = 2_500_000
 
 # 8 clients looping on the two documents, and two 30 MB JSON bodies of 2.5 M keys each (a
@@ -100,25 +100,28 @@ def health_seconds(client: httpx.Client, base_url: str) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet  # a p99 of its own load, not of the rest of the suite's
 def test_health_stays_fast_while_documents_are_fetched_in_a_loop_and_huge_bodies_are_parsed(front):
     base_url, key = front
     with httpx.Client(timeout=60) as client:  # for the record: the same probe with no load
         idle = sorted(health_seconds(client, base_url) for _ in range(50))
     load = subprocess.Popen([sys.executable, "-c", _LOAD_SCRIPT, base_url, key, str(HUGE_BODY_KEYS)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # the load's lines, read in a thread: a select() on the pipe misses a second line that
+    # arrived with the first (it waits in the reader's buffer), and the probing never ends
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in load.stdout], daemon=True).start()
     try:
-        assert json.loads(load.stdout.readline()) == {"documents": "served"}
+        assert json.loads(lines.get(timeout=120)) == {"documents": "served"}
         answers, timings = [], []
         with httpx.Client(timeout=60) as client:
             # the huge bodies' answers come on the load's stdout; probe until both are in
-            watch = selectors.DefaultSelector()
-            watch.register(load.stdout, selectors.EVENT_READ)
+            deadline = time.monotonic() + 300
             while len(answers) < 2:
+                assert time.monotonic() < deadline and load.poll() is None, f"huge bodies unanswered ({load.poll()})"
                 timings.append(health_seconds(client, base_url))
-                if watch.select(timeout=0.02):
-                    line = load.stdout.readline()
-                    assert line, f"the load process ended early ({load.poll()})"
-                    answers.append(json.loads(line))
+                with contextlib.suppress(queue.Empty):
+                    answers.append(json.loads(lines.get_nowait()))
             for _ in range(20):  # and a few more while the document loops go on
                 timings.append(health_seconds(client, base_url))
         load.stdin.close()
