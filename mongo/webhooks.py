@@ -4,7 +4,7 @@ per subscription (`webhook_lanes`, `_id` = the subscription id).
 
 A delivery waits in its subscription's lane: `lane_due` (pipelines/webhook_events.lane_due)
 orders a lane's deliveries by when they are due, so a lane's due work is one range of one
-index. A turn of the lane claims a batch with a lease by moving `due_ms`/`lane_due` to the
+index. A turn of the lane claims each volley with a lease by moving `due_ms`/`lane_due` to the
 lease's end (guarded on being due, by `_id`), so two turns never attempt one delivery at
 once, and a turn that died leaves its deliveries due again when the lease ends.
 

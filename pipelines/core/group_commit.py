@@ -39,26 +39,26 @@ class _Group:
         return done
 
     async def _flush(self) -> None:
-        batch: list = []
+        group: list = []
         try:
             while self.pending:
-                batch, self.pending = self.pending, []
+                group, self.pending = self.pending, []
                 try:
-                    answers = list(await self.run([item for item, _ in batch]))
-                    if len(answers) != len(batch):
-                        raise RuntimeError(f"a grouped call answered {len(answers)} of {len(batch)} callers")
+                    answers = list(await self.run([item for item, _ in group]))
+                    if len(answers) != len(group):
+                        raise RuntimeError(f"a grouped call answered {len(answers)} of {len(group)} callers")
                 except Exception as error:  # the whole call failed: every caller in it sees why
-                    answers = [error] * len(batch)
-                for (_, done), answer in zip(batch, answers, strict=True):
+                    answers = [error] * len(group)
+                for (_, done), answer in zip(group, answers, strict=True):
                     if done.done():
                         continue
                     if isinstance(answer, BaseException):
                         done.set_exception(answer)
                     else:
                         done.set_result(answer)
-                batch = []
+                group = []
         except BaseException as error:  # cancelled (the loop is closing): nobody waits forever
-            for _, done in [*batch, *self.pending]:
+            for _, done in [*group, *self.pending]:
                 if not done.done():
                     done.set_exception(error if isinstance(error, Exception) else asyncio.CancelledError())
             self.pending = []

@@ -12,19 +12,20 @@ from pipelines.core.clock import in_seconds, now_iso, utcnow
 from pipelines.messages import retry_schedule
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, lane_due
 
-# Deliveries one turn of a lane attempts at most, per unit of the endpoint's concurrency:
-# enough to amortise the turn's store round trips, small enough that a slow endpoint's
-# turn ends (and other lanes get theirs) within a few HTTP timeouts.
-TURN_ROUNDS = 4
+# Deliveries one volley of a lane's turn takes at most, per unit of the endpoint's
+# concurrency (so a volley is posted in at most this many waves): enough to amortise the
+# turn's store round trips, small enough that a slow endpoint's volley ends (and other
+# lanes get their turn) within a few HTTP timeouts.
+VOLLEY_WAVES = 4
 # What an attempt records when the subscription's signing secret cannot be opened: nothing
 # is sent unsigned, and the attempt is retried on schedule (the operator may restore the key).
 SECRET_DOES_NOT_OPEN = "not sent: the signing secret does not open with POSTROOM_SECRET_KEY (was it changed?)"
 
 
-def lease_seconds(http_timeout_seconds: float, rounds: int = TURN_ROUNDS) -> int:
-    """How long a turn holds its deliveries: every round may last one HTTP timeout, and
+def lease_seconds(http_timeout_seconds: float, waves: int = VOLLEY_WAVES) -> int:
+    """How long a turn holds a volley's deliveries: every wave may last one HTTP timeout, and
     the outcome writes must land before another turn may take them again."""
-    return int(rounds * http_timeout_seconds) + 60
+    return int(waves * http_timeout_seconds) + 60
 
 
 class AttemptResult(Protocol):

@@ -2,11 +2,12 @@
 and the signed POST of one delivery (also the front's test operation).
 
 A lane (one per subscription, mongo/webhooks.py) has at most one job in flight. A turn
-leases a bounded batch of the lane's due deliveries, posts them concurrently up to the
-endpoint's limit over the kept-alive connections handed in (the HTTP adapter's Session),
-records every attempt and outcome in bulk (while the next batch goes out), takes batches
-for up to TURN_SLICE_SECONDS, and, when the lane has more due, hands the lane on to the
-back of the queue. So lanes take turns round robin: one workspace's backlog or one slow
+posts the lane's due deliveries in volleys: a volley is a bounded number of them leased
+under one claim, posted concurrently up to the endpoint's limit over the kept-alive
+connections handed in (the HTTP adapter's Session), and recorded in bulk, attempts and
+outcomes (while the next volley goes out). A turn fires volleys for up to
+TURN_SLICE_SECONDS and, when the lane has more due, hands the lane on to the back of the
+queue. So lanes take turns round robin: one workspace's backlog or one slow
 endpoint holds one worker slot at a time, and another lane's event waits for at most one
 turn of each busy lane. Retries wait in the store (pipelines/webhooks/delivery.py decides
 when); the scheduler wakes a lane when its next delivery is due, or when its job was lost
@@ -26,7 +27,7 @@ from pipelines.adapters import http_client as outbound_http
 from pipelines.core.secret_box import open_sealed
 from pipelines.core.settings import Settings
 from pipelines.webhooks import signing as webhook_signing
-from pipelines.webhooks.delivery import SECRET_DOES_NOT_OPEN, TURN_ROUNDS, AttemptOutcome, lease_seconds, outcome_of
+from pipelines.webhooks.delivery import SECRET_DOES_NOT_OPEN, VOLLEY_WAVES, AttemptOutcome, lease_seconds, outcome_of
 from pipelines.workflows.publisher import Publisher
 
 # How long a turn holds the deliveries it took.
@@ -34,8 +35,8 @@ TURN_LEASE_SECONDS = lease_seconds(outbound_http.TIMEOUT_SECONDS)
 # How long a lane's job is presumed alive, queued or running, before the scheduler gives
 # the lane a new one: one turn's lease, and a minute's wait in the queue behind other lanes.
 LANE_LEASE_SECONDS = TURN_LEASE_SECONDS + 60
-# A turn goes on with the lane's next batch while it has lasted less than this: a fast
-# endpoint's backlog is not paid a queue round trip per batch, and a turn still ends soon.
+# A turn goes on with the lane's next volley while it has lasted less than this: a fast
+# endpoint's backlog is not paid a queue round trip per volley, and a turn still ends soon.
 TURN_SLICE_SECONDS = 1.0
 
 # Told the status of each attempt once it is recorded (the worker's metrics).
@@ -60,27 +61,28 @@ async def claim_lane(db: AsyncDatabase, webhook_id: str, token: str) -> dict | N
 
 async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_http.Session, lane: dict,
                       on_attempt: OnAttempt | None) -> bool:
-    """Batches of the lane's due deliveries, posted and recorded, for up to
-    TURN_SLICE_SECONDS. True when the lane may have more due now (its last batch was full)."""
+    """Volleys of the lane's due deliveries, posted and recorded, for up to
+    TURN_SLICE_SECONDS. True when the lane may have more due now (its last volley was full)."""
     subscription = await webhook_store.get(db, lane["workspace_id"], lane["_id"])
     if subscription is None:  # deleted: what still waits in its lane is cancelled
         await webhook_store.cancel_lane(db, lane["_id"])
         return False
-    limit = max(1, settings.webhook_endpoint_concurrency) * TURN_ROUNDS
+    limit = max(1, settings.webhook_endpoint_concurrency) * VOLLEY_WAVES
     started, recording = time.monotonic(), None
     try:
         while True:
-            due_count, claim, batch = await take_batch(db, lane["_id"], limit)
-            if batch:
-                results = await send_batch(batch, subscription, secret_key=settings.secret_key,
-                                           allow_private=settings.allow_private_targets,
-                                           concurrency=settings.webhook_endpoint_concurrency, session=session)
-                outcomes = [outcome_of(d, r, settings.webhook_retry_scale) for d, r in zip(batch, results, strict=True)]
+            due_count, claim, volley = await take_volley(db, lane["_id"], limit)
+            if volley:
+                results = await post_volley(volley, subscription, secret_key=settings.secret_key,
+                                            allow_private=settings.allow_private_targets,
+                                            concurrency=settings.webhook_endpoint_concurrency, session=session)
+                outcomes = [outcome_of(d, r, settings.webhook_retry_scale)
+                            for d, r in zip(volley, results, strict=True)]
                 if recording is not None:
                     await recording
-                # recorded while the next batch is taken and sent: the endpoint is not
+                # recorded while the next volley is taken and posted: the endpoint is not
                 # left idle for the writes' round trips
-                recording = asyncio.ensure_future(record_outcomes(db, claim, batch, outcomes, on_attempt))
+                recording = asyncio.ensure_future(record_outcomes(db, claim, volley, outcomes, on_attempt))
             if due_count < limit:
                 return False
             if time.monotonic() - started >= TURN_SLICE_SECONDS:
@@ -90,19 +92,19 @@ async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_h
             await recording
 
 
-async def take_batch(db: AsyncDatabase, webhook_id: str, limit: int) -> tuple[int, str, list[dict]]:
-    """Up to `limit` of the lane's due deliveries, leased under a new claim: (how many
-    were due, the claim, the deliveries it took)."""
+async def take_volley(db: AsyncDatabase, webhook_id: str, limit: int) -> tuple[int, str, list[dict]]:
+    """The next volley: up to `limit` of the lane's due deliveries, leased under a new
+    claim: (how many were due, the claim, the deliveries it took)."""
     due = await webhook_store.due_in_lane(db, webhook_id, limit)
     claim = uuid.uuid4().hex
     return len(due), claim, await webhook_store.claim(db, webhook_id, due, claim, TURN_LEASE_SECONDS)
 
 
-async def record_outcomes(db: AsyncDatabase, claim: str, batch: list[dict], outcomes: list[AttemptOutcome],
+async def record_outcomes(db: AsyncDatabase, claim: str, volley: list[dict], outcomes: list[AttemptOutcome],
                           on_attempt: OnAttempt | None) -> None:
     """Every attempt's record, and each delivery's outcome (delivered, failed, or due again
     at its retry time), released from `claim`."""
-    changes = [(d["_id"], o.changes) for d, o in zip(batch, outcomes, strict=True)]
+    changes = [(d["_id"], o.changes) for d, o in zip(volley, outcomes, strict=True)]
     await asyncio.gather(webhook_store.record_attempts(db, [o.attempt for o in outcomes]),
                          webhook_store.finish(db, claim, changes))
     if on_attempt is not None:
@@ -129,7 +131,7 @@ async def send_signed(*, url: str, sealed_secret: str | None = None, secret: str
                       secret_key: str = "", body: str, event: str, delivery_id: str, webhook_id: str,
                       allow_private: bool, session: outbound_http.Session | None = None) -> outbound_http.HttpResult:
     """One signed POST; never raises, so every attempt ends with a result to record.
-    `secret`: the opened signing secret (a batch opens it once), else `sealed_secret`."""
+    `secret`: the opened signing secret (a volley opens it once), else `sealed_secret`."""
     if secret is None:
         try:
             secret = open_sealed(sealed_secret or "", secret_key)
@@ -142,7 +144,7 @@ async def send_signed(*, url: str, sealed_secret: str | None = None, secret: str
     return await outbound_http.post(url, raw, headers, allow_private=allow_private, session=session)
 
 
-async def send_batch(deliveries: list[dict], subscription: dict, *, secret_key: str, allow_private: bool,
+async def post_volley(deliveries: list[dict], subscription: dict, *, secret_key: str, allow_private: bool,
                      concurrency: int, session: outbound_http.Session) -> list[outbound_http.HttpResult]:
     """Each delivery's attempt to `subscription`, at most `concurrency` in flight at once
     (the endpoint's limit), results in the deliveries' order. Never raises."""

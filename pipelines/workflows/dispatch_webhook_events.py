@@ -9,7 +9,7 @@ are marked dispatched. A crash in between repeats the dispatch next tick; a lane
 job was lost is found by `wake_due_lanes` once its lease on the lane is over. Duplicate
 jobs are harmless: a turn needs the lane's token, and an attempt its delivery's lease.
 
-A tick's share of dispatch is bounded in time (`DISPATCH_TICK_SECONDS`), each batch one
+A tick's share of dispatch is bounded in time (`DISPATCH_TICK_SECONDS`), each pass one
 bulk insert and one bulk mark, so a large import's events never keep the scheduler from
 its other jobs or its heartbeat."""
 
@@ -26,24 +26,25 @@ from pipelines.webhooks.events import plan_deliveries
 from pipelines.workflows.deliver_webhooks import LANE_LEASE_SECONDS
 from pipelines.workflows.publisher import Publisher
 
-DISPATCH_BATCH = 500
-# Dispatch stops taking new batches after this long in one tick (the rest waits a tick).
+# Outbox events one pass of dispatch takes.
+EVENTS_PER_PASS = 500
+# Dispatch starts no new pass after this long in one tick (the rest waits a tick).
 DISPATCH_TICK_SECONDS = 2.0
 
 
 async def dispatch_outbox(db: AsyncDatabase, publisher: Publisher) -> int:
-    """Pending outbox events, batch by batch for up to DISPATCH_TICK_SECONDS: each becomes
+    """Pending outbox events, EVENTS_PER_PASS at a time for up to DISPATCH_TICK_SECONDS: each becomes
     its deliveries, their lanes get turns, then the events are marked. How many events."""
     done, deadline = 0, time.monotonic() + DISPATCH_TICK_SECONDS
     while time.monotonic() < deadline:
-        events = await outbox.pending(db, DISPATCH_BATCH)
+        events = await outbox.pending(db, EVENTS_PER_PASS)
         if not events:
             break
         deliveries = await _insert_deliveries(db, events)
         await give_turns(db, publisher, [d["webhook_id"] for d in deliveries])
         await outbox.mark_dispatched(db, [e["_id"] for e in events])
         done += len(events)
-        if len(events) < DISPATCH_BATCH:
+        if len(events) < EVENTS_PER_PASS:
             break
     return done
 

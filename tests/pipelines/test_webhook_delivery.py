@@ -94,15 +94,15 @@ async def test_a_secret_that_does_not_open_is_an_attempt_with_a_reason_not_an_ex
     assert outcome_of(delivery(0), result, scale=1.0).changes["due_ms"] >= now_ms() + 9_000  # retried on schedule
 
 
-async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
-    """send_batch: never more than `concurrency` requests in flight to the endpoint, over
+async def test_a_volley_keeps_to_the_endpoint_limit_and_reuses_its_connections():
+    """post_volley: never more than `concurrency` requests in flight to the endpoint, over
     kept-alive connections (a real HTTP/1.1 server on loopback counts both)."""
     import asyncio
 
     from pipelines.adapters.http_client import Session
     from pipelines.core.secret_box import seal
     from pipelines.webhooks.signing import verify
-    from pipelines.workflows.deliver_webhooks import send_batch
+    from pipelines.workflows.deliver_webhooks import post_volley
     seen = {"connections": 0, "in_flight": 0, "most": 0, "verified": 0}
 
     async def serve(reader, writer):
@@ -130,11 +130,11 @@ async def test_a_batch_keeps_to_the_endpoint_limit_and_reuses_its_connections():
     session = Session()
     subscription = {"_id": "wh1", "target_url": f"http://127.0.0.1:{port}/hook",
                     "secret_sealed": seal("whsec_k", "key")}
-    batch = [{"_id": f"ev{n}:wh1", "event": "contact.created", "body": '{"n":%d}' % n} for n in range(20)]
+    volley = [{"_id": f"ev{n}:wh1", "event": "contact.created", "body": '{"n":%d}' % n} for n in range(20)]
     try:
         for _ in range(2):  # a second turn reuses the first one's connections
-            results = await send_batch(batch, subscription, secret_key="key", allow_private=True, concurrency=4,
-                                       session=session)
+            results = await post_volley(volley, subscription, secret_key="key", allow_private=True, concurrency=4,
+                                        session=session)
             assert [r.status_code for r in results] == [200] * 20
     finally:
         await session.aclose()
