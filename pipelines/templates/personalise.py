@@ -178,10 +178,9 @@ def stored_template_data(template_data: dict | None) -> dict[str, str]:
 
 
 def template_data_of(message: dict) -> Any:
-    """The template data a stored message carries (a message stored before the JSON text
-    carries it as a document, under `template_data`)."""
+    """The template data a stored message carries (None: it carries none)."""
     text = message.get(TEMPLATE_DATA_FIELD)
-    return json.loads(text) if text is not None else message.get("template_data")
+    return json.loads(text) if text is not None else None
 
 
 def _render_html(compiled: CompiledContent, data: dict, budget: RenderBudget, limit: int) -> tuple[str, list[str]]:

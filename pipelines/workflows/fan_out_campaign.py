@@ -51,8 +51,7 @@ async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
 
 async def fan_out(db: AsyncDatabase, settings: Settings, publisher: Publisher, campaign_id: str, batch: int) -> None:
     campaign = await campaigns.load(db, campaign_id)
-    # (a campaign started before the count at start came resolved its audience then)
-    if campaign is not None and _runs(campaign, batch) and not campaign.get("audience_resolved", True):
+    if campaign is not None and _runs(campaign, batch) and not campaign["audience_resolved"]:
         campaign = await resolve_audience(db, campaign)
     if campaign is None or not _runs(campaign, batch):
         return  # finished, cancelled, nobody to send to, or this batch was already done by someone else

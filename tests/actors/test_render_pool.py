@@ -16,6 +16,7 @@ import pytest
 from actors import render_pool, runtime
 from pipelines.core.settings import Settings
 from pipelines.messages import dkim
+from pipelines.templates.personalise import stored_template_data
 from pipelines.templates.render_message import RenderContext, render_all
 from tests.support.polling import wait_until
 
@@ -29,11 +30,11 @@ def job(count: int):
     signer = dkim.Signer("postroom.test", "pr1", dkim._load_private_key(PAIR.private_pem))
     messages = [{"_id": f"msg_{i}", "workspace_id": "w1", "kind": "transactional", "to": [f"r{i}@x.test"],
                  "subject": "No. {{n}}", "html": "<p>{{#each rows}}{{this}}{{/each}}</p>",
-                 "template_data": {"n": i, "rows": list(range(i % 3))}, "text": None,
+                 **stored_template_data({"n": i, "rows": list(range(i % 3))}), "text": None,
                  "from_address": "news@postroom.test", "from_name": "News", "reply_to": None,
                  "track_opens": False, "track_clicks": False} for i in range(count)]
     if count > 7:
-        messages[7]["template_data"] = ["not", "an", "object"]   # fails alone, in the pool as inline
+        messages[7]["template_data_json"] = '["not", "an", "object"]'   # fails alone, in the pool as inline
     return messages, RenderContext(settings=settings, workspaces={"w1": {"_id": "w1", "name": "W"}},
                                    signers={dkim.SHARED: signer})
 

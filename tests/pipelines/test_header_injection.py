@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from pipelines.core.settings import Settings
 from pipelines.messages import dkim
+from pipelines.templates.personalise import stored_template_data
 from pipelines.templates.render_message import RenderContext, render_one
 from pipelines.templates.text import clean_subject, header_text
 
@@ -64,7 +65,7 @@ def render(*, kind, subject, from_name, template_data, first_name, last_name, re
     message = {"_id": "msg_1", "workspace_id": "w1", "kind": kind, "to": ["ann@x.test"], "subject": subject,
                "html": "<p>Hi {{first_name}} {{detail}}</p>", "text": None, "from_address": "acme-1@postroom.test",
                "from_name": from_name, "reply_to": reply_to, "track_opens": kind == "campaign",
-               "track_clicks": False, "template_data": template_data, "signing_domain": "postroom.test",
+               "track_clicks": False, **stored_template_data(template_data), "signing_domain": "postroom.test",
                "campaign_id": "c1" if kind == "campaign" else None, "contact_id": "c-ann"}
     contact = {"_id": "c-ann", "workspace_id": "w1", "email": "ann@x.test", "first_name": first_name,
                "last_name": last_name}
