@@ -26,6 +26,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.audience.segment_rules import compile_conditions
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import ms_of
+from pipelines.core.documents import Campaign
 
 from . import contacts, suppressions
 
@@ -109,10 +110,12 @@ async def live_contacts_by_ids(db: AsyncDatabase, workspace_id: str, contact_ids
     return [c for c in found if c["workspace_id"] == workspace_id and not c["deleted"]]
 
 
-async def batch_contact_ids(db: AsyncDatabase, campaign: dict, batch: int) -> list[str]:
+async def batch_contact_ids(db: AsyncDatabase, campaign: Campaign, batch: int) -> list[str]:
     """The contacts of fan-out batch number `batch`, as the audience was resolved."""
-    stored = await db.campaign_recipients.find_one(
-        {"_id": _batch_id(campaign["_id"], campaign["recipients_token"], batch)})
+    token = campaign.get("recipients_token")
+    if not token:  # not resolved yet: no batch is stored
+        return []
+    stored = await db.campaign_recipients.find_one({"_id": _batch_id(campaign["_id"], token, batch)})
     return [] if stored is None else list(stored["contact_ids"])
 
 

@@ -18,7 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines.core.clock import ms_of, now_iso, now_ms
-from pipelines.core.documents import CampaignPart
+from pipelines.core.documents import Campaign, CampaignPart
 from pipelines.messages.delivery_status import NEVER_MS
 
 INDEXES = {
@@ -27,7 +27,7 @@ INDEXES = {
 }
 
 
-def new_part(campaign: dict, batch: int, number: int, contact_ids: list[str], token: str,
+def new_part(campaign: Campaign, batch: int, number: int, contact_ids: list[str], token: str,
              lease_until: str) -> CampaignPart:
     return {"_id": f"{campaign['_id']}:{batch}:{number}", "campaign_id": campaign["_id"],
             "workspace_id": campaign["workspace_id"], "contact_ids": contact_ids, "done": False,

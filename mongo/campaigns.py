@@ -14,6 +14,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
 from pipelines.core.clock import ms_of, now_iso, now_ms
+from pipelines.core.documents import Campaign
 from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS
 
@@ -35,21 +36,21 @@ INDEXES: dict[str, list] = {
 CANCELLED = "campaign cancelled"  # the history detail of a message its campaign's cancel stopped
 
 
-async def insert(db: AsyncDatabase, doc: dict) -> dict:
+async def insert(db: AsyncDatabase, doc: Campaign) -> Campaign:
     await db.campaigns.insert_one(doc)
     return doc
 
 
-async def get(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> Campaign | None:
     return await get_owned(db.campaigns, workspace_id, campaign_id)
 
 
-async def load(db: AsyncDatabase, campaign_id: str) -> dict | None:
+async def load(db: AsyncDatabase, campaign_id: str) -> Campaign | None:
     return await db.campaigns.find_one({"_id": campaign_id})
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, status: str | None,
-                    limit: int, offset: int) -> tuple[list[dict], int]:
+                    limit: int, offset: int) -> tuple[list[Campaign], int]:
     query: dict = {"workspace_id": workspace_id}
     if status:
         query["status"] = status
@@ -70,26 +71,26 @@ def _times(changes: dict) -> dict:
     return times
 
 
-async def _guarded(db: AsyncDatabase, query: dict, changes: dict) -> dict | None:
+async def _guarded(db: AsyncDatabase, query: dict, changes: dict) -> Campaign | None:
     changes = {**changes, "updated_at": now_iso(), **_times(changes)}
     return await db.campaigns.find_one_and_update(query, {"$set": changes},
                                                   return_document=ReturnDocument.AFTER)
 
 
-async def start_sending(db: AsyncDatabase, workspace_id: str, campaign_id: str, fields: dict) -> dict | None:
+async def start_sending(db: AsyncDatabase, workspace_id: str, campaign_id: str, fields: dict) -> Campaign | None:
     """draft|scheduled → sending; None when the campaign was not in a startable state."""
     return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
                                "status": {"$in": list(STARTABLE)}},
                           {**fields, "status": "sending", "started_at": now_iso()})
 
 
-async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_at: str) -> dict | None:
+async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_at: str) -> Campaign | None:
     return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
                                "status": {"$in": list(SCHEDULABLE)}},
                           {"status": "scheduled", "send_at": send_at})
 
 
-async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> dict | None:
+async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> Campaign | None:
     """scheduled/sending → cancelled (guarded): the campaign as cancelled, or None."""
     return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
                                "status": {"$in": list(CANCELLABLE)}},
@@ -103,7 +104,7 @@ async def mark_refund_due(db: AsyncDatabase, campaign_id: str) -> None:
                                   {"$set": {"refund_due": True, "refund_due_ms": now_ms()}})
 
 
-async def refunds_due(db: AsyncDatabase, limit: int = 50) -> list[dict]:
+async def refunds_due(db: AsyncDatabase, limit: int = 50) -> list[Campaign]:
     # on the integer (set while a refund is due): a find on the boolean read every campaign
     return await db.campaigns.find({"refund_due_ms": {"$lt": NEVER_MS}}, limit=limit).to_list()
 
@@ -118,12 +119,12 @@ async def take_refund(db: AsyncDatabase, campaign_id: str, count: int) -> bool:
     return result.modified_count == 1
 
 
-async def fail(db: AsyncDatabase, campaign_id: str, reason: str) -> dict | None:
+async def fail(db: AsyncDatabase, campaign_id: str, reason: str) -> Campaign | None:
     return await _guarded(db, {"_id": campaign_id, "status": {"$in": list(STARTABLE)}},
                           {"status": "failed", "failed_at": now_iso(), "failure_reason": reason})
 
 
-async def complete(db: AsyncDatabase, campaign_id: str) -> dict | None:
+async def complete(db: AsyncDatabase, campaign_id: str) -> Campaign | None:
     """sending → sent, once the fan-out is done (the caller checked nothing is pending)."""
     return await _guarded(db, {"_id": campaign_id, "status": "sending", "fanout_done": True},
                           {"status": "sent", "completed_at": now_iso()})
@@ -152,16 +153,16 @@ async def touch_fanout(db: AsyncDatabase, campaign_id: str) -> None:
     await db.campaigns.update_one({"_id": campaign_id}, {"$set": {"fanout_at": now_iso()}})
 
 
-async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[dict]:
+async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[Campaign]:
     return await db.campaigns.find({"send_at_ms": {"$lte": now_ms()}, "status": "scheduled"},
                                    limit=limit, sort=[("send_at_ms", 1)]).to_list()
 
 
-async def sending(db: AsyncDatabase, limit: int = 200) -> list[dict]:
+async def sending(db: AsyncDatabase, limit: int = 200) -> list[Campaign]:
     return await db.campaigns.find({"status": "sending"}, limit=limit).to_list()
 
 
-async def recently_finished(db: AsyncDatabase, since_ms: int, limit: int = 200) -> list[dict]:
+async def recently_finished(db: AsyncDatabase, since_ms: int, limit: int = 200) -> list[Campaign]:
     """Campaigns finished since `since_ms` (epoch ms): late outcomes (DSNs) still move their stats."""
     return await db.campaigns.find({"updated_ms": {"$gte": since_ms}, "status": {"$in": ["sent", "cancelled"]}},
                                    limit=limit).to_list()

@@ -5,6 +5,7 @@ update and delete (always scoped by `workspace_id`), and inserts where a unique 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, InsertOne, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
@@ -18,9 +19,10 @@ NEWEST_FIRST = [("created_at", DESCENDING), ("_id", ASCENDING)]
 
 
 async def create(collection: AsyncCollection, workspace_id: str, fields: dict,
-                 stamped: tuple[str, ...] = ()) -> dict:
+                 stamped: tuple[str, ...] = ()) -> Any:
     """A new document of the workspace with `fields`, a fresh id, and `created_at`, `updated_at`
-    and each of `stamped` set to now."""
+    and each of `stamped` set to now. Like the driver's reads below, typed `Any`: the caller
+    names the collection's document type (pipelines/core/documents.py)."""
     now = now_iso()
     doc = {"_id": new_uuid(), "workspace_id": workspace_id, **fields,
            **{k: now for k in ("created_at", "updated_at", *stamped)}}
@@ -48,7 +50,7 @@ async def insert_all_new(collection: AsyncCollection, docs: list[dict]) -> None:
             raise
 
 
-async def get_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, **where) -> dict | None:
+async def get_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, **where) -> Any:
     return await collection.find_one({"_id": doc_id, "workspace_id": workspace_id, **where})
 
 
@@ -66,7 +68,7 @@ async def page(collection: AsyncCollection, query: dict, *, limit: int, offset: 
     return items, await collection.count_documents(query)
 
 
-async def update_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, changes: dict) -> dict | None:
+async def update_owned(collection: AsyncCollection, workspace_id: str, doc_id: str, changes: dict) -> Any:
     """The document after `changes` (and a new `updated_at`), None when it is not there."""
     return await collection.find_one_and_update(
         {"_id": doc_id, "workspace_id": workspace_id},

@@ -22,6 +22,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.core.documents import Message
 from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS, Transition
 
@@ -50,7 +51,7 @@ async def insert_once(db: AsyncDatabase, doc: dict) -> bool:
     return True
 
 
-async def get(db: AsyncDatabase, workspace_id: str, message_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, message_id: str) -> Message | None:
     return await db.messages.find_one({"_id": message_id, "workspace_id": workspace_id})
 
 
@@ -191,7 +192,7 @@ async def insert_new(db: AsyncDatabase, docs: list[dict]) -> int:
         return int(error.details.get("nInserted", 0))
 
 
-async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> dict | None:
+async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> Message | None:
     """One transition of a message of `workspace_id`; the message after it, or None when
     it did not apply."""
     guard, update = _guarded(t, now_iso())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pipelines.audience import forms
 from pipelines.automations.runs import ms_iso
 from pipelines.campaigns import stats as campaign_stats
+from pipelines.core.documents import Campaign
 from pipelines.domains import dns_records
 from pipelines.messages import dkim
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
@@ -102,7 +103,7 @@ def bounce(doc: dict) -> dict:
     }
 
 
-def campaign(doc: dict) -> dict:
+def campaign(doc: Campaign) -> dict:
     stats = campaign_stats.stats(doc)
     return {
         "id": doc["_id"], "name": doc["name"], "subject": doc["subject"],

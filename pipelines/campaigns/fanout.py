@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from pipelines.templates.personalise import stored_template_data
 
@@ -43,8 +45,9 @@ def batch_count(recipients: int, batch_size: int = BATCH_SIZE) -> int:
     return math.ceil(recipients / batch_size) if recipients > 0 else 0
 
 
-def campaign_message(campaign: dict, contact: dict, now: str) -> dict:
-    """The message document for one recipient (rendered later, one render per contact)."""
+def campaign_message(campaign: Mapping[str, Any], contact: dict, now: str) -> dict:
+    """The message document for one recipient (rendered later, one render per contact).
+    `campaign`: a Campaign, or an automation's email step shaped like one (automations/runs.py)."""
     sender = campaign["sender"]
     return {
         "_id": message_id(campaign["_id"], contact["_id"]),

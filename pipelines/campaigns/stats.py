@@ -21,14 +21,30 @@ A message's status only moves forward (queued → … → delivered → opened �
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+from pipelines.core.documents import Campaign
+
 # Statuses a message passes through after SMTP was attempted and answered.
 SENT_STATUSES = ("sent", "delivered", "opened", "clicked", "bounced")
 DELIVERED_STATUSES = ("delivered", "opened", "clicked")
 PENDING_STATUSES = ("queued", "sending")
 
-# Engagement counters kept on the campaign document (flat fields, bumped with $inc).
-COUNTERS = ("opened_unique", "opens_total", "clicked_unique", "clicks_total",
-            "unsubscribed", "complained")
+
+class EngagementCounters(TypedDict):
+    """Engagement counters kept on the campaign document (flat fields, bumped with $inc)."""
+    opened_unique: int
+    opens_total: int
+    clicked_unique: int
+    clicks_total: int
+    unsubscribed: int
+    complained: int
+
+
+# A new campaign's counters.
+ZERO_COUNTERS: EngagementCounters = {"opened_unique": 0, "opens_total": 0, "clicked_unique": 0, "clicks_total": 0,
+                                     "unsubscribed": 0, "complained": 0}
+COUNTERS = tuple(ZERO_COUNTERS)
 
 RATE_DIGITS = 4
 
@@ -41,7 +57,7 @@ def ratio(part: int, whole: int) -> float:
     return round(part / whole, RATE_DIGITS) if whole else 0.0
 
 
-def stats(campaign: dict) -> dict:
+def stats(campaign: Campaign) -> dict:
     counts = campaign.get("status_counts") or {}
     return {
         "recipients": int(campaign.get("total_recipients", 0)),
@@ -61,7 +77,7 @@ def stats(campaign: dict) -> dict:
     }
 
 
-def pending(campaign: dict, counts: dict[str, int]) -> int:
+def pending(campaign: Campaign, counts: dict[str, int]) -> int:
     """Queued or on the wire: the messages in those statuses, and the recipients handed
     on to sending whose message is not recorded yet (a campaign part records each one at
     its outcome: mongo/campaign_parts.py)."""

@@ -34,7 +34,7 @@ class Message(TypedDict):
     workspace_id: str
     key_id: str | None
     sandbox: bool                        # accepted by a sandbox key: rendered, never sent
-    kind: str                            # "transactional" | "campaign"
+    kind: str                            # "transactional" | "campaign" | "automation"
     to: list[str]
     subject: str
     html: str | None
@@ -60,7 +60,14 @@ class Message(TypedDict):
     stream: NotRequired[str]             # mail_streams: transactional or marketing
     footer: NotRequired[bool]            # the compliance footer is added
     contact_id: NotRequired[str]         # a campaign message's recipient
+    # an automation's email step's (automations/runs.email_message)
+    automation_id: NotRequired[str]
+    run_id: NotRequired[str]
+    preview_text: NotRequired[str | None]
     suppressed_recipients: NotRequired[list[str]]
+    # settled by the SMTP attempts so far: never sent to again (messages/outcomes.py)
+    accepted_recipients: NotRequired[list[str]]
+    refused_recipients: NotRequired[list[str]]
     due_at: NotRequired[str | None]      # a scheduled message's send time
     # the claim of the job that holds it ("" = nobody) and until when (lease_ms: its integer twin)
     lease_token: NotRequired[str]
@@ -163,6 +170,11 @@ class Campaign(TypedDict):
     failure_reason: NotRequired[str | None]
     send_at_ms: NotRequired[int]
     updated_ms: NotRequired[int]
+    # a cancelled campaign's unsent recipients, given back to the plan once (mongo/campaigns.take_refund)
+    refund_due: NotRequired[bool]
+    refund_due_ms: NotRequired[int]      # NEVER_MS once refunded: the scheduler's index
+    plan_refunded: NotRequired[int]
+    refunded_at: NotRequired[str]
 
 
 class CampaignPart(TypedDict):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict
 
 from pipelines.core.clock import ms_of
 
@@ -124,7 +124,14 @@ def table_markdown() -> str:
 NEVER_MS = 2**62
 
 
-def watch(status: str, at: str, fields: Mapping | None = None) -> dict:
+class WatchTimes(TypedDict):
+    """A message's scheduler times (`watch`)."""
+    due_ms: int
+    stall_ms: int
+    lease_ms: NotRequired[int]
+
+
+def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
     """The two times the scheduler finds a message by, as integer epoch milliseconds,
     written with every status and kept in indexes of their own (the embedded store
     answers a range over one integer field from its index, but reads every message for a
@@ -152,7 +159,7 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> dict:
             stall = ms_of(at)
             if fields.get("lease_token") and fields.get("lease_until"):  # born claimed: not before its lease ends
                 stall = max(stall, ms_of(fields["lease_until"]))
-    times = {"due_ms": due, "stall_ms": stall}
+    times: WatchTimes = {"due_ms": due, "stall_ms": stall}
     if fields.get("lease_until"):
         times["lease_ms"] = ms_of(fields["lease_until"])
     return times

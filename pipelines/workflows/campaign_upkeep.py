@@ -13,6 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaign_parts, campaigns, outbox, send_limits, workspaces
 from pipelines.core.clock import in_seconds, ms_in, parse_iso
+from pipelines.core.documents import Campaign
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
 from pipelines.messages import send_jobs, throttle
@@ -44,7 +45,7 @@ async def start_due_campaigns(db: AsyncDatabase, settings: Settings, publisher: 
     return started
 
 
-async def _start(db: AsyncDatabase, settings: Settings, publisher: Publisher, campaign: dict) -> None:
+async def _start(db: AsyncDatabase, settings: Settings, publisher: Publisher, campaign: Campaign) -> None:
     workspace = await workspaces.get(db, campaign["workspace_id"])
     if workspace is None:
         raise PostroomError("The workspace no longer exists.")
@@ -71,7 +72,7 @@ async def finish_campaigns(db: AsyncDatabase, publisher: Publisher) -> int:
     return finished
 
 
-async def _nudge_stalled_fanout(db: AsyncDatabase, publisher: Publisher, campaign: dict) -> None:
+async def _nudge_stalled_fanout(db: AsyncDatabase, publisher: Publisher, campaign: Campaign) -> None:
     if _stale(campaign.get("fanout_at"), FANOUT_STALL_SECONDS):
         log.warning("campaign %s fan-out stalled; enqueueing its next batch again", campaign["_id"],
                     extra={"campaign_id": campaign["_id"], "workspace_id": campaign.get("workspace_id")})
@@ -79,7 +80,7 @@ async def _nudge_stalled_fanout(db: AsyncDatabase, publisher: Publisher, campaig
         await publisher.fan_out(campaign["_id"], campaign["batches_done"])
 
 
-async def _complete(db: AsyncDatabase, campaign: dict) -> int:
+async def _complete(db: AsyncDatabase, campaign: Campaign) -> int:
     """The campaign's final counts, `completed` (guarded: once), campaign.completed recorded.
     1 if this call completed it."""
     await campaigns.refresh_status_counts(db, campaign["_id"])

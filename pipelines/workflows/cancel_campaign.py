@@ -7,11 +7,12 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaigns
+from pipelines.core.documents import Campaign
 from pipelines.core.errors import Conflict
 from pipelines.workflows.publisher import Publisher
 
 
-async def cancel(db: AsyncDatabase, publisher: Publisher, campaign: dict) -> dict:
+async def cancel(db: AsyncDatabase, publisher: Publisher, campaign: Campaign) -> Campaign:
     """The campaign as cancelled (at once if it already was); 409 unless it was scheduled
     or sending."""
     if campaign["status"] == "cancelled":
@@ -21,7 +22,7 @@ async def cancel(db: AsyncDatabase, publisher: Publisher, campaign: dict) -> dic
         raise Conflict(f"The campaign is {campaign['status']}; only a scheduled or sending campaign can be cancelled.")
     if cancelled.get("started_at") and not cancelled.get("sandbox"):  # charged to the plan at start
         await campaigns.mark_refund_due(db, campaign["_id"])
-        cancelled = {**cancelled, "refund_due": True}
+        cancelled["refund_due"] = True
     if campaign["status"] == "sending":
         await publisher.cancel_campaign(campaign["_id"])
     return cancelled

@@ -22,16 +22,17 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo import campaign_audience, campaign_parts, campaigns, send_limits
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import in_seconds, parse_iso
+from pipelines.core.documents import Campaign
 from pipelines.core.settings import Settings
 from pipelines.messages import send_jobs, throttle
 from pipelines.workflows.publisher import Publisher
 
 
-def _runs(campaign: dict, batch: int) -> bool:
+def _runs(campaign: Campaign, batch: int) -> bool:
     return campaign["status"] == "sending" and not campaign["fanout_done"] and campaign["batches_done"] == batch
 
 
-async def resolve_audience(db: AsyncDatabase, campaign: dict) -> dict | None:
+async def resolve_audience(db: AsyncDatabase, campaign: Campaign) -> Campaign | None:
     """The campaign once its audience is resolved (by this call or by another)."""
     audience = campaign["audience"]
     audience_filter = campaign_audience.audience_filter(audience, audience["is_list"], campaign["audience_at"])

@@ -37,7 +37,7 @@ from mongo import (
 from pipelines.audience import recipients
 from pipelines.campaigns.fanout import campaign_message
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
-from pipelines.core.documents import CampaignPart
+from pipelines.core.documents import Campaign, CampaignPart
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 from pipelines.messages import delivery_status, mail_streams
 from pipelines.templates.render_message import RenderContext, RenderResult
@@ -122,7 +122,7 @@ async def unpack_part(db: AsyncDatabase, publisher: Publisher, part_id: str, tok
     await publisher.render([m["_id"] for m in docs])
 
 
-async def _part_messages(db: AsyncDatabase, campaign: dict, part: CampaignPart) -> tuple[list[dict], list[dict]]:
+async def _part_messages(db: AsyncDatabase, campaign: Campaign, part: CampaignPart) -> tuple[list[dict], list[dict]]:
     """The part's contacts still to send to now, and the messages to make for them, held
     under the part's claim (those already recorded, by an earlier run, left out)."""
     at = now_iso()
@@ -133,7 +133,7 @@ async def _part_messages(db: AsyncDatabase, campaign: dict, part: CampaignPart) 
     return sendable, [m for m in made if m["_id"] not in recorded]
 
 
-async def _finish_part(db: AsyncDatabase, campaign: dict, part: CampaignPart, sendable: int) -> None:
+async def _finish_part(db: AsyncDatabase, campaign: Campaign, part: CampaignPart, sendable: int) -> None:
     if await campaign_parts.finish(db, part["_id"], part["lease_token"]):
         # who was left out (gone, unsubscribed, bounced or suppressed since the audience
         # was resolved) is no longer counted as handed on: no message will be made

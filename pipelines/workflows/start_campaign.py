@@ -16,6 +16,7 @@ from mongo import campaign_audience, domains, lists, outbox, segments, send_limi
 from mongo import campaigns as campaign_store
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import now_iso, utcnow
+from pipelines.core.documents import Campaign
 from pipelines.core.errors import Conflict, Forbidden, NotFound
 from pipelines.core.settings import Settings
 from pipelines.messages import sender as sender_rules
@@ -53,8 +54,8 @@ async def resolve_sender(db: AsyncDatabase, workspace: dict, from_email: str | N
             "custom_domain": sender.custom_domain}
 
 
-async def start(db: AsyncDatabase, settings: Settings, publisher: Publisher, workspace: dict, campaign: dict,
-                *, key_id: str, sandbox: bool) -> dict:
+async def start(db: AsyncDatabase, settings: Settings, publisher: Publisher, workspace: dict, campaign: Campaign,
+                *, key_id: str | None, sandbox: bool) -> Campaign:
     """The campaign as it started sending; 404 for a reference gone, 403 limit_reached, 409
     when it is not startable or another request started it first."""
     if campaign["status"] not in campaign_fanout.STARTABLE:
