@@ -58,7 +58,13 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, type_: str | None, 
         query["created_ms"] = window
     # `$count`, not count_documents: the embedded store answers a `$match` and `$count` from
     # its index, where count_documents' `$group` reads every bounce (mongo/campaign_audience.py)
-    counted = await (await db.bounces.aggregate([{"$match": query}, {"$count": "n"}])).to_list()
+    # and the window as an `$and` of its own for the count only: the embedded store counts a
+    # plain {workspace_id, created_ms} by reading every bounce of the workspace (61 ms at
+    # 30,000, 144 ms at 100,000), the `$and` from the created_ms index (2.6 ms); the find
+    # is the other way round (583 ms as an `$and`), so it keeps the plain filter
+    counting = {"$and": [{"created_ms": window}, {k: v for k, v in query.items() if k != "created_ms"}]} \
+        if window else query
+    counted = await (await db.bounces.aggregate([{"$match": counting}, {"$count": "n"}])).to_list()
     total = int(counted[0]["n"]) if counted else 0
     docs = await db.bounces.find(query, sort=[("created_at", -1), ("_id", 1)], skip=offset,
                                  limit=limit).to_list()
