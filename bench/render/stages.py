@@ -20,7 +20,7 @@ from pipelines.core.settings import Settings
 from pipelines.messages import dkim
 from pipelines.messages.mail_streams import shared_headers
 from pipelines.messages.mime import compose
-from pipelines.templates.personalise import render_content
+from pipelines.templates.personalise import render_content, stored_template_data
 from pipelines.templates.render_message import (
     RenderContext,
     message_content,
@@ -39,7 +39,7 @@ def messages(count: int) -> list[dict]:
     created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()
     return [{"_id": f"msg{i:06d}", "workspace_id": "ws1", "to": [to], "subject": TEMPLATE_SUBJECT,
              "from_address": "news@postroom.test", "from_name": "Acme", "template_id": "t1", "template_version": 1,
-             "template_data": data, "status": "queued", "created_at": created}
+             **stored_template_data(data), "status": "queued", "created_at": created}
             for i, (to, data) in enumerate(recipients(count))]
 
 

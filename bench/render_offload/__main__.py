@@ -25,6 +25,7 @@ import time
 from actors import render_pool, runtime
 from pipelines.core.settings import Settings
 from pipelines.messages import dkim
+from pipelines.templates.personalise import stored_template_data
 from pipelines.templates.render_message import RenderContext, render_all
 
 HEAVY_HTML = "<p>{{#each rows}}{{#each rows}}{{this}} {{/each}}<br>{{/each}}</p>{{unsubscribe_url}}"
@@ -49,7 +50,7 @@ def heavy_job(count: int) -> tuple[list[dict], RenderContext]:
     signer = dkim.Signer("postroom.test", "pr1", dkim._load_private_key(pair.private_pem))
     messages = [{"_id": f"msg_{i}", "workspace_id": "w1", "kind": "transactional", "to": [f"r{i}@x.test"],
                  "subject": "Report {{n}}", "html": HEAVY_HTML, "text": None,
-                 "template_data": {"rows": list(range(200)), "n": i},
+                 **stored_template_data({"rows": list(range(200)), "n": i}),
                  "from_address": "news@postroom.test", "from_name": "News", "reply_to": None,
                  "track_opens": False, "track_clicks": False} for i in range(count)]
     ctx = RenderContext(settings=settings, workspaces={"w1": {"_id": "w1", "name": "W"}}, signers={dkim.SHARED: signer})
