@@ -38,7 +38,10 @@ INDEXES: dict[str, list[IndexModel]] = {
                  # what the scheduler finds messages by (pipelines/delivery_status.watch):
                  # single integer fields, the only ranges the embedded store answers from an index
                  IndexModel([("due_ms", ASCENDING)], name="due_ms"),
-                 IndexModel([("stall_ms", ASCENDING)], name="stall_ms")],
+                 IndexModel([("stall_ms", ASCENDING)], name="stall_ms"),
+                 # when the status last changed: `postroom status` and `messages failed --since`
+                 # range over it (they read every message on the ISO `updated_at`)
+                 IndexModel([("updated_ms", ASCENDING)], name="updated_ms")],
     "outbox": [IndexModel([(outbox.DISPATCH_MS, ASCENDING)], name="dispatch_ms")],
     "domains": [IndexModel([("workspace_id", ASCENDING), ("domain", ASCENDING)], unique=True,
                            name="ws_domain_unique")],

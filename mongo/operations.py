@@ -10,7 +10,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
-from pipelines.core.clock import now_ms, parse_iso, utcnow
+from pipelines.core.clock import ms_of, now_ms, parse_iso, utcnow
 from pipelines.messages.delivery_status import NEVER_MS
 
 from . import webhooks
@@ -55,7 +55,7 @@ async def oldest_waiting(db: AsyncDatabase) -> dict:
 
 async def messages_by_status_since(db: AsyncDatabase, since_iso: str) -> dict[str, int]:
     """Messages whose status last changed since `since_iso`, by that status."""
-    cursor = await db.messages.aggregate([{"$match": {"updated_at": {"$gte": since_iso}}},
+    cursor = await db.messages.aggregate([{"$match": {"updated_ms": {"$gte": ms_of(since_iso)}}},
                                           {"$group": {"_id": "$status", "count": {"$sum": 1}}}])
     rows = await cursor.to_list()
     return {r["_id"]: int(r["count"]) for r in sorted(rows, key=lambda r: str(r["_id"]))}
@@ -102,12 +102,14 @@ async def replay_delivery(db: AsyncDatabase, delivery_id: str) -> dict | None:
 
 async def failed_messages(db: AsyncDatabase, workspace_id: str | None, since_iso: str | None,
                           limit: int) -> list[dict]:
+    # one flat filter: the embedded store answers {status, updated_ms range, ...} from the
+    # updated_ms index, but reads every message for the same as an `$and` (834 ms at 30,000)
     where: dict = {"status": "failed"}
     if since_iso:
-        where["updated_at"] = {"$gte": since_iso}
+        where["updated_ms"] = {"$gte": ms_of(since_iso)}
     if workspace_id:
-        where = {"$and": [where, {"workspace_id": workspace_id}]}
+        where["workspace_id"] = workspace_id
     return await db.messages.find(
         where, {"_id": 1, "workspace_id": 1, "to": 1, "subject": 1, "error": 1, "last_error": 1,
                 "updated_at": 1, "failed_at": 1, "campaign_id": 1, "history": 1},
-        sort=[("updated_at", DESCENDING)], limit=limit).to_list()
+        sort=[("updated_ms", DESCENDING)], limit=limit).to_list()

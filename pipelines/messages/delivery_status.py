@@ -128,11 +128,12 @@ class WatchTimes(TypedDict):
     """A message's scheduler times (`watch`)."""
     due_ms: int
     stall_ms: int
+    updated_ms: int  # when the status last changed: what an operator's "in the last hour" ranges over
     lease_ms: NotRequired[int]
 
 
 def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
-    """The two times the scheduler finds a message by, as integer epoch milliseconds,
+    """The times the scheduler and operators find a message by, as integer epoch milliseconds,
     written with every status and kept in indexes of their own (the embedded store
     answers a range over one integer field from its index, but reads every message for a
     range over date strings, or for a status beside any range: four such finds a second
@@ -141,7 +142,8 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
       claim's `lease_until` (past it the worker is taken for dead), a retry's
       `next_attempt_at` while it waits in the store;
     - `stall_ms`: when a queued message (not waiting for a retry) was last touched: the
-      watchdog renders it again POSTROOM_MESSAGE_STALL_SECONDS later.
+      watchdog renders it again POSTROOM_MESSAGE_STALL_SECONDS later;
+    - `updated_ms`: `at`, when the status last changed (the operator's reads by time).
     NEVER_MS where none applies. `fields`: the message's (or the write's) `due_at`,
     `lease_until` and `next_attempt_at`.
     With a `lease_until` in `fields`, also `lease_ms`, its integer twin: what the guards
@@ -159,7 +161,7 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
             stall = ms_of(at)
             if fields.get("lease_token") and fields.get("lease_until"):  # born claimed: not before its lease ends
                 stall = max(stall, ms_of(fields["lease_until"]))
-    times: WatchTimes = {"due_ms": due, "stall_ms": stall}
+    times: WatchTimes = {"due_ms": due, "stall_ms": stall, "updated_ms": ms_of(at)}
     if fields.get("lease_until"):
         times["lease_ms"] = ms_of(fields["lease_until"])
     return times
