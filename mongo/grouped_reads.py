@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -22,9 +23,10 @@ from pipelines.core.group_commit import grouped
 
 
 async def find_in(db: AsyncDatabase, collection: str, field: str, values, *, where: dict | None = None,
-                  projection: dict | None = None) -> list[dict]:
+                  projection: dict | None = None) -> list[Any]:
     """The documents of `collection` matching `where` whose `field` (a scalar: `_id`, a
-    key) is one of `values`; `projection` must keep `field`."""
+    key) is one of `values`; `projection` must keep `field`. Typed `Any`, as the driver's
+    reads: the caller names the collection's document type (pipelines/core/documents.py)."""
     values = list(dict.fromkeys(values))
     if not values:
         return []

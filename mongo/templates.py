@@ -14,6 +14,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.core.clock import now_iso
+from pipelines.core.documents import Template, TemplateVersion
 from pipelines.core.ids import new_uuid
 
 from . import grouped_reads
@@ -33,28 +34,32 @@ def version_id(template_id: str, version: int) -> str:
     return f"{template_id}:{version}"
 
 
-def _version_doc(template: dict, at: str, restored_from: int | None) -> dict:
+def _version_doc(template: Template, at: str, restored_from: int | None) -> TemplateVersion:
     return {"_id": version_id(template["_id"], template["version"]), "template_id": template["_id"],
             "workspace_id": template["workspace_id"], "version": template["version"],
-            **{k: template.get(k) for k in CONTENT_FIELDS}, "restored_from": restored_from, "created_at": at}
+            "name": template["name"], "description": template["description"], "html": template["html"],
+            "json_structure": template["json_structure"], "restored_from": restored_from, "created_at": at}
 
 
-async def create(db: AsyncDatabase, workspace_id: str, content: dict) -> dict:
+async def create(db: AsyncDatabase, workspace_id: str, content: dict) -> Template:
     at = now_iso()
-    doc = {"_id": new_uuid(), "workspace_id": workspace_id, **{k: content.get(k) for k in CONTENT_FIELDS},
-           "version": 1, "deleted": False, "deleted_at": None, "created_at": at, "updated_at": at}
+    doc: Template = {"_id": new_uuid(), "workspace_id": workspace_id, "name": content.get("name"),
+                     "description": content.get("description"), "html": content.get("html"),
+                     "json_structure": content.get("json_structure"),
+                     "version": 1, "deleted": False, "deleted_at": None, "created_at": at, "updated_at": at}
     await db.templates.insert_one(doc)
     await db.template_versions.insert_one(_version_doc(doc, at, None))
     return doc
 
 
-async def get(db: AsyncDatabase, workspace_id: str, template_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, template_id: str) -> Template | None:
     """The live template (a soft-deleted one is gone for every caller)."""
     return await get_owned(db.templates, workspace_id, template_id, deleted=False)
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, *, search: str | None, limit: int,
                     offset: int) -> tuple[list[dict], int]:
+    """A page of live templates, without their content (html, json_structure)."""
     filters: dict = {"workspace_id": workspace_id, "deleted": False}
     if search:
         filters["name"] = {"$regex": re.escape(search), "$options": "i"}
@@ -64,7 +69,7 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, search: str | None,
 
 
 async def update(db: AsyncDatabase, workspace_id: str, template_id: str, changes: dict, *,
-                 restored_from: int | None = None) -> dict | None:
+                 restored_from: int | None = None) -> Template | None:
     """Apply `changes` (content fields) as a new version; None if there is no live template."""
     at = now_iso()
     doc = await db.templates.find_one_and_update(
@@ -86,28 +91,33 @@ async def soft_delete(db: AsyncDatabase, workspace_id: str, template_id: str) ->
 
 async def list_versions(db: AsyncDatabase, workspace_id: str, template_id: str, *, limit: int,
                         offset: int) -> tuple[list[dict], int]:
+    """A page of the template's versions, newest first, without their content (html, json_structure)."""
     filters = {"template_id": template_id, "workspace_id": workspace_id}
     docs = await db.template_versions.find(filters, {"html": 0, "json_structure": 0}, sort=[("version", -1)],
                                            skip=offset, limit=limit).to_list()
     return docs, await db.template_versions.count_documents(filters)
 
 
-async def get_version(db: AsyncDatabase, workspace_id: str, template_id: str, version: int) -> dict | None:
+async def get_version(db: AsyncDatabase, workspace_id: str, template_id: str,
+                      version: int) -> TemplateVersion | None:
     return await db.template_versions.find_one({"_id": version_id(template_id, version),
                                                 "workspace_id": workspace_id})
 
 
-async def load_versions(db: AsyncDatabase, keys: list[tuple[str, int | None]]) -> dict[tuple[str, int | None], dict]:
+async def load_versions(db: AsyncDatabase, keys: list[tuple[str, int | None]],
+                        ) -> dict[tuple[str, int | None], TemplateVersion | Template]:
     """The exact versions messages were sent with, by (template id, version), for rendering.
     A version document missing after a crash between the two writes of `update` is
     stood in for by the template itself when it is still at that version."""
     wanted: dict[str, tuple[str, int | None]] = {version_id(t, v): (t, v) for t, v in keys if v is not None}
     if not wanted:
         return {}
-    found = {wanted[d["_id"]]: d for d in await grouped_reads.find_in(db, "template_versions", "_id", wanted)}
+    stored: list[TemplateVersion] = await grouped_reads.find_in(db, "template_versions", "_id", wanted)
+    found: dict[tuple[str, int | None], TemplateVersion | Template] = {wanted[d["_id"]]: d for d in stored}
     missing = [k for k in wanted.values() if k not in found]
     if missing:
-        for doc in await db.templates.find({"_id": {"$in": [t for t, _ in missing]}}).to_list():
-            if (doc["_id"], doc["version"]) in missing:
-                found[(doc["_id"], doc["version"])] = doc
+        templates: list[Template] = await db.templates.find({"_id": {"$in": [t for t, _ in missing]}}).to_list()
+        for template in templates:
+            if (template["_id"], template["version"]) in missing:
+                found[(template["_id"], template["version"])] = template
     return found

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from pipelines.audience.recipients import owed_recipients
 from pipelines.core.clock import parse_iso, utcnow
+from pipelines.core.documents import Template, TemplateVersion
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
 from pipelines.messages import tracking_rewrite, unsubscribe_headers
@@ -40,7 +41,7 @@ class RenderContext:
     # pipelines.messages.dkim.signer_key(message) → Signer; a message without one leaves unsigned
     signers: dict[str, Signer] = dataclasses.field(default_factory=dict)
     # (template id, version) → that template version (messages render what was current at send)
-    templates: dict[tuple[str, int | None], dict] = dataclasses.field(default_factory=dict)
+    templates: dict[tuple[str, int | None], TemplateVersion | Template] = dataclasses.field(default_factory=dict)
     # (workspace id, lower-cased address) → contact, for contact merge tags
     contacts: dict[tuple[str, str], dict] = dataclasses.field(default_factory=dict)
     # signer_key(message) → the verified return-path host of its custom domain; absent:

@@ -7,18 +7,20 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import templates
+from pipelines.core.documents import Template, TemplateVersion
 
 
-async def create(db: AsyncDatabase, workspace_id: str, content: dict) -> dict:
+async def create(db: AsyncDatabase, workspace_id: str, content: dict) -> Template:
     return await templates.create(db, workspace_id, content)
 
 
-async def update(db: AsyncDatabase, workspace_id: str, template_id: str, changes: dict) -> dict | None:
+async def update(db: AsyncDatabase, workspace_id: str, template_id: str, changes: dict) -> Template | None:
     """The template at its new version; None when there is no live template."""
     return await templates.update(db, workspace_id, template_id, changes)
 
 
-async def restore_version(db: AsyncDatabase, workspace_id: str, template_id: str, version: dict) -> dict | None:
+async def restore_version(db: AsyncDatabase, workspace_id: str, template_id: str,
+                          version: TemplateVersion) -> Template | None:
     """The template with the content of its stored `version`, as a new version saying where it came from."""
     changes = {k: version.get(k) for k in templates.CONTENT_FIELDS}
     return await templates.update(db, workspace_id, template_id, changes, restored_from=version["version"])

@@ -16,7 +16,7 @@ from mongo import campaign_audience, domains, lists, outbox, segments, send_limi
 from mongo import campaigns as campaign_store
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import now_iso, utcnow
-from pipelines.core.documents import Campaign
+from pipelines.core.documents import Campaign, Template
 from pipelines.core.errors import Conflict, Forbidden, NotFound
 from pipelines.core.settings import Settings
 from pipelines.messages import sender as sender_rules
@@ -25,7 +25,7 @@ from pipelines.workflows.publisher import Publisher
 
 
 async def check_references(db: AsyncDatabase, workspace_id: str, template_id: str,
-                           list_id: str | None, segment_id: str | None) -> tuple[dict, dict]:
+                           list_id: str | None, segment_id: str | None) -> tuple[Template, dict]:
     """The template and the list or segment, or 404 (template_not_found / not_found)."""
     template = await templates.get(db, workspace_id, template_id)
     if template is None:
