@@ -12,6 +12,7 @@ from pymongo.errors import DuplicateKeyError
 
 from pipelines.audience.addresses import match_key
 from pipelines.core.clock import now_iso
+from pipelines.core.documents import Suppression
 from pipelines.messages.mail_streams import MARKETING, blocked_addresses
 
 from . import grouped_reads
@@ -30,14 +31,14 @@ def _key(workspace_id: str, email: str) -> str:
 
 
 def document(workspace_id: str, email: str, reason: str, *, source: str = "api",
-             detail: str | None = None) -> dict:
+             detail: str | None = None) -> Suppression:
     return {"_id": _key(workspace_id, email), "workspace_id": workspace_id, "email": email,
             "email_key": match_key(email), "reason": reason, "source": source,
             "detail": detail or "", "created_at": now_iso()}
 
 
 async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
-              source: str = "api", detail: str | None = None) -> tuple[dict, bool]:
+              source: str = "api", detail: str | None = None) -> tuple[Suppression, bool]:
     """Suppress an address. Returns (the stored document, whether it was new)."""
     doc = document(workspace_id, email, reason, source=source, detail=detail)
     try:
@@ -49,7 +50,7 @@ async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
         return there, False
 
 
-async def get(db: AsyncDatabase, workspace_id: str, email: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, email: str) -> Suppression | None:
     return await db.suppressions.find_one({"_id": _key(workspace_id, email)})
 
 
@@ -59,7 +60,7 @@ async def remove(db: AsyncDatabase, workspace_id: str, email: str) -> bool:
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
-                    limit: int, offset: int) -> tuple[list[dict], int]:
+                    limit: int, offset: int) -> tuple[list[Suppression], int]:
     query: dict = {"workspace_id": workspace_id}
     if reason:
         query["reason"] = reason
@@ -78,7 +79,8 @@ async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str])
     by_key: dict[str, list[str]] = {}
     for email in emails:
         by_key.setdefault(_key(workspace_id, email), []).append(email)
-    docs = await grouped_reads.find_in(db, "suppressions", "_id", by_key, projection={"_id": 1, "reason": 1})
+    docs: list[dict] = await grouped_reads.find_in(db, "suppressions", "_id", by_key,  # _id and reason only
+                                                   projection={"_id": 1, "reason": 1})
     return {email: d.get("reason") or "manual" for d in docs for email in by_key.get(d["_id"], [])}
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import suppressions
+from pipelines.core.documents import Suppression
 from pipelines.core.errors import Conflict
 
 
-async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str) -> dict:
+async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str) -> Suppression:
     doc, created = await suppressions.add(db, workspace_id, email, reason)
     if not created:
         raise Conflict(f"{email} is already suppressed ({doc['reason']}).", code="duplicate", path="email")
