@@ -12,7 +12,9 @@ from pipelines.workflows.advance_automation_runs import advance_runs as advance_
 from . import runtime
 from .retries import job_options
 
-ADVANCE_CHUNK = 20               # runs per job
+# Runs per job: the runs of a job at one step move together, so its email step makes one
+# render job of up to 100 messages (actors/publish.RENDER_CHUNK), as a campaign part does.
+ADVANCE_CHUNK = 100
 
 
 @dramatiq.actor(**job_options("automations"))

@@ -2,15 +2,18 @@
 re-entry guard (`automation_entries`, one per automation and contact with `after_exit`).
 
 Every write to a run is a compare-and-set on its integer `version` (never on a timestamp),
-by `_id` with flat filters: the embedded store takes its fast path only for those.
-flow.triggered travels in the inserted run, flow.completed in the write that completes
-it (the outbox's carrier fields), so each exists exactly when its change does."""
+by `_id` with flat filters: the embedded store takes its fast path only for those. The
+engine's moves replace each run whole, the runs at one step in one bulk write
+(`transition_many`). flow.triggered travels in the inserted run, flow.completed in the
+write that completes it (the outbox's carrier fields), so each exists exactly when its
+change does."""
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReturnDocument, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -38,6 +41,9 @@ INDEXES: dict[str, list] = {
 # A re-entry claim whose run never got stored (its writer died in between) is free after this.
 STALE_CLAIM_SECONDS = 60
 _PAGE = 1000
+# Which bulk write a run's last move came from: when some writes of a bulk found their run
+# moved by another worker, the runs holding our token are the ones we moved.
+WRITTEN_BY = "written_by"
 
 
 @dataclasses.dataclass
@@ -90,11 +96,13 @@ async def release_entry(db: AsyncDatabase, run: dict) -> None:
 
 async def start_many(db: AsyncDatabase, requests: list[StartRequest]) -> list[Started]:
     """Start a run for each request, or find the one the same trigger started before. One
-    bulk insert (duplicates refused by `_id`) and one relay for the lot."""
+    bulk insert (duplicates refused by `_id`); the events of runs that ended at once are
+    relayed here, those of active runs by the engine's first move of each (which
+    rewrites the run anyway: `transition_many`), or by the stranded sweep."""
     results: dict[str, Started] = {}
     planned = await _plan_runs(db, requests, results)
     duplicates = await _insert_runs(db, planned)
-    await _record_created(db, [doc for doc, _ in planned if doc["_id"] not in duplicates], results)
+    await _record_created(db, [doc for doc in planned if doc["_id"] not in duplicates], results)
     await _record_duplicates(db, duplicates, results)
     order, seen = [], set()
     for req in requests:
@@ -111,11 +119,11 @@ def _run_id(req: StartRequest) -> str:
 
 
 async def _plan_runs(db: AsyncDatabase, requests: list[StartRequest],
-                     results: dict[str, Started]) -> list[tuple[dict, list[dict]]]:
-    """The new run of each request with the events it carries, once per run id; a request
-    whose contact is in a run already (reentry after_exit) refused into `results`."""
+                     results: dict[str, Started]) -> list[dict]:
+    """The new run of each request carrying its events, once per run id; a request whose
+    contact is in a run already (reentry after_exit) refused into `results`."""
     now = utcnow()
-    planned: dict[str, tuple[dict, list[dict]]] = {}
+    planned: dict[str, dict] = {}
     for req in requests:
         automation, contact, rid = req.automation, req.contact, _run_id(req)
         if rid in results or rid in planned:
@@ -128,7 +136,7 @@ async def _plan_runs(db: AsyncDatabase, requests: list[StartRequest],
         doc = runs.new_run(run_id=rid, automation=automation, contact=contact, trigger=req.trigger,
                            first_step=steps[0]["id"] if steps else None, now=now)
         doc["reentry"] = reentry
-        planned[rid] = (doc, _start_events(doc, automation))
+        planned[rid] = outbox.inserted_with(doc, _start_events(doc, automation))
     return list(planned.values())
 
 
@@ -139,23 +147,23 @@ def _start_events(doc: dict, automation: dict) -> list[dict]:
                                   event_id=f"{doc['_id']}:{event}") for event in ended]
 
 
-async def _insert_runs(db: AsyncDatabase, planned: list[tuple[dict, list[dict]]]) -> set[str]:
+async def _insert_runs(db: AsyncDatabase, planned: list[dict]) -> set[str]:
     """Insert the planned runs; the ids of those the same trigger started before."""
     if not planned:
         return set()
     try:
-        await db.automation_runs.bulk_write([InsertOne(outbox.inserted_with(doc, events))
-                                             for doc, events in planned], ordered=False)
+        await db.automation_runs.bulk_write([InsertOne(doc) for doc in planned], ordered=False)
     except BulkWriteError as error:
         if any(e.get("code") != 11000 for e in error.details.get("writeErrors", [])):
             raise
-        return {planned[e["index"]][0]["_id"] for e in error.details["writeErrors"]}
+        return {planned[e["index"]]["_id"] for e in error.details["writeErrors"]}
     return set()
 
 
 async def _record_created(db: AsyncDatabase, created: list[dict], results: dict[str, Started]) -> None:
-    if created:
-        await outbox.relay(db, "automation_runs", [d["_id"] for d in created])
+    # a run the engine will move carries flow.triggered until then: its move's write
+    # empties the carrier, so a write here to empty it would be one write a run more
+    await outbox.relay_inserted(db, "automation_runs", [d for d in created if d["status"] != "active"])
     for doc in created:
         if doc["status"] != "active":
             await release_entry(db, doc)
@@ -193,25 +201,52 @@ async def page(db: AsyncDatabase, automation_id: str, status: str | None, *, lim
 
 
 async def transition(db: AsyncDatabase, run: dict, update: dict, automation: dict) -> bool:
-    """Apply `update` (pipelines.automations.runs.transition) if the run is still at the
-    version we read. A run completing carries flow.completed in the same write; an ended
-    run frees its re-entry claim."""
-    events = []
-    if update["$set"].get("status") == "completed":
-        done = runs.applied(run, update)
-        events.append(outbox.event_document(run["workspace_id"], "flow.completed",
-                                            runs.flow_event_data(done, automation),
-                                            event_id=f"{run['_id']}:flow.completed"))
-    if events:
-        update = outbox.carrying(update, list(events))
-    result = await db.automation_runs.update_one(_guarded(run), update)
-    if result.matched_count != 1:
-        return False
-    if events:
-        await outbox.relay(db, "automation_runs", [run["_id"]], {e["_id"] for e in events})
-    if update["$set"].get("status") in runs.ENDED_STATUSES:
-        await release_entry(db, run)
-    return True
+    """`transition_many` for one run: True when the write landed."""
+    return bool(await transition_many(db, [(run, update)], automation))
+
+
+async def transition_many(db: AsyncDatabase, moves: list[tuple[dict, dict]], automation: dict) -> list[dict]:
+    """Apply each `update` (pipelines.automations.runs.transition) to its run of
+    `automation` if the run is still at the version we read, all in one bulk write; the
+    runs as they now are, of the writes that landed (a run another worker moved first is
+    left out). Each run is replaced whole as its update leaves it (`runs.applied`): the
+    embedded store replaces a document for less than it `$set`s a few fields and does an
+    `$addToSet` in Python (docs/store-notes.md). The runs were read whole, and every other
+    write to a run moves its version, except the relay of carried events: events a
+    replacement puts back are recorded again, which the outbox ignores by `_id`. A run
+    completing carries flow.completed in the same write; an ended run frees its re-entry
+    claim."""
+    if not moves:
+        return []
+    token = uuid.uuid4().hex
+    after = [{**_carrying_completion(run, runs.applied(run, update), automation), WRITTEN_BY: token}
+             for run, update in moves]
+    result = await db.automation_runs.bulk_write([ReplaceOne(_guarded(run), doc)
+                                                  for (run, _), doc in zip(moves, after, strict=True)], ordered=False)
+    landed = after if result.matched_count == len(after) else await _written_by(db, after, token)
+    await outbox.relay_inserted(db, "automation_runs", landed)
+    for doc in landed:
+        doc.update(outbox.no_events())  # as the relay left it: the next replacement carries none back
+        if doc["status"] in runs.ENDED_STATUSES:
+            await release_entry(db, doc)
+    return landed
+
+
+def _carrying_completion(run: dict, done: dict, automation: dict) -> dict:
+    """`done` (the run after its move) carrying flow.completed when the move completed it,
+    beside whatever events it still carried."""
+    if done["status"] != "completed" or run["status"] == "completed":
+        return done
+    event = outbox.event_document(run["workspace_id"], "flow.completed", runs.flow_event_data(done, automation),
+                                  event_id=f"{run['_id']}:flow.completed")
+    return outbox.inserted_with(done, [*(run.get(outbox.PENDING) or []), event])
+
+
+async def _written_by(db: AsyncDatabase, written: list[dict], token: str) -> list[dict]:
+    """Of the runs a bulk tried to replace, those its replacement (`token`) landed on."""
+    ours = {d["_id"] for d in await db.automation_runs.find(
+        {"_id": {"$in": [d["_id"] for d in written]}}, {WRITTEN_BY: 1}).to_list() if d.get(WRITTEN_BY) == token}
+    return [d for d in written if d["_id"] in ours]
 
 
 async def due(db: AsyncDatabase, now_ms: int, limit: int) -> list[dict]:

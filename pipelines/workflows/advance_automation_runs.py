@@ -1,9 +1,13 @@
 """Automation runs moved forward step by step (the `automations` queue's jobs, run by
 actors/automations.py).
 
-A job names runs; each is loaded and advanced until it waits (a delay, an event, a webhook
-retry), ends, or has taken MAX_STEPS_PER_JOB steps (then it is enqueued again). Every step
-ends in one compare-and-set transition on the run's `version` (mongo.automation_runs), so a
+A job names runs; they are loaded and advanced until each waits (a delay, an event, a
+webhook retry), ends, or has taken MAX_STEPS_PER_JOB steps (then it is enqueued again).
+The runs at the same step of the same automation move together: their contacts read at
+once, the step taken for all (the email step as one group: take_automation_step.GROUP_KINDS),
+and their moves written in one bulk write — then each part of the group goes on from the
+step it reached, on its own, so one group's slow webhook or error holds back no other.
+Every move is a compare-and-set on the run's `version` (mongo.automation_runs), so a
 redelivered or duplicated job moves a run once, and each side effect is keyed so that doing
 the step again after a crash finds it done:
 
@@ -35,7 +39,15 @@ from pipelines.automations import steps as step_rules
 from pipelines.automations.runs import Move, entry
 from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import Publisher
-from pipelines.workflows.take_automation_step import CHANGES_CONTACT, STEP_KINDS, HttpRequest, JobView, Stop, webhook
+from pipelines.workflows.take_automation_step import (
+    CHANGES_CONTACT,
+    GROUP_KINDS,
+    STEP_KINDS,
+    HttpRequest,
+    JobView,
+    Stop,
+    webhook,
+)
 
 log = logging.getLogger("postroom.automations")
 
@@ -51,19 +63,50 @@ async def advance_runs(db: AsyncDatabase, settings: Settings, publisher: Publish
     are found where they are."""
     loaded = await run_store.load(db, list(run_ids))
     job = JobView(db, settings, publisher, http, await load_automations(db, list({r["automation_id"] for r in loaded})))
-    failed = await _advance_each(job, loaded)
+    failed = await _advance_groups(job, loaded, MAX_STEPS_PER_JOB)
     await _note_errors(db, failed)
     if failed:
         raise failed[0][1]
 
 
-async def _advance_each(job: JobView, loaded: list[dict]) -> list[tuple[str, BaseException]]:
-    """Every run on its own: one run's error leaves the others' progress standing."""
-    results = await asyncio.gather(*(_advance(job, run) for run in loaded), return_exceptions=True)
-    return [(run["_id"], error) for run, error in zip(loaded, results, strict=True) if isinstance(error, BaseException)]
+Failures = list[tuple[str, BaseException]]  # (run id, what it raised)
 
 
-async def _note_errors(db: AsyncDatabase, failed: list[tuple[str, BaseException]]) -> None:
+async def _advance_groups(job: JobView, in_hand: list[dict], steps_left: int) -> Failures:
+    """The movable runs in hand, each group at one step on its own: one group's error
+    leaves the others' progress standing."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for run in in_hand:
+        if _movable(run):
+            groups.setdefault((run["automation_id"], run["step_id"], run["phase"]), []).append(run)
+    results = await asyncio.gather(*(_advance_together(job, group, steps_left) for group in groups.values()),
+                                   return_exceptions=True)
+    failed: Failures = []
+    for group, result in zip(groups.values(), results, strict=True):
+        failed += [(run["_id"], result) for run in group] if isinstance(result, BaseException) else result
+    return failed
+
+
+async def _advance_together(job: JobView, group: list[dict], steps_left: int) -> Failures:
+    """Runs at one step of one automation: the step taken for all and their moves written
+    at once, then on from wherever each went."""
+    if steps_left == 0:  # their share of this job is used up: on to another
+        await job.publisher.advance_runs([run["_id"] for run in group])
+        return []
+    automation = await _automation_running(job, group)
+    if automation is None:
+        return []
+    await job.read_contacts(group)
+    outcomes = await _take_steps(job, group, automation)
+    failed = [(run["_id"], o) for run, o in zip(group, outcomes, strict=True) if isinstance(o, BaseException)]
+    # a run left out did not move: another worker holds it (or moved it first) and goes on from there
+    moved = await run_store.transition_many(job.db, [(run, runs.transition(run, o))
+                                                     for run, o in zip(group, outcomes, strict=True)
+                                                     if isinstance(o, Move)], automation)
+    return failed + await _advance_groups(job, moved, steps_left - 1)
+
+
+async def _note_errors(db: AsyncDatabase, failed: Failures) -> None:
     for run_id, error in failed:
         log.error("run %s: %r", run_id, error)
         await run_store.note_engine_error(db, run_id, repr(error)[:500], MAX_ENGINE_ERRORS)
@@ -74,53 +117,44 @@ def _movable(run: dict) -> bool:
     return run["status"] == "active" and run["phase"] in ("ready", "due")
 
 
-async def _advance(job: JobView, run: dict) -> None:
-    for _ in range(MAX_STEPS_PER_JOB):
-        if not _movable(run):
-            return
-        automation = await _automation_running(job, run)
-        if automation is None:
-            return
-        move = await _take_step(job, run, automation)
-        if move is None:
-            return  # another worker holds the run
-        moved = await _record(job, run, move, automation)
-        if moved is None:
-            return  # another worker moved it first; it goes on from there
-        run = moved
-    if _movable(run):
-        await job.publisher.advance_runs([run["_id"]])  # its share of this job is used up: on to another
-
-
-async def _automation_running(job: JobView, run: dict) -> dict | None:
-    """The run's automation when it is active; a run of a deleted one is cancelled, of a
-    paused one paused (None for both)."""
-    automation = job.automations.get(run["automation_id"])
+async def _automation_running(job: JobView, group: list[dict]) -> dict | None:
+    """The group's automation when it is active; the runs of a deleted one are cancelled,
+    of a paused one paused (None for both)."""
+    automation = job.automations.get(group[0]["automation_id"])
     if automation is None or automation["deleted"]:
-        await run_store.cancel(job.db, run, "the automation was deleted")
+        for run in group:
+            await run_store.cancel(job.db, run, "the automation was deleted")
         return None
     if automation["status"] != "active":
-        await run_store.pause_one(job.db, run)
+        for run in group:
+            await run_store.pause_one(job.db, run)
         return None
     return automation
 
 
-async def _record(job: JobView, run: dict, move: Move, automation: dict) -> dict | None:
-    """The run after the move's transition, or None when another worker moved it first."""
-    update = runs.transition(run, move)
-    if not await run_store.transition(job.db, run, update, automation):
-        return None
-    return runs.applied(run, update)
+async def _take_steps(job: JobView, group: list[dict], automation: dict) -> list[Move | BaseException | None]:
+    """The step the group's runs are at, taken for each (in the group's order): a Move,
+    None when another worker holds the run, or what it raised."""
+    at = group[0]
+    step = next((s for s in automation["steps"] if s["id"] == at["step_id"]), None)
+    if step is None:  # removed while these runs were on their way to it
+        return [Move(entry({"id": at["step_id"], "step_type": "removed"}, "step_removed"),
+                     step_id=_surviving(automation, at["step_id"]), passed=False) for _ in group]
+    looping = Stop("failed", f"{runs.MAX_HOPS_WITHOUT_WAIT} steps in a row without a wait: the branches loop")
+    outcomes: dict[str, Move | BaseException | None] = {
+        r["_id"]: _stopped(step, looping) for r in group if r.get("hops", 0) >= runs.MAX_HOPS_WITHOUT_WAIT}
+    rest = [r for r in group if r["_id"] not in outcomes]
+    if at["phase"] != "due" and step["step_type"] in GROUP_KINDS:
+        taken = await GROUP_KINDS[step["step_type"]](job, rest, step, automation)
+        outcomes.update({r["_id"]: _stopped(step, t) if isinstance(t, Stop) else t
+                         for r, t in zip(rest, taken, strict=True)})
+    else:
+        each = await asyncio.gather(*(_take_step(job, r, step, automation) for r in rest), return_exceptions=True)
+        outcomes.update({r["_id"]: t for r, t in zip(rest, each, strict=True)})
+    return [outcomes[r["_id"]] for r in group]
 
 
-async def _take_step(job: JobView, run: dict, automation: dict) -> Move | None:
-    step = next((s for s in automation["steps"] if s["id"] == run["step_id"]), None)
-    if step is None:  # removed while this run was on its way to it
-        return Move(entry({"id": run["step_id"], "step_type": "removed"}, "step_removed"),
-                    step_id=_surviving(automation, run["step_id"]), passed=False)
-    if run.get("hops", 0) >= runs.MAX_HOPS_WITHOUT_WAIT:
-        return _stopped(step, Stop("failed", f"{runs.MAX_HOPS_WITHOUT_WAIT} steps in a row without a wait: "
-                                             "the branches loop"))
+async def _take_step(job: JobView, run: dict, step: dict, automation: dict) -> Move | None:
     try:
         contact = await job.contact(run)
         if run["phase"] == "due":

@@ -1,11 +1,14 @@
-"""One step of an automation run, by its kind: a function per step kind, chosen from one
-table (`STEP_KINDS`), each returning the `Move` that leaves the run where the step put it.
-Called by workflows/advance_automation_runs.py, whose docstring says how each step's side
-effect is keyed so that doing it again after a crash finds it done.
+"""One step of automation runs, by its kind: a function per step kind, chosen from one of
+two tables, each returning the `Move` that leaves a run where the step put it.
+`STEP_KINDS` take one run; `GROUP_KINDS` (the email step) take every run of a job at the
+same step together, so their reads and writes are one per group, as a campaign part's
+are. Called by workflows/advance_automation_runs.py, whose docstring says how each step's
+side effect is keyed so that doing it again after a crash finds it done.
 
-A step that cannot go on raises `Stop` (the run ends failed or cancelled with its reason).
-What the runs of one job share (workspaces, senders, templates, tags, each run's contact
-between steps that do not change it) is read once per job through its `JobView`."""
+A step that cannot go on raises `Stop` (the run ends failed or cancelled with its reason;
+a group kind returns it in the run's place). What the runs of one job share (workspaces,
+senders, templates, tags, each run's contact between steps that do not change it) is read
+once per job through its `JobView`."""
 
 from __future__ import annotations
 
@@ -83,13 +86,26 @@ class JobView:
     tag_cache: dict = dataclasses.field(default_factory=dict)
     contact_cache: dict = dataclasses.field(default_factory=dict)
 
+    async def read_contacts(self, runs_in_hand: list[dict]) -> None:
+        """The contacts of these runs not in hand yet, in one read per workspace (one
+        gone is remembered as None)."""
+        wanted: dict[str, list[dict]] = {}
+        for run in runs_in_hand:
+            if run["_id"] not in self.contact_cache:
+                wanted.setdefault(run["workspace_id"], []).append(run)
+        for workspace_id, of_workspace in wanted.items():
+            found = {c["_id"]: c for c in await campaign_audience.live_contacts_by_ids(
+                self.db, workspace_id, list({r["contact_id"] for r in of_workspace}))}
+            for run in of_workspace:
+                self.contact_cache[run["_id"]] = found.get(run["contact_id"])
+
     async def contact(self, run: dict) -> dict:
         if run["_id"] not in self.contact_cache:
-            found = await campaign_audience.live_contacts_by_ids(self.db, run["workspace_id"], [run["contact_id"]])
-            if not found:
-                raise Stop("cancelled", "the contact no longer exists")
-            self.contact_cache[run["_id"]] = found[0]
-        return self.contact_cache[run["_id"]]
+            await self.read_contacts([run])
+        found = self.contact_cache[run["_id"]]
+        if found is None:
+            raise Stop("cancelled", "the contact no longer exists")
+        return found
 
     async def workspace(self, workspace_id: str) -> dict:
         if workspace_id not in self.workspace_cache:
@@ -205,44 +221,81 @@ async def update_attribute(job: JobView, run: dict, step: dict, automation: dict
 
 # -- steps with an outside effect -----------------------------------------------------------------
 
-async def email(job: JobView, run: dict, step: dict, automation: dict, contact: dict) -> Move:
+async def email(job: JobView, at_step: list[dict], step: dict, automation: dict) -> list[Move | Stop]:
+    """The email step of every run in `at_step` (runs of `automation` at `step`), in the
+    runs' order: one suppression read, one read and one bulk insert of their messages,
+    one plan charge, and render jobs of up to 100 messages (actors/publish.RENDER_CHUNK)
+    — a campaign part's costs, not a send's per run. Each message is inserted once (its
+    `_id` keyed on run, step and visit): a repeat finds it and only publishes its render
+    again, and render's claim sends a message once."""
     nxt = _next(automation, step)
-    skipped = await _why_not_send(job, run["workspace_id"], contact)
-    if skipped:
-        return Move(entry(step, "skipped", skipped), step_id=nxt)
-    message = await _stored_email(job, run, step, automation, contact)
-    await job.publisher.render([message["_id"]])  # render sends only a still-queued message
-    return Move(entry(step, "sent", message_id=message["_id"]), step_id=nxt)
+    outcome: dict[str, Move | Stop] = {}
+    people: dict[str, dict] = {}
+    for run in at_step:
+        try:
+            people[run["_id"]] = await job.contact(run)
+        except Stop as stop:
+            outcome[run["_id"]] = stop
+    for run_id, why in (await _why_not_send(job, automation["workspace_id"], people)).items():
+        outcome[run_id] = Move(entry(step, "skipped", why), step_id=nxt)
+    sending = [r for r in at_step if r["_id"] in people and r["_id"] not in outcome]
+    try:
+        made = await _stored_emails(job, sending, step, automation, people)
+    except Stop as stop:  # the template, workspace or sender is gone: every run here stops
+        made = {r["_id"]: stop for r in sending}
+    await job.publisher.render([m["_id"] for m in made.values() if isinstance(m, dict)])
+    for run_id, message in made.items():
+        outcome[run_id] = message if isinstance(message, Stop) else \
+            Move(entry(step, "sent", message_id=message["_id"]), step_id=nxt)
+    return [outcome[r["_id"]] for r in at_step]
 
 
-async def _why_not_send(job: JobView, workspace_id: str, contact: dict) -> str | None:
-    if not contact["subscribed"]:
-        return "the contact is unsubscribed"
-    if contact["bounced"]:
-        return "the contact has bounced"
-    if await suppressions.suppressed_among(job.db, workspace_id, [contact["email"]]):
-        return "the address is on the suppression list"
-    return None
+async def _why_not_send(job: JobView, workspace_id: str, people: dict[str, dict]) -> dict[str, str]:
+    """Run id → why its contact gets no email (unsubscribed, bounced, suppressed)."""
+    why = {run_id: "the contact is unsubscribed" if not c["subscribed"] else "the contact has bounced"
+           for run_id, c in people.items() if not c["subscribed"] or c["bounced"]}
+    emails = [c["email"] for run_id, c in people.items() if run_id not in why]
+    suppressed = await suppressions.suppressed_among(job.db, workspace_id, emails) if emails else set()
+    why.update({run_id: "the address is on the suppression list"
+                for run_id, c in people.items() if run_id not in why and c["email"] in suppressed})
+    return why
 
 
-async def _stored_email(job: JobView, run: dict, step: dict, automation: dict, contact: dict) -> dict:
-    """The step's message, inserted once (keyed on run, step and visit) and charged to the
-    plan when this call inserted it; past the plan's limit it is failed and so is the run."""
-    workspace_id = run["workspace_id"]
+async def _stored_emails(job: JobView, sending: list[dict], step: dict, automation: dict,
+                         people: dict[str, dict]) -> dict[str, dict | Stop]:
+    """Run id → the step's message for it, inserted once and charged to the plan when
+    this call inserted it; past the plan's limit, Stop (the message failed, the run too)."""
+    if not sending:
+        return {}
+    workspace_id = automation["workspace_id"]
     template = await job.template(workspace_id, step["config"]["templateId"])
     workspace = await job.workspace(workspace_id)
     sender = await job.sender(workspace)
-    message = runs.email_message(run=run, step=step, automation=automation, contact=contact,
-                                 template=template, sender=sender, now=now_iso())
-    # False: this step ran before and stopped before moving the run on; the same message
-    created = await messages.insert_once(job.db, message)
-    if created and not message["sandbox"]:
-        limit = throttle.monthly_limit(workspace, job.settings.plan_monthly_email_limit)
-        if not await send_limits.charge_plan(job.db, workspace_id, throttle.month_of(utcnow()), 1, limit):
-            await messages.apply(job.db, [delivery_status.fail(message["_id"],
-                                                               "the plan's monthly email limit was reached")])
-            raise Stop("failed", f"the plan's limit of {limit} emails this month has been reached")
-    return message
+    now = now_iso()
+    made = {r["_id"]: runs.email_message(run=r, step=step, automation=automation, contact=people[r["_id"]],
+                                         template=template, sender=sender, now=now) for r in sending}
+    # found: the step ran before for these runs and stopped before moving them on
+    found = {m["_id"] for m in await messages.load(job.db, [m["_id"] for m in made.values()])}
+    new = [m for m in made.values() if m["_id"] not in found]
+    inserted = await messages.insert_new(job.db, new)
+    limit = throttle.monthly_limit(workspace, job.settings.plan_monthly_email_limit)
+    over = await _past_the_plan(job, workspace["_id"], limit, [m for m in new if not m["sandbox"]], inserted)
+    past = Stop("failed", f"the plan's limit of {limit} emails this month has been reached")
+    return {run_id: past if m["_id"] in over else m for run_id, m in made.items()}
+
+
+async def _past_the_plan(job: JobView, workspace_id: str, limit: int, new: list[dict], inserted: int) -> set[str]:
+    """Charge the plan for the messages this call inserted (`inserted` of `new`: fewer
+    when a duplicate job inserted some meanwhile); the ids of those past its monthly
+    limit, failed. One charge for the lot; when it is refused, one a message (the first
+    ones still fit)."""
+    month = throttle.month_of(utcnow())
+    if not new or await send_limits.charge_plan(job.db, workspace_id, month, min(inserted, len(new)), limit):
+        return set()
+    over = {m["_id"] for m in new if not await send_limits.charge_plan(job.db, workspace_id, month, 1, limit)}
+    await messages.apply(job.db, [delivery_status.fail(mid, "the plan's monthly email limit was reached")
+                                  for mid in sorted(over)])
+    return over
 
 
 async def webhook(job: JobView, run: dict, step: dict, automation: dict, contact: dict) -> Move | None:
@@ -310,8 +363,9 @@ async def _active_target(job: JobView, run: dict, target_id: str) -> dict:
 
 
 STEP_KINDS = {
-    "email": email, "delay": delay, "condition": condition, "tag": tag,
+    "delay": delay, "condition": condition, "tag": tag,
     "add_to_list": list_membership, "remove_from_list": list_membership,
     "update_attribute": update_attribute, "webhook": webhook,
     "wait_for_event": wait_for_event, "move_to_flow": move_to_flow,
 }
+GROUP_KINDS = {"email": email}
