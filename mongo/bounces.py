@@ -2,7 +2,8 @@
 from the report (pipelines.bounces.effects.bounce_id) so a redelivered report writes
 nothing new. Each carries `created_ms`, its `created_at` as integer epoch milliseconds:
 what a time window ranges over, since a date-like string in a filter makes the embedded
-store read every bounce under its one lock (docs/store-notes.md)."""
+store read every bounce under its one lock (docs/store-notes.md). The records are built
+by pipelines.bounces.effects.bounce_document."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.core.clock import ms_of
+from pipelines.core.documents import BounceRecord
 
 from .documents import insert_new
 
@@ -23,8 +25,9 @@ INDEXES: dict[str, list] = {
     ],
 }
 
-async def insert(db: AsyncDatabase, doc: dict) -> bool:
-    """False when this bounce is already recorded."""
+async def insert(db: AsyncDatabase, doc: BounceRecord) -> bool:
+    """False when this bounce is already recorded. `created_ms` is derived from `created_at`
+    here again, whoever built the record: a window must find what the date shown says."""
     return await insert_new(db.bounces, {**doc, "created_ms": ms_of(doc["created_at"])})
 
 
@@ -39,12 +42,12 @@ async def count_recent(db: AsyncDatabase, workspace_id: str, email: str, *, type
                and b.get("category") in categories and b.get("created_at", "") >= since)
 
 
-async def get(db: AsyncDatabase, workspace_id: str, bounce_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, bounce_id: str) -> BounceRecord | None:
     return await db.bounces.find_one({"_id": bounce_id, "workspace_id": workspace_id})
 
 
 async def list_page(db: AsyncDatabase, workspace_id: str, *, type_: str | None, kind: str | None, email: str | None,
-                    since: str | None, until: str | None, limit: int, offset: int) -> tuple[list[dict], int]:
+                    since: str | None, until: str | None, limit: int, offset: int) -> tuple[list[BounceRecord], int]:
     query: dict = {"workspace_id": workspace_id}
     if type_:
         query["type"] = type_

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pipelines.audience import forms
 from pipelines.automations.runs import ms_iso
 from pipelines.campaigns import stats as campaign_stats
-from pipelines.core.documents import Campaign
+from pipelines.core.documents import BounceRecord, Campaign, Suppression
 from pipelines.domains import dns_records
 from pipelines.messages import dkim
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
@@ -86,12 +86,12 @@ def run(doc: dict, steps: list[dict] | None = None) -> dict:
     }
 
 
-def suppression(doc: dict) -> dict:
+def suppression(doc: Suppression) -> dict:
     return {"email": doc["email"], "reason": doc["reason"], "source": doc.get("source", "api"),
             "detail": doc.get("detail") or None, "created_at": doc["created_at"]}
 
 
-def bounce(doc: dict) -> dict:
+def bounce(doc: BounceRecord) -> dict:
     return {
         "id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
         "type": doc["type"], "category": doc.get("category") or None, "kind": doc["kind"],

@@ -31,6 +31,8 @@ from pipelines.bounces.parsing import Bounce
 from pipelines.bounces.parsing.classify import SOFT_COUNTED, classify, status_from
 from pipelines.bounces.parsing.isp import with_isp
 from pipelines.bounces.parsing.model import PERMANENT, TRANSIENT
+from pipelines.core.clock import ms_of
+from pipelines.core.documents import BounceRecord
 
 COMPLAINT_FEEDBACK = ("abuse", "fraud")          # the recipient does not want our mail
 OPERATOR_FEEDBACK = ("auth-failure", "virus")    # about our sending: the operator's to act on
@@ -54,7 +56,7 @@ def from_smtp_rejection(email: str, code: int, text: str) -> Bounce:
 
 
 def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_id: str | None,
-                    created_at: str) -> dict:
+                    created_at: str) -> BounceRecord:
     return {
         "_id": bounce_id(origin, bounce.email),
         "workspace_id": workspace_id,
@@ -74,6 +76,7 @@ def bounce_document(bounce: Bounce, *, origin: str, workspace_id: str, message_i
         "feedback_type": bounce.feedback_type,
         "origin": origin,
         "created_at": created_at,
+        "created_ms": ms_of(created_at),
     }
 
 
@@ -96,11 +99,11 @@ def is_feedback_notice(bounce: Bounce) -> bool:
     return bounce.kind == "complaint" and not is_complaint(bounce)
 
 
-def counts_towards_soft_bounce(doc: dict) -> bool:
+def counts_towards_soft_bounce(doc: BounceRecord) -> bool:
     return doc["kind"] == "bounce" and doc["type"] == TRANSIENT and doc.get("category") in SOFT_COUNTED
 
 
-def effects_of(doc: dict, *, transient_count: int) -> Effects:
+def effects_of(doc: BounceRecord, *, transient_count: int) -> Effects:
     """`transient_count`: transient bounces of this address in the window that count
     towards the soft-bounce rule (`counts_towards_soft_bounce`), this one included."""
     if doc["kind"] == "complaint":
@@ -114,7 +117,7 @@ def effects_of(doc: dict, *, transient_count: int) -> Effects:
     return Effects(message_status, False, "soft_bounce" if soft else None, "email.bounced", counters)
 
 
-def event_data(doc: dict) -> dict:
+def event_data(doc: BounceRecord) -> dict:
     """What a report did not say is null, as in GET /bounces (stored as "")."""
     data = {"bounce_id": doc["_id"], "message_id": doc["message_id"] or None, "email": doc["email"],
             "isp_name": doc["isp_name"] or None, "source": doc["source"]}

@@ -381,7 +381,8 @@ class Suppression(TypedDict):
 
 
 class BounceRecord(TypedDict):
-    """`bounces` (bounces/effects.bounce_document): one recipient's bounce or complaint."""
+    """`bounces` (bounces/effects.bounce_document): one recipient's bounce or complaint.
+    What the report did not say is "" (the API shows null), as parsing.Bounce holds it."""
     _id: str
     workspace_id: str
     message_id: str                      # "" when no message of ours was found
@@ -389,15 +390,15 @@ class BounceRecord(TypedDict):
     email_key: str
     kind: str                            # bounce | complaint
     type: str                            # permanent, transient, undetermined
-    category: str | None
-    reason: str | None
-    smtp_status: str | None
-    diagnostic_code: str | None
-    isp_name: str | None
+    category: str                        # parsing.classify.CATEGORIES; "" for a complaint
+    reason: str                          # pipelines/bounces/parsing/reasons.py; "" for a complaint
+    smtp_status: str
+    diagnostic_code: str
+    isp_name: str
     source: str                          # smtp (refused when sent), dsn, arf
-    action: str | None
-    reporting_mta: str | None
-    feedback_type: str | None
+    action: str                          # failed | delayed; "" for a complaint
+    reporting_mta: str
+    feedback_type: str                   # ARF's; "" for a bounce
     origin: str                          # what reported it (a report's id, or the message's)
     created_at: str
     created_ms: int                      # created_at as epoch ms: what a time window ranges over

@@ -22,6 +22,7 @@ from pipelines.bounces import effects as bounce_effects
 from pipelines.bounces.parsing import Bounce, match, parse_report, sent_to
 from pipelines.bounces.parsing.classify import SOFT_COUNTED
 from pipelines.core.clock import in_seconds, now_iso
+from pipelines.core.documents import BounceRecord
 from pipelines.messages import delivery_status
 from pipelines.messages.mime import message_id_from_verp
 
@@ -135,7 +136,7 @@ async def record_bounces(db: AsyncDatabase, items: list[tuple[Bounce, dict]], *,
     return ids
 
 
-async def _apply(db: AsyncDatabase, doc: dict, effects: bounce_effects.Effects, *, counted: bool) -> None:
+async def _apply(db: AsyncDatabase, doc: BounceRecord, effects: bounce_effects.Effects, *, counted: bool) -> None:
     ws, detail = doc["workspace_id"], f"{doc['smtp_status']} {doc['diagnostic_code']}".strip()
     if effects.message_status:
         await messages.apply(db, [delivery_status.forward(doc["message_id"], effects.message_status,
