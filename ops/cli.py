@@ -193,24 +193,25 @@ EXTRA_COMMANDS = [inbound.add_commands, settings_cli.add_commands, contacts_cli.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="postroom", description=__doc__)
+    parser = _Parser(prog="postroom", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="run everything on this machine (embedded defaults)")
-    up.add_argument("--host", default="127.0.0.1")
-    up.add_argument("--port", type=int, default=8080)
-    up.add_argument("--threads", type=int, default=8, help="worker threads (default 8)")
+    up.add_argument("--host", default="127.0.0.1", help="the address the front binds")
+    up.add_argument("--port", type=int, default=8080,
+                    help="the front's port (links in mail follow it unless POSTROOM_BASE_URL is set)")
+    up.add_argument("--threads", type=int, default=8, help="worker threads")
     up.set_defaults(func=cmd_up)
 
     front = sub.add_parser("front", help="run the HTTP front")
-    front.add_argument("--host", default="127.0.0.1")
-    front.add_argument("--port", type=int, default=8080)
+    front.add_argument("--host", default="127.0.0.1", help="the address the front binds")
+    front.add_argument("--port", type=int, default=8080, help="the front's port")
     front.set_defaults(func=cmd_front)
 
     worker = sub.add_parser("worker", help="run a worker pool for some queues (RabbitMQ)")
     worker.add_argument("--queues", help="comma-separated queue names (default: all)")
-    worker.add_argument("-p", "--processes", type=int, default=2)
-    worker.add_argument("-t", "--threads", type=int, default=8)
+    worker.add_argument("-p", "--processes", type=int, default=2, help="worker processes")
+    worker.add_argument("-t", "--threads", type=int, default=8, help="threads a process")
     worker.set_defaults(func=cmd_worker)
 
     sched = sub.add_parser("scheduler", help="promote due work from the store onto the broker")
@@ -236,8 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("--name", default="default")
     kc.add_argument("--sandbox", action="store_true", help="a tm_test_ key: never sends real mail")
     kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write (default *)")
-    kc.add_argument("--rate-limit", dest="rate_limit", type=int, help="requests per minute")
-    kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int, help="send requests per minute")
+    kc.add_argument("--rate-limit", dest="rate_limit", type=int,
+                    help="API requests per minute (default: POSTROOM_RATE_LIMIT_PER_MINUTE)")
+    kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int, help="emails per minute: a send counts 1, a batch of N messages N (default: POSTROOM_EMAIL_RATE_LIMIT_PER_MINUTE)")
     kc.add_argument("--json", action="store_true")
     kc.set_defaults(func=cmd_key_create)
     kl = key.add_parser("list")
@@ -257,6 +259,23 @@ def build_parser() -> argparse.ArgumentParser:
     for add_commands in EXTRA_COMMANDS:
         add_commands(sub)
     return parser
+
+
+class _DefaultsShown(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one (not None, not a flag's False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every command's --help shows each option's default."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsShown)
+        super().__init__(*args, **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:

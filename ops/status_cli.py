@@ -182,7 +182,7 @@ def cmd_messages_failed(args) -> int:
 def add_commands(sub) -> None:
     status = sub.add_parser("status", help="one screen: processes, queues, oldest waiting items, stuck work")
     status.add_argument("--window", type=float, default=60.0,
-                        help="a process not seen for this many seconds is shown STALE (default 60)")
+                        help="a process not seen for this many seconds is shown STALE")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
 

@@ -232,3 +232,14 @@ def test_the_scheduler_exits_within_seconds_of_sigterm_in_the_middle_of_its_pass
     print(f"\nscheduler stopped {took:.2f} s after SIGTERM")
     assert code == 0, scheduler.tail()
     assert took < SCHEDULER_STOP_SECONDS, scheduler.tail()
+
+
+def test_help_shows_each_options_default_and_what_the_email_limit_counts(service):
+    """A newcomer reads the defaults from --help (issue #37's first hour)."""
+    up = run_postroom(service.env, "up", "--help").stdout
+    assert "(default: 127.0.0.1)" in up and "(default: 8080)" in up and "(default: 8)" in up
+    worker = " ".join(run_postroom(service.env, "worker", "--help").stdout.split())
+    assert "worker processes (default: 2)" in worker
+    key = " ".join(run_postroom(service.env, "key", "create", "--help").stdout.split())
+    assert "emails per minute: a send counts 1, a batch of N messages N" in key
+    assert "(default: None)" not in key and "(default: False)" not in key
