@@ -5,6 +5,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.core import api_keys
 from pipelines.core.clock import now_iso
+from pipelines.core.documents import ApiKey
 from pipelines.core.ids import new_uuid
 
 from .recent import Recent
@@ -16,10 +17,10 @@ _RECENT = Recent()
 
 async def create(db: AsyncDatabase, workspace_id: str, *, name: str, sandbox: bool,
                  permissions: list[str], rate_limit: int | None = None,
-                 email_rate_limit: int | None = None) -> tuple[str, dict]:
+                 email_rate_limit: int | None = None) -> tuple[str, ApiKey]:
     """Return (the key, shown once; the stored document, which holds only its hash)."""
     key = api_keys.generate_key(sandbox)
-    doc = {
+    doc: ApiKey = {
         "_id": new_uuid(),
         "workspace_id": workspace_id,
         "name": name,
@@ -36,11 +37,11 @@ async def create(db: AsyncDatabase, workspace_id: str, *, name: str, sandbox: bo
     return key, doc
 
 
-async def find_by_key(db: AsyncDatabase, key: str) -> dict | None:
+async def find_by_key(db: AsyncDatabase, key: str) -> ApiKey | None:
     return await db.api_keys.find_one({"hash": api_keys.hash_key(key)})
 
 
-async def recent_by_key(db: AsyncDatabase, key: str) -> dict | None:
+async def recent_by_key(db: AsyncDatabase, key: str) -> ApiKey | None:
     """`find_by_key`, answered from this process's last read of it for up to
     recent.FRESH_SECONDS (the request path's authentication). Unknown keys are not kept."""
     digest = api_keys.hash_key(key)
@@ -48,11 +49,12 @@ async def recent_by_key(db: AsyncDatabase, key: str) -> dict | None:
 
 
 async def list_for(db: AsyncDatabase, workspace_id: str | None = None) -> list[dict]:
+    """The keys (of one workspace, or all), oldest first: ApiKey without its `hash`."""
     query = {"workspace_id": workspace_id} if workspace_id else {}
     return await db.api_keys.find(query, {"hash": 0}, sort=[("created_at", 1)]).to_list()
 
 
-async def revoke(db: AsyncDatabase, key_id: str) -> dict | None:
+async def revoke(db: AsyncDatabase, key_id: str) -> ApiKey | None:
     doc = await db.api_keys.find_one_and_update(
         {"_id": key_id}, {"$set": {"revoked": True, "revoked_at": now_iso()}},
         return_document=ReturnDocument.AFTER)
@@ -60,7 +62,7 @@ async def revoke(db: AsyncDatabase, key_id: str) -> dict | None:
     return doc
 
 
-async def set_limits(db: AsyncDatabase, key_id: str, **limits) -> dict | None:
+async def set_limits(db: AsyncDatabase, key_id: str, **limits) -> ApiKey | None:
     doc = await db.api_keys.find_one_and_update(
         {"_id": key_id}, {"$set": limits}, return_document=ReturnDocument.AFTER)
     _RECENT.clear()

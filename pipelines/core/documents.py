@@ -351,6 +351,7 @@ class Workspace(TypedDict):
     settings: dict[str, Any]             # company_name / company_address feed the merge tags
     monthly_email_limit: int | None      # None: the POSTROOM_PLAN_MONTHLY_EMAIL_LIMIT default
     created_at: str
+    sending_local_part: NotRequired[str]  # its address on the shared domain (ops/cli.py sets it at creation)
 
 
 class ApiKey(TypedDict):
@@ -366,6 +367,7 @@ class ApiKey(TypedDict):
     email_rate_limit: int | None
     revoked: bool
     created_at: str
+    revoked_at: NotRequired[str]
 
 
 class Suppression(TypedDict):
