@@ -23,6 +23,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
 from pipelines.core.clock import now_iso, now_ms
+from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscription
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
 from . import documents, grouped_reads, versions
@@ -46,18 +47,18 @@ CANCEL_CHUNK = 500
 
 # -- subscriptions ---------------------------------------------------------------------
 async def create(db: AsyncDatabase, workspace_id: str, *, events: list[str], target_url: str,
-                 secret_sealed: str, form: str) -> dict:
+                 secret_sealed: str, form: str) -> WebhookSubscription:
     return await documents.create(db.webhooks, workspace_id, {
         "events": list(events), "target_url": target_url, "secret_sealed": secret_sealed, "form": form,
         "active": True}, stamped=("secret_rotated_at",))
 
 
-async def get(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> dict | None:
+async def get(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> WebhookSubscription | None:
     return await get_owned(db.webhooks, workspace_id, webhook_id, active=True)
 
 
 async def list_active(db: AsyncDatabase, workspace_id: str, *, event: str | None, limit: int,
-                      offset: int) -> tuple[list[dict], int]:
+                      offset: int) -> tuple[list[WebhookSubscription], int]:
     where: dict = {"workspace_id": workspace_id, "active": True}
     if event is not None:
         where["events"] = event
@@ -81,7 +82,8 @@ async def deactivate(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> b
     return True
 
 
-async def replace_secret(db: AsyncDatabase, workspace_id: str, webhook_id: str, sealed: str) -> dict | None:
+async def replace_secret(db: AsyncDatabase, workspace_id: str, webhook_id: str,
+                         sealed: str) -> WebhookSubscription | None:
     now = now_iso()
     return await db.webhooks.find_one_and_update(
         {"_id": webhook_id, "workspace_id": workspace_id, "active": True},
@@ -128,7 +130,7 @@ async def due_in_lane(db: AsyncDatabase, webhook_id: str, limit: int) -> list[st
 
 
 async def claim(db: AsyncDatabase, webhook_id: str, delivery_ids: list[str], token: str,
-                lease_seconds: float) -> list[dict]:
+                lease_seconds: float) -> list[WebhookDelivery]:
     """Lease the lane's given deliveries that are still pending and due (by `_id`): their
     due time moves to the lease's end. Returns the ones this call took (with their
     bodies); a delivery another turn holds, that is finished, or not due is left out."""
@@ -190,8 +192,8 @@ async def cancel_lane(db: AsyncDatabase, webhook_id: str, *, chunks: int | None 
 
 async def reopen_failed(db: AsyncDatabase, delivery_id: str) -> dict | None:
     """An operator's replay: failed → pending, due now, attempts from 0 again (guarded on
-    `failed`, so two replays make one), and its lane told. None when the delivery is not
-    failed (or does not exist)."""
+    `failed`, so two replays make one), and its lane told. The delivery without its body;
+    None when it is not failed (or does not exist)."""
     doc = await db.webhook_deliveries.find_one({"_id": delivery_id},
                                                {"status": 1, "replays": 1, "webhook_id": 1, "workspace_id": 1})
     if doc is None or doc["status"] != "failed":
@@ -256,7 +258,7 @@ async def idle_lanes_due(db: AsyncDatabase, limit: int = 500) -> list[str]:
     return [d["_id"] for d in docs]
 
 
-async def lane(db: AsyncDatabase, webhook_id: str) -> dict | None:
+async def lane(db: AsyncDatabase, webhook_id: str) -> WebhookLane | None:
     return await db.webhook_lanes.find_one({"_id": webhook_id})
 
 
@@ -278,6 +280,7 @@ async def end_turn(db: AsyncDatabase, webhook_id: str, token: str, rev: int, wak
 
 async def list_for_webhook(db: AsyncDatabase, workspace_id: str, webhook_id: str, *, status: str | None,
                            limit: int, offset: int) -> tuple[list[dict], int]:
+    """A page of the subscription's deliveries, newest first, without their bodies."""
     where: dict = {"webhook_id": webhook_id, "workspace_id": workspace_id}
     if status is not None:
         where["status"] = status

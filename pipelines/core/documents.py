@@ -278,7 +278,11 @@ class WebhookDelivery(TypedDict):
     created_at: str
     updated_at: str
     delivered_at: NotRequired[str]
-    version: NotRequired[int]
+    failed_at: NotRequired[str]          # when the last attempt gave up (webhooks/delivery.outcome_of)
+    version: NotRequired[int]            # mongo/versions.FIELD: bumped by every write
+    # an operator's replay (mongo/webhooks.reopen_failed): attempts count from 0 again
+    replays: NotRequired[int]
+    replayed_at: NotRequired[str]
 
 
 class WebhookLane(TypedDict):

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Protocol
 
 from pipelines.core.clock import in_seconds, now_iso, utcnow
+from pipelines.core.documents import WebhookDelivery
 from pipelines.messages import retry_schedule
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, lane_due
 
@@ -56,7 +57,7 @@ class AttemptOutcome:
     changes: dict  # fields to set on the delivery (lease released)
 
 
-def outcome_of(delivery: dict, result: AttemptResult, scale: float) -> AttemptOutcome:
+def outcome_of(delivery: WebhookDelivery, result: AttemptResult, scale: float) -> AttemptOutcome:
     number = delivery["attempt_count"] + 1
     now = now_iso()
     replay = int(delivery.get("replays") or 0)  # an operator's replay starts the attempts again

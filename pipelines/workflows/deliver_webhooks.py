@@ -24,6 +24,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import webhooks as webhook_store
 from pipelines.adapters import http_client as outbound_http
+from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscription
 from pipelines.core.secret_box import open_sealed
 from pipelines.core.settings import Settings
 from pipelines.webhooks import signing as webhook_signing
@@ -53,13 +54,13 @@ async def take_turn(db: AsyncDatabase, settings: Settings, publisher: Publisher,
     await release_or_hand_on(db, publisher, lane, more)
 
 
-async def claim_lane(db: AsyncDatabase, webhook_id: str, token: str) -> dict | None:
+async def claim_lane(db: AsyncDatabase, webhook_id: str, token: str) -> WebhookLane | None:
     """The lane, while `token` (the turn the scheduler gave it) still holds it."""
     lane = await webhook_store.lane(db, webhook_id)
     return lane if lane is not None and lane.get("token") == token else None
 
 
-async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_http.Session, lane: dict,
+async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_http.Session, lane: WebhookLane,
                       on_attempt: OnAttempt | None) -> bool:
     """Volleys of the lane's due deliveries, posted and recorded, for up to
     TURN_SLICE_SECONDS. True when the lane may have more due now (its last volley was full)."""
@@ -92,7 +93,7 @@ async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_h
             await recording
 
 
-async def take_volley(db: AsyncDatabase, webhook_id: str, limit: int) -> tuple[int, str, list[dict]]:
+async def take_volley(db: AsyncDatabase, webhook_id: str, limit: int) -> tuple[int, str, list[WebhookDelivery]]:
     """The next volley: up to `limit` of the lane's due deliveries, leased under a new
     claim: (how many were due, the claim, the deliveries it took)."""
     due = await webhook_store.due_in_lane(db, webhook_id, limit)
@@ -100,7 +101,7 @@ async def take_volley(db: AsyncDatabase, webhook_id: str, limit: int) -> tuple[i
     return len(due), claim, await webhook_store.claim(db, webhook_id, due, claim, TURN_LEASE_SECONDS)
 
 
-async def record_outcomes(db: AsyncDatabase, claim: str, volley: list[dict], outcomes: list[AttemptOutcome],
+async def record_outcomes(db: AsyncDatabase, claim: str, volley: list[WebhookDelivery], outcomes: list[AttemptOutcome],
                           on_attempt: OnAttempt | None) -> None:
     """Every attempt's record, and each delivery's outcome (delivered, failed, or due again
     at its retry time), released from `claim`."""
@@ -112,7 +113,7 @@ async def record_outcomes(db: AsyncDatabase, claim: str, volley: list[dict], out
             on_attempt(outcome.changes.get("status", "pending"))
 
 
-async def release_or_hand_on(db: AsyncDatabase, publisher: Publisher, lane: dict, more: bool) -> None:
+async def release_or_hand_on(db: AsyncDatabase, publisher: Publisher, lane: WebhookLane, more: bool) -> None:
     """The turn ends and frees the lane, unless the lane has more due or work was noted
     since the turn began: then it goes to the back of the queue, under the same token."""
     webhook_id, token = lane["_id"], lane["token"]
@@ -144,7 +145,8 @@ async def send_signed(*, url: str, sealed_secret: str | None = None, secret: str
     return await outbound_http.post(url, raw, headers, allow_private=allow_private, session=session)
 
 
-async def post_volley(deliveries: list[dict], subscription: dict, *, secret_key: str, allow_private: bool,
+async def post_volley(deliveries: list[WebhookDelivery], subscription: WebhookSubscription, *, secret_key: str,
+                      allow_private: bool,
                      concurrency: int, session: outbound_http.Session) -> list[outbound_http.HttpResult]:
     """Each delivery's attempt to `subscription`, at most `concurrency` in flight at once
     (the endpoint's limit), results in the deliveries' order. Never raises."""
@@ -155,7 +157,7 @@ async def post_volley(deliveries: list[dict], subscription: dict, *, secret_key:
         return [unsigned for _ in deliveries]
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def attempt(delivery: dict) -> outbound_http.HttpResult:
+    async def attempt(delivery: WebhookDelivery) -> outbound_http.HttpResult:
         async with gate:
             return await send_signed(url=subscription["target_url"], secret=secret, body=delivery["body"],
                                      event=delivery["event"], delivery_id=delivery["_id"],

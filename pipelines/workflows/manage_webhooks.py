@@ -6,13 +6,14 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import webhooks
+from pipelines.core.documents import WebhookSubscription
 from pipelines.core.secret_box import seal
 from pipelines.core.settings import Settings
 from pipelines.webhooks import signing
 
 
 async def subscribe(db: AsyncDatabase, settings: Settings, workspace_id: str, *, events: list[str],
-                    target_url: str, form: str) -> tuple[dict, str]:
+                    target_url: str, form: str) -> tuple[WebhookSubscription, str]:
     """The new subscription and its secret."""
     secret = signing.new_secret()
     doc = await webhooks.create(db, workspace_id, events=list(dict.fromkeys(events)), target_url=target_url,
@@ -26,7 +27,7 @@ async def unsubscribe(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> 
 
 
 async def rotate_secret(db: AsyncDatabase, settings: Settings, workspace_id: str,
-                        webhook_id: str) -> tuple[dict | None, str]:
+                        webhook_id: str) -> tuple[WebhookSubscription | None, str]:
     """The subscription with a new secret, at once, and that secret; None when there is no
     active subscription."""
     secret = signing.new_secret()
