@@ -1,12 +1,17 @@
-"""Contacts in bulk: upsert a batch of CSV rows by address with two reads and two bulk
-writes (never one request per row), and the job documents of API imports and exports.
+"""Contacts in bulk: upsert a row group of CSV rows (ROW_GROUP_ROWS of a file, see
+pipelines/workflows/bulk_import.py) by address in a few bulk commands (never one request
+per row), and the job documents of API imports and exports.
 
-A batch: one `find` of the live contacts with the batch's addresses (the
-(workspace_id, email_key, deletion_id) index serves it), one read of the suppression
-list by `_id`, `insert_many` of the new contacts (natural `_id`s, each carrying its
-contact.created, and list.member_added when a list was given, as `contacts.insert` does)
-and one `bulk_write` of updates by `_id` for the existing ones (contact.updated with the
-fields that changed). The embedded store scans the collection for updates filtered on
+A row group, new addresses (the common case, and what bench/contact_import times): one
+read of the suppression list by `_id`, one pledge of the group's events (mongo/outbox:
+one document), one `insert_many` of the new contacts (natural `_id`s, plain: they carry no
+events, so nothing rewrites them after), one insert of their events into the outbox
+(contact.created, and list.member_added + contact.subscribed when a list was given, as
+`contacts.insert` records them), and the pledge dropped. Addresses the unique index
+reports taken: one `find` of their live contacts and one `bulk_write` of updates by `_id`
+(contact.updated with the fields that changed, carried and relayed). The embedded store
+answers a lookup by address (`$in` on `email_key`) by reading every contact of the
+workspace, so only taken addresses are looked up; and it scans for updates filtered on
 anything but `_id`, so nothing here updates by address.
 
 Existing contacts: given names are set, attributes merged (a whole object), the list and
@@ -32,7 +37,8 @@ from pipelines.audience.contact_csv import ContactRow
 from pipelines.core.clock import now_iso
 from pipelines.core.ids import new_uuid
 
-from . import contacts, outbox, suppressions
+from . import contacts, outbox, suppressions, versions
+from .documents import DUPLICATE_KEY
 from .lists import joining_events
 
 INDEXES: dict[str, list] = {
@@ -45,16 +51,34 @@ IMPORT_REASON = "import"  # the `reason` of the contact.subscribed an import's l
 
 
 @dataclass
-class BatchOutcome:
+class RowGroupOutcome:
+    """What a row group did, counted per address; an address an earlier row group of the
+    same file wrote (`repeated`) is written again (its later cells win) but counted by the
+    caller as a duplicate, never here, so a file's counts add up to its rows."""
+    repeated: set[str] = field(default_factory=set)
     created: int = 0
     updated: int = 0
     unchanged: int = 0
     suppressed: int = 0
-    created_ids: list[str] = field(default_factory=list)
+
+    def count(self, name: str, row: ContactRow) -> None:
+        if row.email.lower() not in self.repeated:
+            setattr(self, name, getattr(self, name) + 1)
+
+
+@dataclass
+class PlannedRowGroup:
+    """A row group ready to write, built without the store (so the next one is planned
+    while this one is written): one row per address, each as the new contact it becomes
+    if its address is free, with the events that creation records."""
+    rows: list[ContactRow]
+    docs: list[dict]                  # the new contact of each row, in the same order
+    events_of: dict[str, list[dict]]  # a new contact's `_id` → its events
+    suppressed: set[str] = field(default_factory=set)  # addresses found suppressed, when written
 
 
 def _merge_duplicates(rows: list[ContactRow]) -> list[ContactRow]:
-    """Rows of one address within the batch become one (later cells win): the file's
+    """Rows of one address within the row group become one (later cells win): the file's
     order is kept, nothing is dropped."""
     merged: dict[str, ContactRow] = {}
     for row in rows:
@@ -68,54 +92,105 @@ def _merge_duplicates(rows: list[ContactRow]) -> list[ContactRow]:
     return list(merged.values())
 
 
-async def upsert_batch(db: AsyncDatabase, workspace_id: str, rows: list[ContactRow], *,
-                       list_doc: dict | None = None, tag_id: str | None = None) -> BatchOutcome:
-    rows = _merge_duplicates(rows)
-    outcome = BatchOutcome()
-    existing = await contacts.find_by_emails(db, workspace_id, [r.email for r in rows])
-    suppressed = {e.lower() for e in await suppressions.suppressed_among(db, workspace_id, [r.email for r in rows])}
-    outcome.suppressed = sum(r.email.lower() in suppressed for r in rows)
-    fresh = [r for r in rows if r.email.lower() not in existing]
-    taken = await _insert_new(db, workspace_id, fresh, suppressed, list_doc, tag_id, outcome)
-    if taken:  # created meanwhile by someone else: update those instead
-        existing.update(await contacts.find_by_emails(db, workspace_id, [r.email for r in taken]))
-    await _update_existing(db, workspace_id, [r for r in rows if r.email.lower() in existing], existing,
-                           list_doc, tag_id, outcome)
-    return outcome
+async def ensure_unique_addresses(db: AsyncDatabase) -> None:
+    """The contacts' indexes, the unique one on addresses first among them: an import tells
+    new addresses from taken ones by it, and a command-line import may be the first process
+    to meet a store that no front or worker has prepared yet (createIndexes is a no-op once
+    they exist)."""
+    await db.contacts.create_indexes(contacts.INDEXES["contacts"])
 
 
-async def _insert_new(db, workspace_id, rows, suppressed, list_doc, tag_id, outcome) -> list[ContactRow]:
-    docs = []
-    for row in rows:
-        doc = contacts.new_document(
-            workspace_id, email=row.email, first_name=row.fields.get("first_name"),
-            last_name=row.fields.get("last_name"), attributes=row.attributes,
-            subscribed=row.fields.get("subscribed", True) and row.email.lower() not in suppressed,
-            lists=[list_doc["_id"]] if list_doc else [])
-        if tag_id:
-            doc["tags"] = [tag_id]
-        events = [outbox.event_document(workspace_id, "contact.created", {"contact": views.contact(doc)})]
-        if list_doc:  # list.member_added and contact.subscribed (with the list)
-            events.extend(joining_events(list_doc, doc, IMPORT_REASON))
-        docs.append(outbox.inserted_with(doc, events))
+def plan_row_group(workspace_id: str, rows: list[ContactRow], *, list_doc: dict | None = None,
+                   tag_id: str | None = None) -> PlannedRowGroup:
+    merged = _merge_duplicates(rows)
+    group = PlannedRowGroup(merged, [], {})
+    group.docs = [_plan_new(group, workspace_id, row, list_doc, tag_id, suppressed=False) for row in merged]
+    return group
+
+
+def _plan_new(group: PlannedRowGroup, workspace_id: str, row: ContactRow, list_doc: dict | None,
+              tag_id: str | None, *, suppressed: bool) -> dict:
+    """The new contact of `row` and its events (contact.created; list.member_added and
+    contact.subscribed when a list is given, as `contacts.insert` records them)."""
+    doc = contacts.new_document(
+        workspace_id, email=row.email, first_name=row.fields.get("first_name"),
+        last_name=row.fields.get("last_name"), attributes=row.attributes,
+        subscribed=row.fields.get("subscribed", True) and not suppressed,
+        lists=[list_doc["_id"]] if list_doc else [])
+    if tag_id:
+        doc["tags"] = [tag_id]
+    events = [outbox.event_document(workspace_id, "contact.created", {"contact": views.contact(doc)})]
+    if list_doc:
+        events.extend(joining_events(list_doc, doc, IMPORT_REASON))
+    group.events_of[doc["_id"]] = events
+    return doc
+
+
+# A row's address taken at insert and gone by the lookup (deleted meanwhile) is tried as new again.
+_INSERT_ROUNDS = 3
+
+
+async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup, *,
+                          list_doc: dict | None = None, tag_id: str | None = None,
+                          repeated: set[str] | None = None) -> RowGroupOutcome:
+    """Write a planned row group: new addresses inserted in one insert_many
+    (their events pledged in one write and recorded in one more), and only the addresses
+    the unique index reports taken looked up, in one read, and updated in one bulk_write.
+    Inserting first spares a new address the lookup, which the embedded store answers by
+    reading every contact of the workspace (`$in` on a field other than `_id`)."""
+    outcome = RowGroupOutcome(repeated=repeated or set())
+    await _withhold_suppressed(db, workspace_id, group, list_doc, tag_id, outcome)
+    rows, docs = group.rows, group.docs
+    for _ in range(_INSERT_ROUNDS):
+        taken = await _insert_new(db, group, rows, docs, outcome)
+        existing = await contacts.find_by_emails(db, workspace_id, [r.email for r in taken]) if taken else {}
+        await _update_existing(db, workspace_id, [r for r in taken if r.email.lower() in existing], existing,
+                               list_doc, tag_id, outcome)
+        rows = [r for r in taken if r.email.lower() not in existing]
+        if not rows:
+            return outcome
+        docs = [_plan_new(group, workspace_id, r, list_doc, tag_id, suppressed=r.email.lower() in group.suppressed)
+                for r in rows]
+    raise RuntimeError(f"{len(rows)} addresses kept being taken and freed; row group not fully imported")
+
+
+async def _withhold_suppressed(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup,
+                               list_doc: dict | None, tag_id: str | None, outcome: RowGroupOutcome) -> None:
+    """A suppressed address stays suppressed: its new contact is planned again, unsubscribed."""
+    group.suppressed = {e.lower() for e in await suppressions.suppressed_among(db, workspace_id,
+                                                                              [r.email for r in group.rows])}
+    for n, row in enumerate(group.rows):
+        if row.email.lower() in group.suppressed:
+            outcome.count("suppressed", row)
+            del group.events_of[group.docs[n]["_id"]]
+            group.docs[n] = _plan_new(group, workspace_id, row, list_doc, tag_id, suppressed=True)
+
+
+async def _insert_new(db: AsyncDatabase, group: PlannedRowGroup, rows: list[ContactRow], docs: list[dict],
+                      outcome: RowGroupOutcome) -> list[ContactRow]:
+    """Insert `docs` (plain: their events pledged, not carried); the rows whose address a
+    live contact already holds."""
     if not docs:
         return []
+    pledge_id = await outbox.pledge(db, "contacts", {d["_id"]: group.events_of[d["_id"]] for d in docs})
     failed: set[int] = set()
     try:
         await db.contacts.insert_many(docs, ordered=False)
     except BulkWriteError as error:
         for problem in error.details.get("writeErrors", []):
-            if problem.get("code") != 11000:
+            if problem.get("code") != DUPLICATE_KEY:
                 raise
             failed.add(problem["index"])
-    inserted = [d for i, d in enumerate(docs) if i not in failed]
-    outcome.created += len(inserted)
-    outcome.created_ids.extend(d["_id"] for d in inserted)
-    await outbox.relay_inserted(db, "contacts", inserted)
-    return [rows[i] for i in sorted(failed)]
+    inserted = [n for n in range(len(docs)) if n not in failed]
+    for n in inserted:
+        outcome.count("created", rows[n])
+    await outbox.redeem(db, pledge_id, [e for n in inserted for e in group.events_of[docs[n]["_id"]]])
+    return [rows[n] for n in sorted(failed)]
 
 
 async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, outcome) -> None:
+    """One bulk_write by `_id` for the rows that change their contact, carrying their
+    events (contact.updated, the list's joining events) and relayed after."""
     writes, written_ids = [], []
     event_ids: set[str] = set()
     now = now_iso()
@@ -123,15 +198,16 @@ async def _update_existing(db, workspace_id, rows, existing, list_doc, tag_id, o
         current = existing[row.email.lower()]
         planned = _row_update(workspace_id, row, current, list_doc, tag_id, now)
         if planned is None:
-            outcome.unchanged += 1
+            outcome.count("unchanged", row)
             continue
         update, events = planned
         event_ids.update(e["_id"] for e in events)
+        update = versions.bump(update)  # every write to a contact adds one (mongo/versions.py)
         writes.append(UpdateOne({"_id": current["_id"]}, outbox.carrying(update, events) if events else update))
         written_ids.append(current["_id"])
+        outcome.count("updated", row)
     if writes:
         await db.contacts.bulk_write(writes, ordered=False)
-        outcome.updated += len(writes)
         if event_ids:
             await outbox.relay(db, "contacts", written_ids, event_ids)
 

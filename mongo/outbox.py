@@ -14,12 +14,14 @@ a redelivered actor message records the event once."""
 
 from __future__ import annotations
 
+import json
+
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.automations.triggers import CONSUMED_EVENTS
-from pipelines.core.clock import ms_in, ms_of, now_iso
+from pipelines.core.clock import ms_in, ms_of, now_iso, now_ms
 from pipelines.core.ids import new_uuid
 from pipelines.messages.delivery_status import NEVER_MS
 
@@ -117,7 +119,8 @@ async def relay_inserted(db: AsyncDatabase, collection: str, docs: list[dict]) -
 
 
 async def relay_stranded(db: AsyncDatabase, *, limit: int = 500) -> int:
-    """Events a dead process left in their documents, relayed (a scheduler job, ops/store_jobs.py)."""
+    """Events a dead process left in their documents or pledges, relayed (a scheduler job,
+    ops/store_jobs.py)."""
     cutoff = ms_in(-STRANDED_AFTER_SECONDS)
     relayed = 0
     for collection in CARRIERS:
@@ -125,7 +128,49 @@ async def relay_stranded(db: AsyncDatabase, *, limit: int = 500) -> int:
                                          limit=limit).to_list()
         if docs:
             relayed += len(await relay(db, collection, [d["_id"] for d in docs]))
+    for stranded in await db[PLEDGES].find({PENDING_AT: {"$gt": 0, "$lt": cutoff}}, {"_id": 1}).to_list():
+        relayed += await _redeem_stranded(db, stranded["_id"])
     return relayed
+
+
+# -- pledges: the events of many new documents in one write ---------------------------------
+#
+# Carrying an event inside each new document costs a second write per document to take it
+# out again (the relay). A bulk insert of new documents (a contact import's row group)
+# instead pledges all their events in ONE document first, inserts the documents plain,
+# records the events of the documents that went in, and drops the pledge. A writer that
+# dies in between leaves the pledge: the sweep records the events of those documents that
+# exist (a fresh `_id` exists only if that insert happened) and drops the rest, whose
+# documents were never written. Either way each stored document's events are recorded once.
+PLEDGES = "outbox_pledges"
+
+
+async def pledge(db: AsyncDatabase, collection: str, events_of: dict[str, list[dict]]) -> str:
+    """Pledge `events_of` (new document `_id` → its events) before those documents are
+    inserted into `collection`; the pledge's id, for `redeem`."""
+    pledge_id = new_uuid()
+    # One JSON string, not a nested array: the embedded store walks every nested value of a
+    # document it stores, and 1,000 events as documents cost it ~6x a string of them.
+    await db[PLEDGES].insert_one({"_id": pledge_id, "collection": collection, PENDING_AT: now_ms(),
+                                  "owed": json.dumps(events_of)})
+    return pledge_id
+
+
+async def redeem(db: AsyncDatabase, pledge_id: str, events: list[dict]) -> None:
+    """Record `events` (those of the pledged documents that were inserted) and drop the pledge."""
+    await record_many(db, events)
+    await db[PLEDGES].delete_one({"_id": pledge_id})
+
+
+async def _redeem_stranded(db: AsyncDatabase, pledge_id: str) -> int:
+    doc = await db[PLEDGES].find_one({"_id": pledge_id})
+    if doc is None:  # its writer redeemed it meanwhile
+        return 0
+    owed = json.loads(doc["owed"])
+    written = await db[doc["collection"]].find({"_id": {"$in": list(owed)}}, {"_id": 1}).to_list()
+    events = [e for d in written for e in owed[d["_id"]]]
+    await redeem(db, pledge_id, events)
+    return len(events)
 
 
 # The two readers' queues, as integers in indexes of their own: the event's time (epoch ms)
