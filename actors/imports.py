@@ -2,7 +2,7 @@
 
 The job is claimed queued → running once, so a redelivered message does nothing; the
 summary (counters and per-row errors with line numbers) is saved on the job after each
-batch, so a client polling it sees progress."""
+row group (pipelines/workflows/bulk_import.py), so a client polling it sees progress."""
 
 from __future__ import annotations
 

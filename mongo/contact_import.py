@@ -243,21 +243,21 @@ async def export_attribute_names(db: AsyncDatabase, workspace_id: str, condition
     `attributes`, so the header is known before the rows stream."""
     names: set[str] = set()
     query = contacts.live(workspace_id, condition) if condition else contacts.live(workspace_id)
-    async for doc in db.contacts.find(query, {"attributes": 1}, batch_size=EXPORT_BATCH):
+    async for doc in db.contacts.find(query, {"attributes": 1}, batch_size=EXPORT_FETCH_DOCS):
         names.update((doc.get("attributes") or {}).keys())
     return sorted(names)
 
 
-EXPORT_BATCH = 1000
+EXPORT_FETCH_DOCS = 1000
 
 
 async def export_contacts(db: AsyncDatabase, workspace_id: str, condition: dict | None) -> AsyncIterator[dict]:
-    """The selected live contacts in `_id` order through one cursor fetching EXPORT_BATCH
+    """The selected live contacts in `_id` order through one cursor fetching EXPORT_FETCH_DOCS
     documents at a time (never the whole audience in memory). One cursor, not pages from
     the last `_id` seen: the embedded store answers each `_id > x` page with a scan, so
-    pages cost O(n²) where the cursor's batches cost O(n)."""
+    pages cost O(n²) where the cursor's fetches cost O(n)."""
     query = contacts.live(workspace_id, condition) if condition else contacts.live(workspace_id)
-    async for doc in db.contacts.find(query, sort=[("_id", ASCENDING)], batch_size=EXPORT_BATCH):
+    async for doc in db.contacts.find(query, sort=[("_id", ASCENDING)], batch_size=EXPORT_FETCH_DOCS):
         yield doc
 
 

@@ -138,7 +138,7 @@ async def find_by_email(db: AsyncDatabase, workspace_id: str, email: str) -> dic
 async def find_by_emails(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, dict]:
     """The live contacts with these addresses (stored ones, valid already: matched by
     `match_key`, which skips the validator's cost for the usual address), by lower-cased
-    address: one query for a whole render batch instead of one per recipient."""
+    address: one query for a whole render chunk instead of one per recipient."""
     keys = {match_key(email) for email in emails}
     if not keys:
         return {}

@@ -1,7 +1,7 @@
 """Contacts in and out from the command line:
 
 - `postroom import contacts FILE.csv --workspace ID [--list ID] [--tag ID] [--json]` —
-  upsert by address in batches, a progress bar (rows, rows/s, ETA) on stderr, a summary
+  upsert by address in row groups, a progress bar (rows, rows/s, ETA) on stderr, a summary
   at the end and every bad row with its line number;
 - `postroom export contacts --workspace ID [--list ID | --segment ID] > out.csv` —
   streamed in `_id` order, a page at a time.
@@ -77,7 +77,7 @@ def cmd_import_contacts(args) -> int:
                                                     tag_id=args.tag, on_progress=advance), ""
     try:
         summary, error = run_store(config.load(), work)
-    except UnicodeDecodeError as decode_error:  # found after some batches were written
+    except UnicodeDecodeError as decode_error:  # found after some row groups were written
         print(f"{args.file}: not UTF-8 ({decode_error}); the rows before it were imported", file=sys.stderr)
         return 1
     finally:
