@@ -21,6 +21,7 @@ from quart_schema.validation import QUART_SCHEMA_QUERYSTRING_ATTRIBUTE
 from werkzeug.http import parse_accept_header, parse_etags, quote_etag
 
 from . import openapi_responses as responses
+from .openapi_summaries import SUMMARIES, TAGS, tag_of
 from .validation import BODY_OPTIONAL_ATTRIBUTE
 
 DESCRIPTION = """Postroom: workspace-scoped HTTP JSON API for email marketing and transactional
@@ -52,6 +53,7 @@ class PostroomOpenAPI(OpenAPIProvider):
         for method, operation in operations.items():
             operation = copy.deepcopy(operation)  # quart-schema shares one dict between methods
             operation["operationId"] = f"{method}_{rule.endpoint.replace('.', '_')}"
+            _summarise(operation, rule.endpoint)
             if "requestBody" in operation:
                 operation["requestBody"]["required"] = not getattr(view, BODY_OPTIONAL_ATTRIBUTE, False)
             if path.startswith(API_PREFIX):
@@ -91,7 +93,21 @@ class PostroomOpenAPI(OpenAPIProvider):
         schemas.update(responses.SCHEMAS)
         components.setdefault("headers", {}).update(responses.HEADERS)
         add_links(document["paths"])
+        used = {tag for operations in document["paths"].values() for op in operations.values() for tag in op["tags"]}
+        document["tags"] = [{"name": name, "description": text} for name, text in TAGS.items() if name in used]
+        # relative: the origin the document was fetched from (a front behind any address)
+        document["servers"] = [{"url": "/", "description": "this server"}]
         return document
+
+
+def _summarise(operation: dict, endpoint: str) -> None:
+    """The operation's short summary and its tag (front/openapi_summaries.py); the view's
+    docstring, whose first line quart-schema took as the summary, becomes the description."""
+    docstring = " ".join(part for part in (operation.pop("summary", ""), operation.get("description", "")) if part)
+    if docstring:
+        operation["description"] = docstring
+    operation["summary"] = SUMMARIES.get(operation["operationId"], "")
+    operation["tags"] = [tag_of(endpoint)]
 
 
 def _without_null(schema: dict) -> dict:
