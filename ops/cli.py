@@ -239,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write (default *)")
     kc.add_argument("--rate-limit", dest="rate_limit", type=int,
                     help="API requests per minute (default: POSTROOM_RATE_LIMIT_PER_MINUTE)")
-    kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int, help="emails per minute: a send counts 1, a batch of N messages N (default: POSTROOM_EMAIL_RATE_LIMIT_PER_MINUTE)")
+    kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int,
+                    help="emails per minute: a send counts 1, a batch of N messages N "
+                         "(default: POSTROOM_EMAIL_RATE_LIMIT_PER_MINUTE)")
     kc.add_argument("--json", action="store_true")
     kc.set_defaults(func=cmd_key_create)
     kl = key.add_parser("list")
