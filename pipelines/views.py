@@ -7,7 +7,7 @@ from __future__ import annotations
 from pipelines.audience import forms
 from pipelines.automations.runs import ms_iso
 from pipelines.campaigns import stats as campaign_stats
-from pipelines.core.documents import BounceRecord, Campaign, Suppression
+from pipelines.core.documents import BounceRecord, Campaign, Suppression, WebhookSubscription
 from pipelines.domains import dns_records
 from pipelines.messages import dkim
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
@@ -132,7 +132,7 @@ def domain(doc: dict) -> dict:
     }
 
 
-def subscription(doc: dict, event: str | None = None) -> dict:
+def subscription(doc: WebhookSubscription, event: str | None = None) -> dict:
     """A webhook subscription; `event`: the one a list was filtered by (a second-form
     subscription has several)."""
     return {"id": doc["_id"], "event": event or doc["events"][0], "events": doc["events"],

@@ -421,4 +421,5 @@ class OutboxEvent(TypedDict):
     automations_pending: bool            # automations still have to read it
     dispatch_ms: NotRequired[int]
     automations_ms: NotRequired[int]
+    dispatched_at: NotRequired[str]      # set by mongo/outbox.mark_dispatched
 
