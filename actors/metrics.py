@@ -1,5 +1,5 @@
 """Delivery metrics, with prometheus_client: messages by outcome and destination domain
-class, SMTP transaction latency, throttle holds, webhook attempts, scheduler lag.
+class, SMTP transaction latency, throttle holds, webhook attempts, scheduler lag, backlogs.
 
 A `postroom worker` starts its processes with PROMETHEUS_MULTIPROC_DIR set (ops/cli.py),
 so these values are written to that directory by every forked process and Dramatiq's
@@ -27,6 +27,10 @@ FEEDBACK_REPORTS = Counter("postroom_feedback_reports_total",
 SCHEDULER_LAG = Gauge("postroom_scheduler_lag_seconds",
                       "Age of the oldest item due and not yet promoted (scheduled email, webhook delivery)",
                       multiprocess_mode="max")
+BACKLOG = Gauge("postroom_backlog",
+                "Work waiting now, counted up to 10,000 (mongo/operations.backlogs): webhook deliveries due, "
+                "outbox events not yet read by the webhook fan-out or by automations, automation runs due",
+                ["backlog"], multiprocess_mode="max")
 
 
 def _class_of(message: dict) -> str:

@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pipelines.core.clock import ms_of, now_ms, parse_iso, utcnow
 from pipelines.messages.delivery_status import NEVER_MS
 
-from . import webhooks
+from . import outbox, webhooks
 
 # Counts of stuck things stop at this many (the screen says "≥ N").
 COUNT_CAP = 10_000
@@ -63,6 +63,27 @@ async def messages_by_status_since(db: AsyncDatabase, since_iso: str) -> dict[st
 
 async def _bounded_count(collection, where: dict) -> int:
     return len(await collection.find(where, {"_id": 1}, limit=COUNT_CAP).to_list())
+
+
+async def _counted_up_to(collection, where: dict) -> int:
+    """How many match, up to COUNT_CAP: `$count` over one indexed integer range, which the
+    embedded store answers from the index (no documents travel, none is read whole)."""
+    counted = await (await collection.aggregate([{"$match": where}, {"$limit": COUNT_CAP},
+                                                 {"$count": "n"}])).to_list()
+    return int(counted[0]["n"]) if counted else 0
+
+
+async def backlogs(db: AsyncDatabase) -> dict[str, int]:
+    """Work waiting now, each up to COUNT_CAP, as ranges over integer `*_ms` fields: webhook
+    deliveries due, outbox events not yet read by the webhook fan-out or by automations,
+    automation runs due."""
+    now = now_ms()
+    return {
+        "webhook_deliveries_due": await _counted_up_to(db.webhook_deliveries, {"due_ms": {"$lte": now}}),
+        "outbox_for_webhooks": await _counted_up_to(db.outbox, {outbox.DISPATCH_MS: {"$lt": NEVER_MS}}),
+        "outbox_for_automations": await _counted_up_to(db.outbox, {outbox.AUTOMATIONS_MS: {"$lt": NEVER_MS}}),
+        "automation_runs_due": await _counted_up_to(db.automation_runs, {"wake_ms": {"$lte": now}}),
+    }
 
 
 async def stuck(db: AsyncDatabase) -> dict[str, int]:

@@ -82,5 +82,12 @@ def test_the_numbers_move_when_mail_and_webhooks_flow(metrics_stack):
 
         scheduler = wait_until(lambda: scrape(ports["scheduler"]), what="scheduler metrics")
         assert "postroom_scheduler_lag_seconds" in scheduler
+        # every backlog is a gauge; with the mail and the webhook through, none is waiting
+        due = 'postroom_backlog{backlog="webhook_deliveries_due"}'
+        settled = wait_until(lambda: (lambda t: t if due in t and value(t, "postroom_backlog",
+                                                                         backlog="webhook_deliveries_due") == 0
+                                      else None)(scrape(ports["scheduler"])), what="the webhook backlog drained")
+        for backlog in ("outbox_for_webhooks", "outbox_for_automations", "automation_runs_due"):
+            assert f'postroom_backlog{{backlog="{backlog}"}}' in settled, backlog
     finally:
         receiver.stop()
