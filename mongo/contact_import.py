@@ -74,7 +74,7 @@ class PlannedRowGroup:
     rows: list[ContactRow]
     docs: list[dict]                  # the new contact of each row, in the same order
     events_of: dict[str, list[dict]]  # a new contact's `_id` → its events
-    suppressed: set[str] = field(default_factory=set)  # addresses found suppressed, when written
+    suppressed: set[str] | None = None  # the suppressed addresses among them, once looked up
 
 
 def _merge_duplicates(rows: list[ContactRow]) -> list[ContactRow]:
@@ -139,7 +139,12 @@ async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRo
     Inserting first spares a new address the lookup, which the embedded store answers by
     reading every contact of the workspace (`$in` on a field other than `_id`)."""
     outcome = RowGroupOutcome(repeated=repeated or set())
-    await _withhold_suppressed(db, workspace_id, group, list_doc, tag_id, outcome)
+    if group.suppressed is None:
+        await withhold_suppressed(db, workspace_id, group, list_doc=list_doc, tag_id=tag_id)
+    assert group.suppressed is not None  # (looked up just above)
+    for row in group.rows:
+        if row.email.lower() in group.suppressed:
+            outcome.count("suppressed", row)
     rows, docs = group.rows, group.docs
     for _ in range(_INSERT_ROUNDS):
         taken = await _insert_new(db, group, rows, docs, outcome)
@@ -150,18 +155,18 @@ async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRo
         if not rows:
             return outcome
         docs = [_plan_new(group, workspace_id, r, list_doc, tag_id, suppressed=r.email.lower() in group.suppressed)
-                for r in rows]
+                for r in rows]  # (group.suppressed is looked up above)
     raise RuntimeError(f"{len(rows)} addresses kept being taken and freed; row group not fully imported")
 
 
-async def _withhold_suppressed(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup,
-                               list_doc: dict | None, tag_id: str | None, outcome: RowGroupOutcome) -> None:
-    """A suppressed address stays suppressed: its new contact is planned again, unsubscribed."""
+async def withhold_suppressed(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup, *,
+                              list_doc: dict | None = None, tag_id: str | None = None) -> None:
+    """A suppressed address stays suppressed: its new contact is planned again, unsubscribed.
+    (A read of its own: the import runs it for the next row group while this one is written.)"""
     group.suppressed = {e.lower() for e in await suppressions.suppressed_among(db, workspace_id,
                                                                               [r.email for r in group.rows])}
     for n, row in enumerate(group.rows):
         if row.email.lower() in group.suppressed:
-            outcome.count("suppressed", row)
             del group.events_of[group.docs[n]["_id"]]
             group.docs[n] = _plan_new(group, workspace_id, row, list_doc, tag_id, suppressed=True)
 

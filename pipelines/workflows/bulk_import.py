@@ -3,8 +3,9 @@ cut into row groups of ROW_GROUP_ROWS and each upserted in a few bulk commands
 (mongo/contact_import.write_row_group), with the summary the job and the command report.
 
 The next row group is read and planned (parsed, its new contacts and their events built)
-in a thread while the store writes the current one: the store and this process then use
-the two cores at once instead of taking turns."""
+in a thread, and its suppressed addresses looked up, while the store writes the current
+one: the store and this process then use the two cores at once instead of taking turns,
+and the lookup fills the store's gaps between this row group's commands."""
 
 from __future__ import annotations
 
@@ -54,9 +55,17 @@ async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, l
     summary = new_summary()
     await contact_import.ensure_unique_addresses(db)
     reader = _row_groups(iter(rows), workspace_id, list_doc, tag_id, row_group_rows)
-    upcoming = asyncio.ensure_future(asyncio.to_thread(next, reader, None))
+
+    async def read_next() -> _RowGroupRead | None:
+        group = await asyncio.to_thread(next, reader, None)
+        if group is not None:
+            await contact_import.withhold_suppressed(db, workspace_id, group.planned, list_doc=list_doc,
+                                                     tag_id=tag_id)
+        return group
+
+    upcoming = asyncio.ensure_future(read_next())
     while (group := await upcoming) is not None:
-        upcoming = asyncio.ensure_future(asyncio.to_thread(next, reader, None))  # read while this one is written
+        upcoming = asyncio.ensure_future(read_next())  # read while this one is written
         with _settled_on_failure(upcoming):
             done = await contact_import.write_row_group(db, workspace_id, group.planned, list_doc=list_doc,
                                                         tag_id=tag_id, repeated=group.repeated)
