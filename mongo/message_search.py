@@ -105,7 +105,7 @@ class Filters:
     to: str | None = None
     status: str | None = None
     tag: str | None = None
-    metadata: tuple[str, str] | None = None
+    metadata: tuple[tuple[str, str], ...] = ()
     stream: str | None = None
     campaign_id: str | None = None
     since_ms: int | None = None
@@ -127,8 +127,8 @@ class Filters:
         """The `message_keys` key this query is driven by, if any."""
         if self.tag is not None:
             return f"tag:{self.tag}"
-        if self.metadata is not None:
-            return f"meta:{self.metadata[0]}={self.metadata[1]}"
+        if self.metadata:
+            return "meta:{}={}".format(*self.metadata[0])
         return None
 
     def holds(self, doc: dict) -> bool:
@@ -137,7 +137,7 @@ class Filters:
             return False
         if self.tag is not None and self.tag not in (doc.get("tags") or []):
             return False
-        if self.metadata is not None and (doc.get("metadata") or {}).get(self.metadata[0]) != self.metadata[1]:
+        if any((doc.get("metadata") or {}).get(k) != v for k, v in self.metadata):
             return False
         return self.to is None or self.to.lower() in {r.lower() for r in recipients(doc)}
 
@@ -206,7 +206,7 @@ def _key_source(db: AsyncDatabase, workspace_id: str, key: str, filters: Filters
     # stream and campaign are on the keys too (a message's are fixed at intake)
     base.update({k: v for k, v in (("stream", filters.stream), ("campaign_id", filters.campaign_id))
                  if v is not None})
-    checked = filters.status is not None or (filters.tag is not None and filters.metadata is not None) \
+    checked = filters.status is not None or len(filters.metadata) > (0 if filters.tag is not None else 1) \
         or (filters.to is not None and not key.startswith("to:"))
     source = _Source()
 

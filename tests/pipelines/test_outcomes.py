@@ -177,7 +177,8 @@ def test_a_synchronous_bounce_counts_as_a_send_and_a_bounce():
 
 def test_a_message_keeps_its_last_twenty_smtp_attempts_with_replies_cut_to_500_characters():
     earlier = [{"at": f"a{n}", "code": 451, "text": "later", "outcome": "deferred"} for n in range(20)]
-    plan = plan_outcomes([({**message(), "smtp_attempts": earlier}, {"a@example.org": Outcome(250, "ok " + "x" * 900)})],
+    accepted = {"a@example.org": Outcome(250, "ok " + "x" * 900)}
+    plan = plan_outcomes([({**message(), "smtp_attempts": earlier}, accepted)],
                          rendered_at={"m1": "2026-01-01T00:00:00.000000Z"})
     [moved] = plan.transitions
     kept = moved.fields["smtp_attempts"]
