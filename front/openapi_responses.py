@@ -222,6 +222,8 @@ SCHEMAS = {
             "has_more": {"type": "boolean", "description": "offset + items on this page < total."},
             "next_cursor": {"type": ["string", "null"],
                             "description": "GET /email only: pass as `cursor` for the next page (null: none)."},
+            "total_exact": {"type": "boolean", "description": "GET /email only: false when `total` is an upper "
+                            "bound (a tag, metadata pair or second recipient narrowed further, over 100 matches)."},
         },
     },
 }

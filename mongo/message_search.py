@@ -57,7 +57,11 @@ INDEXES: dict[str, list] = {
 _LIST_PROJECTION = {"html": 0, "text": 0, "history": 0, "template_data": 0, "template_data_json": 0,
                     "attachments": 0, "recipients_result": 0, "smtp_attempts": 0}
 DUPLICATE_KEY = 11000
-_BATCH = 200  # keys read at a time when the messages they name are checked here
+_BATCH = 100  # keys read at a time when the messages they name are checked here
+# A key whose messages are narrowed further (a tag and a status): its matches are counted
+# exactly up to this many keys; past it `total` is the key's own count, an upper bound, and
+# the page says so (`exact` False) — counting them all would read every one.
+COUNT_CAP = 100
 
 
 def recipients(doc: dict) -> list[str]:
@@ -154,7 +158,7 @@ class _Source:
     returns up to n of them sorted after `after` (None: from the newest), `count()` how
     many in all."""
     fetch: Callable[[tuple[int, str] | None, int], Awaitable[list[dict]]]
-    count: Callable[[], Awaitable[int]]
+    count: Callable[[], Awaitable[tuple[int, bool]]]  # how many, and whether exactly
 
 
 async def _aggregate(collection, match: dict, n: int, projection: dict | None = None) -> list[dict]:
@@ -194,7 +198,7 @@ def _message_source(db: AsyncDatabase, workspace_id: str, filters: Filters) -> _
         return await _ordered_after(db.messages, base, filters, after, n, _LIST_PROJECTION)
 
     async def count():
-        return await _counted(db.messages, {**base, **filters.window()})
+        return await _counted(db.messages, {**base, **filters.window()}), True
     source.fetch, source.count = fetch, count
     return source
 
@@ -218,20 +222,23 @@ def _key_source(db: AsyncDatabase, workspace_id: str, key: str, filters: Filters
             keys = await _ordered_after(db.message_keys, base, filters, after, _BATCH if checked else n - len(found))
             if not keys:
                 break
+            # `_id` alone, flat: the embedded store's fast path (a field beside it reads them all)
             docs = {d["_id"]: d for d in await db.messages.find(
-                {"_id": {"$in": [k["message_id"] for k in keys]}, "workspace_id": workspace_id},
-                _LIST_PROJECTION).to_list()}
+                {"_id": {"$in": [k["message_id"] for k in keys]}}, _LIST_PROJECTION).to_list()}
             for k in keys:
                 doc = docs.get(k["message_id"])
-                if doc is not None and filters.holds(doc):
+                if doc is not None and doc["workspace_id"] == workspace_id and filters.holds(doc):
                     found.append(doc)
             after = (int(keys[-1]["created_ms"]), str(keys[-1]["_id"]))
         return sorted(found, key=lambda d: after_cursor(d), reverse=True)[:n]
 
     async def count():
+        keys = await _counted(db.message_keys, {**base, **filters.window()})
         if not checked:
-            return await _counted(db.message_keys, {**base, **filters.window()})
-        return len(await fetch(None, 2**31))
+            return keys, True
+        if keys > COUNT_CAP:
+            return keys, False
+        return len(await fetch(None, 2**31)), True
     source.fetch, source.count = fetch, count
     return source
 
@@ -246,8 +253,15 @@ def _sources(db: AsyncDatabase, workspace_id: str, filters: Filters) -> list[_So
     return sources
 
 
+@dataclasses.dataclass(frozen=True)
+class Page:
+    items: list[dict]
+    total: int
+    exact: bool  # False: `total` is an upper bound (COUNT_CAP)
+
+
 async def list_page(db: AsyncDatabase, workspace_id: str, filters: Filters, *, limit: int, offset: int = 0,
-                    after: tuple[int, str] | None = None) -> tuple[list[dict], int]:
+                    after: tuple[int, str] | None = None) -> Page:
     """A page of the workspace's messages matching `filters`, newest first, after the
     cursor `after` (or skipping `offset`), and how many match in all."""
     sources = _sources(db, workspace_id, filters)
@@ -255,5 +269,5 @@ async def list_page(db: AsyncDatabase, workspace_id: str, filters: Filters, *, l
     for source in sources:
         merged += await source.fetch(after, offset + limit)
     merged.sort(key=after_cursor, reverse=True)
-    total = sum([await source.count() for source in sources])
-    return merged[offset:offset + limit], total
+    counts = [await source.count() for source in sources]
+    return Page(merged[offset:offset + limit], sum(n for n, _ in counts), all(exact for _, exact in counts))

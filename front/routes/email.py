@@ -236,13 +236,16 @@ class EmailQuery(PageQuery):
 async def list_emails(params: EmailQuery):
     """The workspace's messages, newest first."""
     filters = params.filters()
-    items, total = await message_search.list_page(
+    found = await message_search.list_page(
         db(), caller().workspace_id, filters, limit=params.limit, offset=params.offset,
         after=_after(params.cursor) if params.cursor else None)
-    answer = page([timeline.list_item(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    items = found.items
+    answer = page([timeline.list_item(d) for d in items], total=found.total, limit=params.limit,
+                  offset=params.offset)
     # a cursor's page says only whether it was full: the total counts every match, not those after it
     more = len(items) == params.limit and (params.cursor is not None or answer["pagination"]["has_more"])
-    answer["pagination"].update(has_more=more, next_cursor=_cursor(items[-1]) if items and more else None)
+    answer["pagination"].update(has_more=more, next_cursor=_cursor(items[-1]) if items and more else None,
+                                total_exact=found.exact)
     return answer
 
 

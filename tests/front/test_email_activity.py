@@ -93,6 +93,9 @@ FILTERS = {
 }
 
 
+UPPER_BOUND_TOTALS = {"tag and status"}
+
+
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_each_filter_answers_exactly_its_messages_newest_first(seeded, name):
     tenant, _, docs, _ = seeded
@@ -104,7 +107,11 @@ def test_each_filter_answers_exactly_its_messages_newest_first(seeded, name):
     response = tenant.get("/email", params={**params, "limit": 1000})
     assert ids(response) == want[:1000]
     pagination = response.json()["pagination"]
-    assert pagination["total"] == len(want) and pagination["has_more"] == (len(want) > 1000)
+    assert pagination["has_more"] == (len(want) > 1000)
+    if name in UPPER_BOUND_TOTALS:  # a tag's 5,000 messages narrowed by status: not all read to count
+        assert pagination["total_exact"] is False and pagination["total"] >= len(want)
+    else:
+        assert pagination["total_exact"] is True and pagination["total"] == len(want)
 
 
 def test_the_whole_workspace_pages_by_cursor_in_order_with_nothing_missed_or_repeated(seeded):
