@@ -40,12 +40,13 @@ from pathlib import Path
 
 from pymongo import AsyncMongoClient, monitoring
 
-from mongo import bounces, messages, operations, outbox, webhooks
+from mongo import bounces, message_search, messages, operations, outbox, webhooks
 from mongo.indexes import prepare_store
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS
 from pipelines.webhooks.events import plan_deliveries
+from pipelines.workflows import message_retention
 
 MAX_RATIO = 2.0
 # Below this difference (ms) two timings are the same: the machine's noise (up to ~7 ms on a
@@ -126,7 +127,7 @@ def _sent_message(i: int, at: str) -> dict:
         "_id": f"msg_fill_{i:07d}", "workspace_id": WORKSPACE, "key_id": "key_scale", "kind": "transactional",
         "to": [f"r{i}@example.org"], "subject": "Your order", "status": "sent", "attempts": 1,
         "created_at": at, "updated_at": at, "sent_at": at, "history": [{"status": "queued", "at": at}],
-        "lease_token": "", "lease_until": at, "next_attempt_at": ""})
+        "lease_token": "", "lease_until": at, "next_attempt_at": "", "tags": [f"t{i % 10}"]})
 
 
 def _contact(i: int, at: str) -> dict:
@@ -188,6 +189,10 @@ FILLERS: dict[str, Callable[[int, str], dict]] = {
     "campaigns": _small("cmp", lambda i, at: {"status": "sent", "send_at": at, "send_at_ms": NEVER_MS,
                                                "updated_at": at, "updated_ms": 0}),
     "campaign_parts": _small("cpart", lambda i, at: {"due_ms": NEVER_MS, "contact_ids": []}),
+    # a tag on every message (GET /email?tag=): its key, as intake writes it (message_search.insert_keys)
+    "message_keys": lambda i, at: {"_id": f"msg_fill_{i:07d}|tag:t{i % 10}", "workspace_id": WORKSPACE,
+                                   "key": f"tag:t{i % 10}", "message_id": f"msg_fill_{i:07d}",
+                                   "created_ms": ms_of(at), "stream": "transactional", "campaign_id": None},
 }
 
 
@@ -381,7 +386,8 @@ def scheduler_shapes() -> list[Shape]:
 
 
 def api_shapes() -> list[Shape]:
-    """API reads that take a time window: the window ranges over an integer field."""
+    """API reads that take a time window (the window ranges over an integer field), and
+    GET /email's filters, each answered from its index (mongo/message_search.py)."""
     async def recent_bounces(db):
         for n in range(BATCH):
             await bounces.insert(db, {**_bounce(n, ""), "_id": f"bn_{uuid.uuid4().hex}", "created_at": now_iso()})
@@ -392,7 +398,48 @@ def api_shapes() -> list[Shape]:
                                               since=in_seconds(-3600), until=in_seconds(60), limit=50, offset=0)
         assert len(page) == min(50, total) and total >= BATCH, (len(page), total)
 
-    return [Shape("api: GET /bounces?since=&until= (a page and its total)", bounces_of_the_last_hour, recent_bounces)]
+    def email_page(name: str, filters: message_search.Filters, *, least: int = 0, after: bool = False) -> Shape:
+        async def run(db, settings):
+            cursor = (now_ms() + 60_000, "msg_~") if after else None  # a cursor page: reads after it
+            found = await message_search.list_page(db, WORKSPACE, filters, limit=50, after=cursor)
+            assert len(found.items) >= min(least, 50) and found.total >= least, (name, len(found.items), found.total)
+        return Shape(f"api: GET /email{name} (a page and its total)", run)
+
+    async def workspace(db):
+        await db.workspaces.replace_one({"_id": WORKSPACE}, {"_id": WORKSPACE, "name": "scale"}, upsert=True)
+
+    async def retention(db, settings):
+        await message_retention.apply_retention(db, settings)
+
+    async def tomorrows(db):  # a day ahead: the window holds these alone, as an old store's recent hour would
+        at = in_seconds(86_400)
+        await messages.insert_many(db, [_queued(m, status="sent", created_at=at, updated_at=at)
+                                        for m in _fresh("window")])
+
+    async def tagged(db):  # a tag of its own on BATCH new messages (keys written as intake writes them)
+        work.tag = f"tag_{uuid.uuid4().hex[:8]}"
+        await messages.insert_many(db, [_queued(m, status="sent", tags=[work.tag]) for m in _fresh("tagged")])
+
+    def tag_page(name: str, status: str | None) -> Shape:
+        async def run(db, settings):
+            found = await message_search.list_page(db, WORKSPACE, message_search.Filters(tag=work.tag, status=status),
+                                                   limit=50)
+            assert len(found.items) == min(BATCH, 50) and found.total == BATCH, (len(found.items), found.total)
+        return Shape(f"api: GET /email{name} (a page and its total)", run, tagged)
+
+    work = Work()
+    tomorrow = message_search.Filters(status="sent", since_ms=now_ms() + 82_800_000, until_ms=now_ms() + 90_000_000)
+    return [Shape("api: GET /bounces?since=&until= (a page and its total)", bounces_of_the_last_hour, recent_bounces),
+            email_page("", message_search.Filters(), least=BATCH),
+            email_page("?cursor=", message_search.Filters(), least=BATCH, after=True),
+            email_page("?status=failed (none)", message_search.Filters(status="failed")),
+            dataclasses.replace(email_page("?status=sent&since=&until=", tomorrow, least=BATCH), setup=tomorrows),
+            email_page("?to=", message_search.Filters(to="r7@example.org"), least=1),
+            email_page("?stream=marketing (none)", message_search.Filters(stream="marketing")),
+            email_page("?campaign_id= (none)", message_search.Filters(campaign_id="cmp_none")),
+            tag_page("?tag=", None), tag_page("?tag=&status=", "sent"),
+            email_page("?metadata[k]=v (none)", message_search.Filters(metadata=(("k", "v"),))),
+            Shape("retention: a pass with nothing old (message bodies and messages)", retention, workspace)]
 
 
 def all_shapes() -> list[Shape]:

@@ -51,6 +51,8 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "email.batch_status": m.BatchStatus,
     "email.status": m.EmailStatus,
     "email.cancel": m.EmailCancelled,
+    "email.list_emails": m.EmailListItem,
+    "email.get_email": m.EmailDetail,
     "contacts.list_contacts": m.Contact,
     "contacts.create_contact": m.ContactWithLists,
     "contacts.get_contact": m.ContactWithLists,
@@ -218,6 +220,10 @@ SCHEMAS = {
             "limit": {"type": "integer", "minimum": 1},
             "offset": {"type": "integer", "minimum": 0},
             "has_more": {"type": "boolean", "description": "offset + items on this page < total."},
+            "next_cursor": {"type": ["string", "null"],
+                            "description": "GET /email only: pass as `cursor` for the next page (null: none)."},
+            "total_exact": {"type": "boolean", "description": "GET /email only: false when `total` is an upper "
+                            "bound (a tag, metadata pair or second recipient narrowed further, over 100 matches)."},
         },
     },
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # Tags, in the order a reader meets them; an operation's tag is its blueprint's name.
 TAGS: dict[str, str] = {
-    "email": "Transactional email: single, scheduled and batch sends, their status.",
+    "email": "Transactional email: single, scheduled and batch sends, their status, finding sent mail.",
     "contacts": "Contacts, their import, export and deletion.",
     "tags": "Tags and the contacts that carry them.",
     "lists": "Static lists and their members.",
@@ -40,6 +40,8 @@ SUMMARIES: dict[str, str] = {
     "get_email_batch_status": "Get a batch's status",
     "get_email_status": "Get an email's delivery status",
     "delete_email_cancel": "Cancel a scheduled email",
+    "get_email_list_emails": "Find sent mail",
+    "get_email_get_email": "Get an email with its timeline",
     "get_contacts_list_contacts": "List contacts",
     "post_contacts_create_contact": "Create a contact",
     "get_contacts_get_contact": "Get a contact",

@@ -12,7 +12,7 @@ forbid unknown ones."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -127,6 +127,58 @@ class EmailStatus(Answer):
 class EmailCancelled(Answer):
     message_id: str
     status: str
+
+
+class EmailListItem(Answer):
+    """One message of GET /email (no bodies, no timeline)."""
+    id: str
+    to: list[str]
+    subject: str
+    status: str
+    stream: Literal["transactional", "marketing"] | None
+    campaign_id: str | None
+    batch_id: str | None
+    tags: list[str]
+    metadata: dict[str, str]
+    created_at: Timestamp
+    sent_at: Timestamp | None
+    delivered_at: Timestamp | None
+
+
+class TimelineEvent(Answer):
+    """One event of a message's timeline; which fields it has depends on its `type`."""
+    type: Literal["accepted", "queued", "scheduled", "rendered", "smtp_attempt", "deferred", "sent", "delivered",
+                  "bounced", "bounce_report", "failed", "cancelled", "suppressed", "opened", "clicked",
+                  "complained", "unsubscribed"]
+    at: Timestamp
+    status: str | None = Field(None, description="accepted: the status the message was accepted in.")
+    detail: str | None = Field(None, description="The status move's reason: a deferral's SMTP reply and next "
+                                                 "attempt time, a delivery's or bounce's reply, a failure's cause.")
+    code: int | None = Field(None, description="smtp_attempt: the reply code (0: no answer, e.g. no connection).")
+    text: str | None = Field(None, description="smtp_attempt: the reply text (at most 500 characters).")
+    outcome: Literal["deferred", "delivered", "bounced", "failed"] | None = Field(
+        None, description="smtp_attempt: what the attempt led to.")
+    next_attempt_at: Timestamp | None = Field(None, description="smtp_attempt deferred: when the next one is due.")
+    recipients: dict[str, int] | None = Field(None, description="smtp_attempt: each recipient's reply code.")
+    url: str | None = Field(None, description="clicked: the link.")
+    count: int | None = Field(None, description="opened/clicked/unsubscribed from the counts: how many.")
+    email: str | None = Field(None, description="bounce_report/complained: the recipient reported.")
+    bounce_type: str | None = Field(None, description="bounce_report: permanent, transient or undetermined.")
+    category: str | None = None
+    smtp_status: str | None = None
+    diagnostic: str | None = Field(None, description="bounce_report: the report's diagnostic code.")
+    source: str | None = None
+    bounce_id: str | None = Field(None, description="bounce_report/complained: the record in GET /bounces/:id.")
+
+
+class EmailDetail(EmailListItem):
+    """GET /email/:id: the message and its timeline."""
+    error: str | None
+    smtp_response: str | None
+    sandbox: bool
+    suppressed_recipients: list[str]
+    bodies_dropped: bool = Field(description="Its bodies are gone (POSTROOM_MESSAGE_BODY_RETENTION_DAYS).")
+    timeline: list[TimelineEvent]
 
 
 # --- audience --------------------------------------------------------------------------------

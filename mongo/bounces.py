@@ -22,6 +22,8 @@ INDEXES: dict[str, list] = {
                    name="ws_email_created"),
         # a single integer field: the only kind of range the embedded store answers from an index
         IndexModel([("created_ms", ASCENDING)], name="created_ms"),
+        # a message's reports (GET /email/:id's timeline)
+        IndexModel([("message_id", ASCENDING)], name="message"),
     ],
 }
 
@@ -72,3 +74,12 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, type_: str | None, 
     docs = await db.bounces.find(query, sort=[("created_at", -1), ("_id", 1)], skip=offset,
                                  limit=limit).to_list()
     return docs, total
+
+
+async def of_message(db: AsyncDatabase, workspace_id: str, message_id: str) -> list[dict]:
+    """The bounce and complaint records of one message, oldest first (an aggregate: the
+    embedded store answers its `$match` from the `message` index, a `find` by a field
+    other than `_id` reads every bounce)."""
+    cursor = await db.bounces.aggregate([{"$match": {"message_id": message_id, "workspace_id": workspace_id}},
+                                         {"$sort": {"created_ms": 1}}])
+    return await cursor.to_list()

@@ -3,7 +3,7 @@ The platform's are below; each feature module listed in INDEX_MODULES has its ow
 
 from __future__ import annotations
 
-from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from . import (
@@ -21,6 +21,7 @@ from . import (
     forms,
     inbound_reports,
     lists,
+    message_search,
     outbox,
     segments,
     send_limits,
@@ -34,10 +35,10 @@ from . import (
 INDEXES: dict[str, list[IndexModel]] = {
     "api_keys": [IndexModel([("hash", ASCENDING)], unique=True, name="hash_unique"),
                  IndexModel([("workspace_id", ASCENDING)], name="workspace")],
-    "messages": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
-                 # what the scheduler finds messages by (pipelines/delivery_status.watch):
-                 # single integer fields, the only ranges the embedded store answers from an index
-                 IndexModel([("due_ms", ASCENDING)], name="due_ms"),
+    # what the scheduler finds messages by (pipelines/delivery_status.watch): single integer
+    # fields, the only ranges the embedded store answers from an index; what GET /email
+    # finds them by is in mongo/message_search.py
+    "messages": [IndexModel([("due_ms", ASCENDING)], name="due_ms"),
                  IndexModel([("stall_ms", ASCENDING)], name="stall_ms"),
                  # when the status last changed: `postroom status` and `messages failed --since`
                  # range over it (they read every message on the ISO `updated_at`)
@@ -56,7 +57,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms]
+                 automations, automation_runs, forms, message_search]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -13,7 +13,7 @@ from pymongo.errors import BulkWriteError
 
 from pipelines.core.group_commit import grouped
 
-from . import messages
+from . import message_search, messages
 
 DUPLICATE_KEY = 11000
 
@@ -36,6 +36,7 @@ INSERT_CHUNK = 100
 
 async def _insert_groups(db: AsyncDatabase, groups: list[list[dict]]) -> list[BulkWriteError | None]:
     flat = [messages.watched(d) for docs in groups for d in docs]
+    await message_search.insert_keys(db, flat)  # first: a key without its message is skipped
     errors: list[dict] = []
     for first in range(0, len(flat), INSERT_CHUNK):
         try:

@@ -21,24 +21,35 @@ from pymongo import ReplaceOne, ReturnDocument, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from pipelines.core.clock import in_seconds, now_iso, now_ms
+from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.core.documents import Message
 from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS, Transition
+from pipelines.messages.mail_streams import MARKETING, MARKETING_KINDS, TRANSACTIONAL
+
+from . import message_search
 
 
 def watched(doc: dict) -> dict:
     """A new message with its scheduler times (delivery_status.watch), unclaimed unless
     it is stored born claimed (delivery_status.born_claim): every insert goes through
-    here."""
+    here. Also what GET /email finds it by (mongo/message_search.py): `created_ms` (its
+    `created_at` as integer epoch ms: what time windows, the order and the retention job
+    range over), `to_key` (its first recipient, lower-cased) and `stream` (a campaign's
+    or an automation's mail is marketing)."""
     doc.setdefault("lease_token", delivery_status.UNCLAIMED)
+    doc.setdefault("created_ms", ms_of(doc["created_at"]))
+    doc.setdefault("to_key", message_search.to_key(doc))
+    doc.setdefault("stream", MARKETING if doc.get("kind") in MARKETING_KINDS else TRANSACTIONAL)
     doc.update(delivery_status.watch(doc["status"], doc["updated_at"], doc))
     return doc
 
 
 async def insert_many(db: AsyncDatabase, docs: list[dict]) -> None:
     if docs:
-        await db.messages.insert_many([watched(d) for d in docs], ordered=True)
+        docs = [watched(d) for d in docs]
+        await message_search.insert_keys(db, docs)
+        await db.messages.insert_many(docs, ordered=True)
 
 
 async def insert_once(db: AsyncDatabase, doc: dict) -> bool:
@@ -205,7 +216,8 @@ async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> M
 # never the bodies (html, text).
 SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
                "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1,
-               "suppressed_recipients": 1, "deferred_since": 1, "history": 1, "lease_token": 1, "lease_until": 1}
+               "suppressed_recipients": 1, "deferred_since": 1, "history": 1, "lease_token": 1, "lease_until": 1,
+               "smtp_attempts": 1}
 
 
 async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: str,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contact_removal, forms, idempotency, outbox, rate_windows, send_limits
 from pipelines.core.settings import Settings
+from pipelines.workflows import message_retention
 
 
 async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
@@ -28,3 +31,18 @@ async def purge_unrestorable(db: AsyncDatabase, settings: Settings) -> int:
 
 async def expire_signups(db: AsyncDatabase, settings: Settings) -> int:
     return await forms.expire_signups(db)
+
+
+# Retention has nothing new to do from one second to the next: a pass a minute at most,
+# and again at once while a pass found a full batch (a backlog).
+RETENTION_EVERY_SECONDS = 60.0
+_retention = {"next": 0.0}
+
+
+async def apply_message_retention(db: AsyncDatabase, settings: Settings) -> int:
+    """Old messages' bodies dropped, older messages deleted (pipelines/workflows/message_retention.py)."""
+    if time.monotonic() < _retention["next"]:
+        return 0
+    done = await message_retention.apply_retention(db, settings)
+    _retention["next"] = 0.0 if done >= message_retention.PASS_LIMIT else time.monotonic() + RETENTION_EVERY_SECONDS
+    return done

@@ -1,26 +1,37 @@
-"""Transactional email: send (now or scheduled), batch, status, cancel."""
+"""Transactional email: send (now or scheduled), batch, status, cancel; and the activity
+API: the workspace's messages (GET /email) and one message's timeline (GET /email/:id)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 from quart import Blueprint
 
 from actors.runtime import publisher
 from mongo import batches as batch_store
+from mongo import bounces as bounce_store
+from mongo import message_search
 from mongo import messages as message_store
 from pipelines import views
+from pipelines.core.clock import ms_of
+from pipelines.core.errors import ValidationFailed
+from pipelines.messages import delivery_status, timeline
 from pipelines.workflows import accept_email
 
 from ..auth import count_emails, give_back_emails
 from ..idempotency import idempotent, request_seed
 from ..lookup import owned
+from ..pagination import PageQuery, page
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, JsonObject, Strict
-from ..validation import body
+from ..validation import body, query
+from .bounces import Since, Until
 
 bp = Blueprint("email", __name__, url_prefix="/api/v1")
 
@@ -136,3 +147,110 @@ async def status(message_id: str):
 async def cancel(message_id: str):
     await accept_email.cancel(db(), caller().workspace_id, message_id)
     return one({"message_id": message_id, "status": "cancelled"})
+
+
+# --- the activity API ----------------------------------------------------------------------
+
+_METADATA_PARAM = re.compile(r"^metadata\[(.{1,40})\]$", re.DOTALL)
+MAX_METADATA_FILTERS = 10
+Name = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+MetadataValue = Annotated[str, StringConstraints(max_length=500)]
+
+
+def _cursor(doc: dict) -> str:
+    created_ms, message_id = message_search.after_cursor(doc)
+    return base64.urlsafe_b64encode(f"{created_ms}:{message_id}".encode()).decode().rstrip("=")
+
+
+def _after(cursor: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created_ms, message_id = raw.split(":", 1)
+        if not created_ms.isdigit() or not message_id:
+            raise ValueError
+        return int(created_ms), message_id
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ValueError("not a cursor this API gave (pass pagination.next_cursor as it is)") from None
+
+
+class EmailQuery(PageQuery):
+    to: EmailAddress | None = Field(None, description="Only messages to this address: any recipient (to, cc "
+                                                      "or bcc), any letter case.")
+    status: Literal[tuple(sorted(delivery_status.ALL))] | None = Field(  # type: ignore[valid-type]
+        None, description="Only messages in this status now.")
+    tag: Name | None = Field(None, description="Only messages sent with this tag.")
+    metadata: dict[str, MetadataValue] | None = Field(
+        None, description="Written `metadata[key]=value` (up to 10): only messages whose metadata has each "
+                          "of these pairs.", json_schema_extra={"style": "deepObject"})
+    stream: Literal["transactional", "marketing"] | None = Field(
+        None, description="Only this mail stream (campaign and automation mail is marketing).")
+    campaign_id: Name | None = Field(None, description="Only this campaign's messages.")
+    since: Since | None = Field(None, description="Created at or after this moment: an ISO 8601 date (start of "
+                                                  "that day, UTC) or date-time (no offset means UTC).")
+    until: Until | None = Field(None, description="Created before this moment: an ISO 8601 date-time, or a date "
+                                                  "meaning the end of that day (UTC).")
+    cursor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="The previous page's `pagination.next_cursor`: the next page, stable while new "
+                          "mail arrives (use it instead of a deep offset).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metadata_pairs(cls, raw: Any) -> Any:
+        """`metadata[key]=value` parameters gathered into `metadata`."""
+        if not isinstance(raw, dict):
+            return raw
+        pairs = {}
+        for name in list(raw):
+            if name.startswith("metadata["):
+                found = _METADATA_PARAM.match(name)
+                if found is None:
+                    # raised as it is (not a ValueError): a before-validator's error has no path
+                    raise ValidationFailed("metadata: write a filter as metadata[key]=value, the key 1 to 40 "
+                                           "characters.", path="metadata")
+                pairs[found.group(1)] = raw.pop(name)
+        if len(pairs) > MAX_METADATA_FILTERS:
+            raise ValidationFailed(f"metadata: at most {MAX_METADATA_FILTERS} metadata[key]=value filters.",
+                                   path="metadata")
+        return {**raw, "metadata": pairs} if pairs else raw
+
+    @field_validator("cursor")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is not None:
+            _after(value)
+        return value
+
+    def filters(self) -> message_search.Filters:
+        if self.since and self.until and self.since >= self.until:
+            raise ValidationFailed("until: must be later than since.", path="until")
+        if self.cursor and self.offset:
+            raise ValidationFailed("offset: give a cursor or an offset, not both.", path="offset")
+        return message_search.Filters(
+            to=self.to, status=self.status, tag=self.tag, metadata=tuple((self.metadata or {}).items()),
+            stream=self.stream, campaign_id=self.campaign_id,
+            since_ms=ms_of(self.since) if self.since else None, until_ms=ms_of(self.until) if self.until else None)
+
+
+@bp.get("/email")
+@query(EmailQuery)
+async def list_emails(params: EmailQuery):
+    """The workspace's messages, newest first."""
+    filters = params.filters()
+    found = await message_search.list_page(
+        db(), caller().workspace_id, filters, limit=params.limit, offset=params.offset,
+        after=_after(params.cursor) if params.cursor else None)
+    items = found.items
+    answer = page([timeline.list_item(d) for d in items], total=found.total, limit=params.limit,
+                  offset=params.offset)
+    # a cursor's page says only whether it was full: the total counts every match, not those after it
+    more = len(items) == params.limit and (params.cursor is not None or answer["pagination"]["has_more"])
+    answer["pagination"].update(has_more=more, next_cursor=_cursor(items[-1]) if items and more else None,
+                                total_exact=found.exact)
+    return answer
+
+
+@bp.get("/email/<message:message_id>")
+async def get_email(message_id: str):
+    """One message with its whole timeline, oldest first."""
+    doc = await owned(message_store, message_id, "message")
+    return one(timeline.detail(doc, await bounce_store.of_message(db(), doc["workspace_id"], doc["_id"])))

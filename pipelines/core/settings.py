@@ -10,6 +10,8 @@ from pathlib import Path
 
 # Inside a send claim's lease, after the SMTP transaction: the store writes that record it.
 SEND_LEASE_MARGIN_SECONDS = 2.0
+# Retention may not be shorter than a message can live unsent (the SMTP retry lifetime, 5 days).
+MIN_RETENTION_DAYS = 7
 
 
 def _flag(value: str | None) -> bool:
@@ -80,6 +82,11 @@ class Settings:
     message_stall_seconds: int = 600
     # How many times the watchdog hands one message back before it ends `failed`.
     message_max_revivals: int = 12
+    # Retention (pipelines/workflows/message_retention.py), days after a message was created:
+    # its bodies (html, text, template data, attachments) are dropped, then the message
+    # with its timeline is deleted. At least MIN_RETENTION_DAYS each (a retry lives 5 days).
+    message_body_retention_days: int = 30
+    message_retention_days: int = 400
     # Prometheus scrape ports (0 = off): the front's, the scheduler's (both their own
     # process), and a worker pool's (Dramatiq's exposition server for all its processes).
     front_metrics_port: int = 0
@@ -122,6 +129,10 @@ class Settings:
             raise ValueError(f"POSTROOM_SEND_LEASE_SECONDS ({self.send_lease_seconds}) must exceed "
                              f"POSTROOM_SMTP_TIMEOUT_SECONDS ({self.smtp_timeout_seconds:g}) by more than "
                              f"{SEND_LEASE_MARGIN_SECONDS:g} s.")
+        for name in ("message_body_retention_days", "message_retention_days"):
+            if getattr(self, name) < MIN_RETENTION_DAYS:
+                raise ValueError(f"POSTROOM_{name.upper()} ({getattr(self, name)}) must be at least "
+                                 f"{MIN_RETENTION_DAYS}: a message may still be retried that long.")
         if self.smtp_helo_name is not None:
             # local import: dns_records loads cryptography, which most settings users never need
             from pipelines.domains.dns_records import is_public_host_name

@@ -191,7 +191,41 @@ class _Attempt:
         return "bounced" if not self.gave_up and self.refused_by_receiver else "failed"
 
 
-def _plan_retry(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+# The SMTP attempts a message keeps (`smtp_attempts`, GET /email/:id's timeline): the
+# last ones, each reply's text cut to this many characters.
+MAX_ATTEMPTS_KEPT = 20
+MAX_REPLY_CHARS = 500
+
+
+def _reply(attempt: _Attempt, verdict: str) -> Outcome | None:
+    """The reply that decided this attempt: a transient one for a deferral, an accepting
+    one for a delivery, a refusal for a bounce or a failure."""
+    by_verdict = {"retry": list(attempt.transient.values()), "delivered": [attempt.outcomes[r] for r in
+                                                                         attempt.now_accepted],
+                  "bounced": attempt.refused_by_receiver,
+                  "failed": [*attempt.permanent.values(), *attempt.transient.values()]}
+    chosen = by_verdict[verdict] or list(attempt.outcomes.values())
+    return chosen[0] if chosen else None
+
+
+def attempts_kept(attempt: _Attempt, verdict: str, at: str, rendered_at: str | None) -> dict:
+    """`smtp_attempts` as this attempt leaves it (nothing when no recipient was tried: an
+    earlier attempt settled them all): the ones before, then this one's reply code and
+    text, who it went to, what it meant and, for a deferral, when the next one is due."""
+    reply = _reply(attempt, verdict)
+    if reply is None:
+        return {}
+    entry = {"at": at, "code": reply.code, "text": reply.text[:MAX_REPLY_CHARS],
+             "outcome": "deferred" if verdict == "retry" else verdict,
+             "recipients": {r: o.code for r, o in attempt.outcomes.items()}}
+    if rendered_at:
+        entry["rendered_at"] = rendered_at
+    if verdict == "retry" and attempt.following is not None:
+        entry["next_attempt_at"] = iso(attempt.now + dt.timedelta(seconds=attempt.following.delay_seconds))
+    return {"smtp_attempts": [*(attempt.message.get("smtp_attempts") or []), entry][-MAX_ATTEMPTS_KEPT:]}
+
+
+def _plan_retry(plan: OutcomePlan, attempt: _Attempt, at: str, rendered_at: str | None = None) -> None:
     mid, since = attempt.mid, attempt.message.get("deferred_since")
     plan.retry_ids.append(mid)
     plan.next_attempts[mid] = attempt.following
@@ -200,15 +234,17 @@ def _plan_retry(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
     if attempt.now_accepted or attempt.permanent:
         plan.retry_notes[mid] += f" ({len(attempt.transient)} of {len(attempt.message['to'])} recipients still owed)"
         progress.update(attempt.settled)
+    progress.update(attempts_kept(attempt, "retry", at, rendered_at))
     if progress:
         plan.retry_progress[mid] = progress
 
 
-def _plan_delivered(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+def _plan_delivered(plan: OutcomePlan, attempt: _Attempt, at: str, rendered_at: str | None = None) -> None:
     message, gave_up = attempt.message, attempt.gave_up
     response = (_line(attempt.outcomes[attempt.now_accepted[0]]) if attempt.now_accepted
                 else "250 accepted in an earlier attempt")
     extra = {"smtp_response": response, "recipients_result": attempt.per_recipient, **attempt.settled,
+             **attempts_kept(attempt, "delivered", at, rendered_at),
              **({"undelivered_recipients": list(attempt.transient), "error": gave_up} if gave_up else {})}
     plan.transitions.append(forward(attempt.mid, "delivered", extra, gave_up or response, via=("sent",)))
     plan.events.append(_event(message, "email.sent", {"sent_at": at}, at))
@@ -217,22 +253,25 @@ def _plan_delivered(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
     _count(plan, message, at, sends=1, delivered=1, **{_send_kind(message): 1})
 
 
-def _plan_bounced(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+def _plan_bounced(plan: OutcomePlan, attempt: _Attempt, at: str, rendered_at: str | None = None) -> None:
     detail = _line(attempt.refused_by_receiver[0])
     plan.transitions.append(forward(attempt.mid, "bounced", {"smtp_response": detail,
                                                              "recipients_result": attempt.per_recipient,
-                                                             **attempt.settled}, detail))
+                                                             **attempt.settled,
+                                                             **attempts_kept(attempt, "bounced", at, rendered_at)},
+                                    detail))
     plan.finished.append((attempt.message, "bounced"))
     _count(plan, attempt.message, at, sends=1, bounces=1, **{_send_kind(attempt.message): 1})
 
 
-def _plan_failed(plan: OutcomePlan, attempt: _Attempt, at: str) -> None:
+def _plan_failed(plan: OutcomePlan, attempt: _Attempt, at: str, rendered_at: str | None = None) -> None:
     """Given up (the lifetime spent), or refused here for good (e.g. SMTPUTF8 needed and
     not offered)."""
     why = attempt.gave_up or (_line(next(iter(attempt.permanent.values()))) if attempt.permanent
                               else "no recipient left to send to")
     plan.transitions.append(forward(attempt.mid, "failed", {"error": why, "recipients_result": attempt.per_recipient,
-                                                            **attempt.settled}, why))
+                                                            **attempt.settled,
+                                                            **attempts_kept(attempt, "failed", at, rendered_at)}, why))
     plan.finished.append((attempt.message, "failed"))
 
 
@@ -240,10 +279,13 @@ _PLAN = {"retry": _plan_retry, "delivered": _plan_delivered, "bounced": _plan_bo
 
 
 def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now: dt.datetime | None = None,
-                  lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS, scale: float = 1.0) -> OutcomePlan:
+                  lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS, scale: float = 1.0,
+                  rendered_at: Mapping[str, str] | None = None) -> OutcomePlan:
     """`results` pairs each claimed message (its `attempts` so far, `deferred_since`) with
     its outcomes per recipient, or None when it had no rendered MIME. `scale` multiplies
-    the retry waits (tests); `lifetime_seconds` bounds retrying from the first deferral."""
+    the retry waits (tests); `lifetime_seconds` bounds retrying from the first deferral.
+    `rendered_at`: when each message's MIME was rendered, kept with its attempt."""
+    rendered_at = rendered_at or {}
     plan = OutcomePlan()
     now = now or utcnow()
     at = iso(now)  # one timestamp for the attempt's events and counts
@@ -255,5 +297,5 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
         attempt = _Attempt.of(message, outcomes, now, lifetime_seconds, scale)
         plan.bounces += [{"message": message, "email": recipient, "code": outcome.code, "text": outcome.text}
                          for recipient, outcome in attempt.permanent.items() if not outcome.local]
-        _PLAN[attempt.verdict()](plan, attempt, at)
+        _PLAN[attempt.verdict()](plan, attempt, at, rendered_at.get(message["_id"]))
     return plan

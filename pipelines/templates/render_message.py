@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from pipelines.audience.recipients import owed_recipients
-from pipelines.core.clock import parse_iso, utcnow
+from pipelines.core.clock import now_iso, parse_iso, utcnow
 from pipelines.core.documents import Template, TemplateVersion
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
@@ -160,6 +160,7 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
         # every line ends CRLF and the last too (pipelines/mime.compose): the transport
         # need not check before dot-stuffing (absent from jobs made before: checked)
         "crlf_only": True,
+        "rendered_at": now_iso(),  # kept with the SMTP attempt it made (GET /email/:id's timeline)
     }
 
 

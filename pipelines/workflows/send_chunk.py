@@ -174,7 +174,8 @@ async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, t
         await _release(throttle, admission)
     results = [(m, _outcomes_or_error(m, answer)) for m, answer in zip(admission.admitted, answers, strict=True)]
     plan = plan_outcomes([r for r in results if r[1] is not NOT_STARTED], now=utcnow(),
-                         lifetime_seconds=settings.send_retry_lifetime_seconds, scale=settings.send_retry_scale)
+                         lifetime_seconds=settings.send_retry_lifetime_seconds, scale=settings.send_retry_scale,
+                         rendered_at={mid: r["rendered_at"] for mid, r in mime.items() if r.get("rendered_at")})
     await _apply(job, plan)
     await _requeue(job, [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED], 0)
     retried = set(plan.retry_ids)

@@ -49,7 +49,11 @@ def test_a_transient_refusal_is_retried_with_backoff():
 def test_the_first_deferral_starts_the_lifetime_clock_and_short_waits_ride_the_broker():
     now = utcnow()
     plan = plan_outcomes([(message(), {"a@example.org": Outcome(451, "later")})], now=now)
+    attempts = plan.retry_progress["m1"].pop("smtp_attempts")
     assert plan.retry_progress["m1"] == {"deferred_since": iso(now)}
+    # the attempt is kept: its reply, and when the next one is due
+    assert [{k: a[k] for k in ("at", "code", "outcome", "next_attempt_at")} for a in attempts] == [
+        {"at": iso(now), "code": 451, "outcome": "deferred", "next_attempt_at": iso(now + dt.timedelta(seconds=5))}]
     assert plan.retries_by_broker_delay() == {5000: ["m1"]} and plan.retries_in_store(now) == {}
 
 
@@ -132,6 +136,8 @@ def test_a_recipient_deferred_beside_accepted_ones_is_retried_alone_and_the_mess
     now = utcnow()
     plan = plan_outcomes([(message(to=TRIO), outcomes)], now=now)
     assert plan.retry_ids == ["m1"] and plan.transitions == [] and plan.events == [] and plan.finished == []
+    [attempt] = plan.retry_progress["m1"].pop("smtp_attempts")
+    assert attempt["recipients"] == {"a@example.org": 250, "b@example.org": 451, "c@example.org": 550}
     assert plan.retry_progress["m1"] == {"accepted_recipients": ["a@example.org"],
                                          "refused_recipients": ["c@example.org"], "deferred_since": iso(now)}
     assert plan.retry_notes["m1"] == "451 greylisted (1 of 3 recipients still owed)"
@@ -167,3 +173,22 @@ def test_a_synchronous_bounce_counts_as_a_send_and_a_bounce():
     plan = plan_outcomes([(message(), {"a@example.org": Outcome(550, "no")})])
     [counts] = plan.analytics.values()
     assert counts == {"sends": 1, "bounces": 1, "api_sends": 1}
+
+
+def test_a_message_keeps_its_last_twenty_smtp_attempts_with_replies_cut_to_500_characters():
+    earlier = [{"at": f"a{n}", "code": 451, "text": "later", "outcome": "deferred"} for n in range(20)]
+    accepted = {"a@example.org": Outcome(250, "ok " + "x" * 900)}
+    plan = plan_outcomes([({**message(), "smtp_attempts": earlier}, accepted)],
+                         rendered_at={"m1": "2026-01-01T00:00:00.000000Z"})
+    [moved] = plan.transitions
+    kept = moved.fields["smtp_attempts"]
+    assert len(kept) == 20 and kept[0]["at"] == "a1"
+    assert kept[-1]["code"] == 250 and kept[-1]["outcome"] == "delivered" and len(kept[-1]["text"]) == 500
+    assert kept[-1]["rendered_at"] == "2026-01-01T00:00:00.000000Z"
+
+
+def test_a_bounce_keeps_the_refusal_as_its_attempt():
+    plan = plan_outcomes([(message(), {"a@example.org": Outcome(550, "5.1.1 no such user")})])
+    [moved] = plan.transitions
+    [attempt] = moved.fields["smtp_attempts"]
+    assert (attempt["code"], attempt["text"], attempt["outcome"]) == (550, "5.1.1 no such user", "bounced")
