@@ -124,6 +124,8 @@ async def _plan_runs(db: AsyncDatabase, requests: list[StartRequest],
     contact is in a run already (reentry after_exit) refused into `results`."""
     now = utcnow()
     planned: dict[str, dict] = {}
+    listened = await outbox.subscribed_events(db, list({r.automation["workspace_id"] for r in requests})) \
+        if requests else set()
     for req in requests:
         automation, contact, rid = req.automation, req.contact, _run_id(req)
         if rid in results or rid in planned:
@@ -136,15 +138,27 @@ async def _plan_runs(db: AsyncDatabase, requests: list[StartRequest],
         doc = runs.new_run(run_id=rid, automation=automation, contact=contact, trigger=req.trigger,
                            first_step=steps[0]["id"] if steps else None, now=now)
         doc["reentry"] = reentry
-        planned[rid] = outbox.inserted_with(doc, _start_events(doc, automation))
+        planned[rid] = outbox.inserted_with(doc, _start_events(doc, automation, listened))
     return list(planned.values())
 
 
-def _start_events(doc: dict, automation: dict) -> list[dict]:
+def _start_events(doc: dict, automation: dict, listened: set[tuple[str, str]]) -> list[dict]:
     """flow.triggered, and flow.completed for a run with no steps (done at once)."""
     ended = ("flow.triggered", "flow.completed") if doc["status"] == "completed" else ("flow.triggered",)
-    return [outbox.event_document(automation["workspace_id"], event, runs.flow_event_data(doc, automation),
-                                  event_id=f"{doc['_id']}:{event}") for event in ended]
+    return [_flow_event(doc, automation, event, listened) for event in ended]
+
+
+def _flow_event(run: dict, automation: dict, event: str, listened: set[tuple[str, str]]) -> dict:
+    """The run's flow.* `event` (its id derived from the run's), born dispatched when no
+    active subscription of the workspace listens to it (`listened`,
+    outbox.subscribed_events): the dispatch would find nobody to deliver it to and mark it
+    so, one write an event more, and a subscription made later never receives an event
+    older than itself (pipelines/webhooks/events.plan_deliveries). Recorded either way."""
+    doc = outbox.event_document(automation["workspace_id"], event, runs.flow_event_data(run, automation),
+                                event_id=f"{run['_id']}:{event}")
+    if (automation["workspace_id"], event) not in listened:
+        doc["dispatched"] = True
+    return doc
 
 
 async def _insert_runs(db: AsyncDatabase, planned: list[dict]) -> set[str]:
@@ -219,8 +233,10 @@ async def transition_many(db: AsyncDatabase, moves: list[tuple[dict, dict]], aut
     if not moves:
         return []
     token = uuid.uuid4().hex
-    after = [{**_carrying_completion(run, runs.applied(run, update), automation), WRITTEN_BY: token}
-             for run, update in moves]
+    done = [(run, runs.applied(run, update)) for run, update in moves]
+    listened = await outbox.subscribed_events(db, [automation["workspace_id"]]) \
+        if any(_completes(run, doc) for run, doc in done) else set()
+    after = [{**_carrying_completion(run, doc, automation, listened), WRITTEN_BY: token} for run, doc in done]
     result = await db.automation_runs.bulk_write([ReplaceOne(_guarded(run), doc)
                                                   for (run, _), doc in zip(moves, after, strict=True)], ordered=False)
     landed = after if result.matched_count == len(after) else await _written_by(db, after, token)
@@ -232,13 +248,16 @@ async def transition_many(db: AsyncDatabase, moves: list[tuple[dict, dict]], aut
     return landed
 
 
-def _carrying_completion(run: dict, done: dict, automation: dict) -> dict:
+def _completes(run: dict, done: dict) -> bool:
+    return done["status"] == "completed" and run["status"] != "completed"
+
+
+def _carrying_completion(run: dict, done: dict, automation: dict, listened: set[tuple[str, str]]) -> dict:
     """`done` (the run after its move) carrying flow.completed when the move completed it,
     beside whatever events it still carried."""
-    if done["status"] != "completed" or run["status"] == "completed":
+    if not _completes(run, done):
         return done
-    event = outbox.event_document(run["workspace_id"], "flow.completed", runs.flow_event_data(done, automation),
-                                  event_id=f"{run['_id']}:flow.completed")
+    event = _flow_event(done, automation, "flow.completed", listened)
     return outbox.inserted_with(done, [*(run.get(outbox.PENDING) or []), event])
 
 

@@ -9,7 +9,7 @@ tests/e2e/test_automation_crash.py."""
 from __future__ import annotations
 
 from mongo import automation_runs as run_store
-from mongo import automations, contacts, messages, outbox, send_limits, suppressions, templates, workspaces
+from mongo import automations, contacts, messages, outbox, send_limits, suppressions, templates, webhooks, workspaces
 from pipelines.automations import runs
 from pipelines.core.clock import utcnow
 from pipelines.core.settings import Settings
@@ -179,3 +179,22 @@ def test_a_run_started_waits_with_flow_triggered_carried_until_its_first_move(pr
     assert [e["event"] for e in carried[outbox.PENDING]] == ["flow.triggered"]
     assert sorted((e["data"]["run_id"], e["event"]) for e in recorded) == \
         [(done["_id"], "flow.completed"), (done["_id"], "flow.triggered")]
+
+
+def test_flow_events_nobody_subscribes_to_are_recorded_already_dispatched(private_db):
+    """Recorded either way; the dispatch reads only those a subscription listens to (the
+    others it would mark dispatched with no delivery, one write each)."""
+    async def go(db):
+        flow, people, started = await one_email_flow(db, 2)
+        await webhooks.create(db, flow["workspace_id"], events=["flow.completed"], target_url="https://hooks.example/x",
+                              secret_sealed="sealed", form="json")
+        await advance_runs(db, SETTINGS, RecordingPublisher(), no_http, [started[0]["_id"]])
+        pending = {(e["event"], e["data"]["run_id"]) for e in await outbox.pending(db)}
+        recorded = {(e["event"], e["data"]["run_id"]) for e in await db.outbox.find({}).to_list()}
+        return started, pending, recorded
+    started, pending, recorded = private_db.run(go)
+    first = started[0]["_id"]
+    # (the second run, not moved yet, still carries its flow.triggered)
+    assert recorded == {("flow.triggered", first), ("flow.completed", first)}
+    # flow.triggered happened before the subscription existed: nothing to deliver
+    assert pending == {("flow.completed", first)}
