@@ -6,7 +6,9 @@ are attached for quart-schema, so the OpenAPI description cannot drift from them
 from __future__ import annotations
 
 import functools
+import json
 import math
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -127,9 +129,44 @@ def parse_body(model: type[M], raw: bytes, allow_empty: bool = False,
     try:
         parsed = model.model_validate_json(raw, strict=True)
     except ValidationError as error:
-        raise_first(error)
+        if not _LONE_SURROGATE_ESCAPE.search(raw):
+            raise_first(error)
+        parsed = _parse_with_lone_surrogates_replaced(model, raw)
     _refuse_unstorable(parsed, max_string_bytes=max_string_bytes)
     return parsed
+
+
+# An escape of half a UTF-16 pair, `\ud800`: valid JSON text (RFC 8259 allows it) that
+# pydantic's parser refuses, and no store can keep (strings are UTF-8). A client's text
+# with one (a JavaScript string cut mid-emoji) is kept with U+FFFD in its place, as
+# decoding bad UTF-8 does, rather than refused as "not valid JSON".
+_LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _parse_with_lone_surrogates_replaced(model: type[M], raw: bytes) -> M:
+    """`raw` parsed by Python's json (which keeps a lone surrogate as a character; a proper
+    pair becomes its one character), each lone one replaced, then validated as JSON again
+    (strict JSON typing as before)."""
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        raise ValidationFailed("Request body is not valid JSON.") from None
+    cleaned = json.dumps(_without_surrogates(document), ensure_ascii=False).encode()
+    try:
+        return model.model_validate_json(cleaned, strict=True)
+    except ValidationError as error:
+        raise_first(error)
 
 
 def body(model: type[M], allow_empty: bool = False):

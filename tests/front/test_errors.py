@@ -199,3 +199,13 @@ def test_paths_with_encoded_or_doubled_slashes_answer_the_envelope_not_a_redirec
 def test_statuses_without_a_name_of_their_own_map_to_their_class_of_failure(status, code):
     from front.errors import code_for_status
     assert code_for_status(status) == code
+
+
+def test_half_a_utf16_pair_is_kept_as_a_replacement_character_not_refused_as_invalid_json(tenant):
+    """`\\ud800` alone is valid JSON text (RFC 8259) that no store can keep: the text is
+    taken with U+FFFD in its place; a whole pair is the character it encodes."""
+    created = post_raw(tenant, "/templates", b'{"name": "Half \\ud800 and \\ud83d\\ude00", "html": "<p>x</p>"}')
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["name"] == "Half \ufffd and \U0001f600"
+    wrong_type = post_raw(tenant, "/templates", b'{"name": "\\udc00", "html": 5}')
+    assert_error(wrong_type, 400, "validation_error", "html")
