@@ -53,7 +53,9 @@ def _most_specific(errors: list[dict]) -> dict:
 
 def raise_first(error: ValidationError, prefix: tuple = ()) -> None:
     first = _most_specific(error.errors(include_url=False))
-    loc = prefix + tuple(first.get("loc", ()))
+    # a refusal that names a field inside the value it validated (front/email_fields.refused)
+    beyond = (first.get("ctx") or {}).get("at") if first["type"] == "refused" else None
+    loc = prefix + tuple(first.get("loc", ())) + ((beyond,) if beyond else ())
     path = format_path(loc) or None
     if first["type"] == "json_invalid":
         raise ValidationFailed("Request body is not valid JSON.")
