@@ -26,6 +26,20 @@ def refused(reason: str, at: str = "") -> PydanticCustomError:
     return PydanticCustomError("refused", "{reason}", {"reason": reason, "at": at})
 
 
+def _any_case(word: str) -> str:
+    """`word` as a pattern matching it in any case (JSON Schema patterns take no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c.replace(".", "\\.") for c in word)
+
+
+# What the document says of each field, as far as a schema can (the rest: a 400 with its path)
+NO_CONTROLS = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$"
+_FILENAME_PATTERN = ("^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u200e\\u200f\\u202a-\\u202e"
+                     "\\u2066-\\u2069\\u061c/\\\\]*$")
+_BLOCKED_FILENAME = f"\\.(?:{'|'.join(_any_case(e) for e in sorted(files.BLOCKED_EXTENSIONS))})[. ]*$"
+_OWNED_HEADER = ("^(?:" + "|".join(_any_case(n) for n in sorted(custom_headers.OWNED)) + "|"
+                 + "|".join(_any_case(p) + ".*" for p in custom_headers.OWNED_PREFIXES) + ")$")
+HEADER_NAMES = {"pattern": "^[!-9;-~]{1,76}$", "not": {"pattern": _OWNED_HEADER}}
+
 Recipients = EmailAddress | Annotated[list[EmailAddress], Field(max_length=MAX_RECIPIENTS)]
 ReplyTo = EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_REPLY_TO)]
 
@@ -33,15 +47,17 @@ ReplyTo = EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_l
 class Attachment(Strict):
     """One file: sent as an attachment, or inline (shown in the HTML) with a content_id."""
     filename: Annotated[str, StringConstraints(min_length=1, max_length=files.MAX_FILENAME_BYTES)] = Field(
+        json_schema_extra={"pattern": _FILENAME_PATTERN, "not": {"pattern": _BLOCKED_FILENAME}},
         description="At most 255 bytes of UTF-8; no line breaks, control or direction characters, no / or \\; "
                     "not a program or script (.exe, .js, .sh, …: docs/email.md). Sent RFC 2231-encoded.")
-    content: str = Field(json_schema_extra={"contentEncoding": "base64"},
+    content: str = Field(json_schema_extra={"contentEncoding": "base64", "pattern": "^[A-Za-z0-9+/=\\s]*$"},
                          description="The file, base64 (line breaks ignored). At most 10 MB decoded, for all "
                                      "files of the message together.")
-    content_type: Annotated[str, StringConstraints(max_length=255)] | None = Field(
+    content_type: Annotated[str, StringConstraints(max_length=255, pattern=files.TYPE_PATTERN)] | None = Field(
         None, description="MIME type. Checked against the bytes: one they contradict is refused. "
                           "Absent: read from the bytes, then the filename.")
-    content_id: Annotated[str, StringConstraints(max_length=files.MAX_CONTENT_ID_CHARS + 4)] | None = Field(
+    content_id: Annotated[str, StringConstraints(max_length=files.MAX_CONTENT_ID_CHARS + 4,
+                                                 pattern=files.CONTENT_ID.pattern)] | None = Field(
         None, description="Makes the file inline: the HTML shows it as <img src=\"cid:<content_id>\">. "
                           "Letters, digits and !#$%&'*+/=?^_`{|}~.@- (a cid: prefix is dropped).")
     _file: files.AttachmentFile | None = PrivateAttr(None)
@@ -78,13 +94,15 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-Headers = Annotated[dict[str, Annotated[str, StringConstraints(max_length=custom_headers.MAX_VALUE_CHARS)]],
-                    Field(max_length=custom_headers.MAX_HEADERS,
-                          json_schema_extra={"propertyNames": {"pattern": "^[!-9;-~]{1,76}$"}}),
+Headers = Annotated[dict[str, Annotated[str, StringConstraints(max_length=custom_headers.MAX_VALUE_CHARS),
+                                        Field(json_schema_extra={"pattern": NO_CONTROLS})]],
+                    Field(max_length=custom_headers.MAX_HEADERS, json_schema_extra={"propertyNames": HEADER_NAMES}),
                     AfterValidator(_headers)]
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=labels.MAX_METADATA_KEY_CHARS,
                                                pattern=labels.METADATA_KEY_PATTERN)]
 MetadataValue = Annotated[str, StringConstraints(max_length=labels.MAX_METADATA_VALUE_CHARS)]
-Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(max_length=labels.MAX_METADATA_PAIRS)]
+Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(
+    max_length=labels.MAX_METADATA_PAIRS, json_schema_extra={"propertyNames": {
+        "minLength": 1, "maxLength": labels.MAX_METADATA_KEY_CHARS, "pattern": labels.METADATA_KEY_PATTERN}})]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=labels.MAX_TAG_CHARS, pattern=labels.TAG_PATTERN)]
 Tags = Annotated[list[Tag], Field(max_length=labels.MAX_TAGS)]

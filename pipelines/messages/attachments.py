@@ -87,7 +87,8 @@ MAGIC: tuple[tuple[bytes, int, str, tuple[str, ...]], ...] = (
 _PROVEN_TYPES = frozenset(t for _, _, t, _ in MAGIC) - {"application/x-ole-storage", "application/zip"}
 GENERIC = "application/octet-stream"
 _TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}")
-CONTENT_ID = re.compile(r"(?:cid:)?([A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,100})")
+TYPE_PATTERN = r"^\s*[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\s*$"
+CONTENT_ID = re.compile(r"^(?:cid:)?([A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,100})$")
 # Shown or acted on as direction changes: "invoice\u202efdp.exe" reads "invoiceexe.pdf".
 _BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
 # Built-in table only: the system's mime.types differs from one machine to the next.
