@@ -7,7 +7,7 @@ field, e.g. `attachments[2].content_type` or `headers.From`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, PrivateAttr, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
@@ -47,8 +47,9 @@ ReplyTo = EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_l
 class Attachment(Strict):
     """One file: sent as an attachment, or inline (shown in the HTML) with a content_id."""
     filename: Annotated[str, StringConstraints(min_length=1, max_length=files.MAX_FILENAME_BYTES)] = Field(
-        json_schema_extra={"pattern": _FILENAME_PATTERN, "not": {"pattern": _BLOCKED_FILENAME}},
-        description="At most 255 bytes of UTF-8; no line breaks, control or direction characters, no / or \\; "
+        json_schema_extra={"pattern": _FILENAME_PATTERN, "not": {"pattern": f"=\\?|{_BLOCKED_FILENAME}"}},
+        description="At most 255 bytes of UTF-8; no line breaks, control or direction characters, no / or \\, "
+                    "no =? (an encoded word); "
                     "not a program or script (.exe, .js, .sh, …: docs/email.md). Sent RFC 2231-encoded.")
     content: str = Field(json_schema_extra={"contentEncoding": "base64", "pattern": "^[A-Za-z0-9+/=\\s]*$"},
                          description="The file, base64 (line breaks ignored). At most 10 MB decoded, for all "
@@ -61,6 +62,9 @@ class Attachment(Strict):
         None, description="Makes the file inline: the HTML shows it as <img src=\"cid:<content_id>\">. "
                           "Letters, digits and !#$%&'*+/=?^_`{|}~.@- (a cid: prefix is dropped).")
     _file: files.AttachmentFile | None = PrivateAttr(None)
+    # never stored as given (decoded, and bounded by the 10 MB rule instead of the 1 MB a
+    # stored string may have: front/validation.py)
+    UNSTORED_FIELDS: ClassVar[frozenset[str]] = frozenset({"content"})
 
     @model_validator(mode="after")
     def _decoded(self) -> Attachment:

