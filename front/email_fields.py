@@ -38,6 +38,11 @@ _FILENAME_PATTERN = ("^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u200e\\u2
 _BLOCKED_FILENAME = f"\\.(?:{'|'.join(_any_case(e) for e in sorted(files.BLOCKED_EXTENSIONS))})[. ]*$"
 _OWNED_HEADER = ("^(?:" + "|".join(_any_case(n) for n in sorted(custom_headers.OWNED)) + "|"
                  + "|".join(_any_case(p) + ".*" for p in custom_headers.OWNED_PREFIXES) + ")$")
+# Standard base64, white space allowed between characters, and not the encoding of a
+# program's first bytes (MZ, #!, \x7fEL, Mach-O and Java class magic: attachments.BLOCKED_MAGIC)
+_B64 = "\\s*[A-Za-z0-9+/]"
+BASE64_PATTERN = (f"^(?!\\s*(?:TV|Iy|f0VM|yv66|/u36|zvrt|z/rt))(?:{_B64 * 4})*"
+                  f"(?:{_B64 * 2}\\s*=\\s*=|{_B64 * 3}\\s*=)?\\s*$")
 HEADER_NAMES = {"pattern": "^[!-9;-~]{1,76}$", "not": {"pattern": _OWNED_HEADER}}
 
 Recipients = EmailAddress | Annotated[list[EmailAddress], Field(max_length=MAX_RECIPIENTS)]
@@ -51,7 +56,7 @@ class Attachment(Strict):
         description="At most 255 bytes of UTF-8; no line breaks, control or direction characters, no / or \\, "
                     "no =? (an encoded word); "
                     "not a program or script (.exe, .js, .sh, …: docs/email.md). Sent RFC 2231-encoded.")
-    content: str = Field(json_schema_extra={"contentEncoding": "base64", "pattern": "^[A-Za-z0-9+/=\\s]*$"},
+    content: str = Field(json_schema_extra={"contentEncoding": "base64", "pattern": BASE64_PATTERN},
                          description="The file, base64 (line breaks ignored). At most 10 MB decoded, for all "
                                      "files of the message together.")
     content_type: Annotated[str, StringConstraints(max_length=255, pattern=files.TYPE_PATTERN)] | None = Field(

@@ -144,8 +144,10 @@ def teach_schedules(api) -> None:
     generated date-time is moved there, so scheduled sends are exercised rather than
     refused as invalid_schedule; anything else generated there (a wrong type in a
     negative case) is left as it is."""
-    def moving(ahead: datetime.timedelta):
+    def moving(ahead: datetime.timedelta, path: str):
         def map_body(ctx, body):
+            if path == "/api/v1/email/send":  # one map_body an operation: the send rules' too
+                body = sendable_body(body)
             if isinstance(body, dict) and isinstance(body.get("send_at"), str):
                 try:
                     datetime.datetime.fromisoformat(body["send_at"])
@@ -156,7 +158,7 @@ def teach_schedules(api) -> None:
         return map_body
 
     for method, path, ahead in SCHEDULED:
-        api.hooks.hook("map_body").apply_to(method=method, path=path)(moving(ahead))
+        api.hooks.hook("map_body").apply_to(method=method, path=path)(moving(ahead, path))
 
 
 TEMPLATE_BODIES = [("POST", "/api/v1/templates"), ("PATCH", "/api/v1/templates/{template_id}"),
@@ -189,9 +191,6 @@ def teach_block_grammar(api) -> None:
         api.hooks.hook("map_body").apply_to(method=method, path=path)(map_body)
 
 
-SEND_BODIES = [("POST", "/api/v1/email/send"), ("POST", "/api/v1/email/batch")]
-
-
 def _sendable(email: dict) -> dict:
     """One generated email made to pass the rules no schema can say (pipelines/messages/
     attachments.py, custom_headers.py, audience/recipients.py): a file's bytes must agree
@@ -217,16 +216,20 @@ def _sendable(email: dict) -> dict:
     return out
 
 
-def teach_sending_rules(api) -> None:
-    def map_body(ctx, body):
-        if not isinstance(body, dict):
-            return body
-        if isinstance(body.get("messages"), list):
-            return {**body, "messages": [_sendable(m) if isinstance(m, dict) else m for m in body["messages"]]}
-        return _sendable(body)
+def sendable_body(body):
+    """A send body (or a batch's) with each email made `_sendable`."""
+    if not isinstance(body, dict):
+        return body
+    if isinstance(body.get("messages"), list):
+        return {**body, "messages": [_sendable(m) if isinstance(m, dict) else m for m in body["messages"]]}
+    return _sendable(body)
 
-    for method, path in SEND_BODIES:
-        api.hooks.hook("map_body").apply_to(method=method, path=path)(map_body)
+
+def teach_sending_rules(api) -> None:
+    """POST /email/batch's bodies made sendable (POST /email/send's: in teach_schedules'
+    hook, as schemathesis runs one map_body an operation)."""
+    api.hooks.hook("map_body").apply_to(method="POST", path="/api/v1/email/batch")(
+        lambda ctx, body: sendable_body(body))
 
 
 def findings_of(failure: BaseException) -> list[str]:
