@@ -101,11 +101,23 @@ class HistoryEntry(Answer):
     detail: str | None = None
 
 
+class AttachmentShown(Answer):
+    filename: str
+    content_type: str
+    content_id: str | None = Field(description="Set: an inline file, shown by the HTML as cid:<content_id>.")
+    size: int = Field(description="Bytes, decoded.")
+
+
 class EmailStatus(Answer):
     message_id: str
     status: str
     to: list[str]
+    cc: list[str]
+    bcc: list[str] = Field(description="Recipients in the envelope only (never in a header).")
     subject: str
+    metadata: dict[str, str]
+    tags: list[str]
+    attachments: list[AttachmentShown]
     created_at: Timestamp
     scheduled_at: Timestamp | None
     queued_at: Timestamp | None

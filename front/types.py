@@ -28,9 +28,10 @@ def _email(value: str) -> str:
 
 
 # Names no mail can go to (RFC 6761, email-validator's SPECIAL_USE_DOMAIN_NAMES): refused,
-# and said in the document, so a valid-looking `a@b.test` is not a surprise.
-_NOT_SPECIAL_USE = r"^(?![\s\S]*\.(?:[Aa][Rr][Pp][Aa]|[Ii][Nn][Vv][Aa][Ll][Ii][Dd]|[Ll][Oo][Cc][Aa][Ll]|" \
-                   r"[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|[Oo][Nn][Ii][Oo][Nn]|[Tt][Ee][Ss][Tt])\.?$)"
+# and said in the document, so a valid-looking `a@b.test` is not a surprise; and no `=?`
+# (an encoded word, refused above: a domain cannot hold one, so anywhere in the address).
+_NOT_SPECIAL_USE = r"^(?![\s\S]*=\?)(?![\s\S]*\.(?:[Aa][Rr][Pp][Aa]|[Ii][Nn][Vv][Aa][Ll][Ii][Dd]|" \
+                   r"[Ll][Oo][Cc][Aa][Ll]|[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|[Oo][Nn][Ii][Oo][Nn]|[Tt][Ee][Ss][Tt])\.?$)"
 EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email),
                          Field(json_schema_extra={"format": "email", "pattern": _NOT_SPECIAL_USE})]
 # Control characters (CR, LF, NUL, ESC, ...) and the Unicode line/paragraph separators

@@ -55,7 +55,9 @@ def _most_specific(errors: list[dict]) -> dict:
 
 def raise_first(error: ValidationError, prefix: tuple = ()) -> None:
     first = _most_specific(error.errors(include_url=False))
-    loc = prefix + tuple(first.get("loc", ()))
+    # a refusal that names a field inside the value it validated (front/email_fields.refused)
+    beyond = (first.get("ctx") or {}).get("at") if first["type"] == "refused" else None
+    loc = prefix + tuple(first.get("loc", ())) + ((beyond,) if beyond else ())
     path = format_path(loc) or None
     if first["type"] == "json_invalid":
         raise ValidationFailed("Request body is not valid JSON.")
@@ -108,8 +110,11 @@ def _refuse_unstorable(value: Any, loc: tuple = (), max_string_bytes: int = MAX_
         if math.isinf(value) or math.isnan(value):
             _fail(loc, "Number out of range.")
     elif isinstance(value, BaseModel):
+        # a model's fields never stored as they came (e.g. a file's base64, bounded by its own rule)
+        unstored = getattr(value, "UNSTORED_FIELDS", ())
         for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
-            _refuse_unstorable(item, loc + (name,), max_string_bytes)
+            if name not in unstored:
+                _refuse_unstorable(item, loc + (name,), max_string_bytes)
     elif isinstance(value, dict):
         for name, item in value.items():
             if "\x00" in name:  # a BSON key is a C string: the store failed on it, a 500

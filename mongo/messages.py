@@ -212,9 +212,11 @@ async def apply_one(db: AsyncDatabase, t: Transition, *, workspace_id: str) -> M
 
 
 # What the send step reads of a claimed message: enough to throttle, record outcomes
-# (the history, written back whole with the outcome's entries: Held), events and counts —
+# (the history, written back whole with the outcome's entries: Held), events (with the
+# caller's metadata and tags) and counts —
 # never the bodies (html, text).
-SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "subject": 1, "status": 1,
+SEND_FIELDS = {"_id": 1, "workspace_id": 1, "key_id": 1, "kind": 1, "to": 1, "cc": 1, "bcc": 1, "subject": 1,
+               "status": 1, "metadata": 1, "tags": 1,
                "attempts": 1, "batch_id": 1, "campaign_id": 1, "accepted_recipients": 1, "refused_recipients": 1,
                "suppressed_recipients": 1, "deferred_since": 1, "history": 1, "lease_token": 1, "lease_until": 1,
                "smtp_attempts": 1}

@@ -30,16 +30,18 @@ async def recipient(db: AsyncDatabase, payload: dict) -> tuple[dict, dict | None
 
 
 async def message(db: AsyncDatabase, message_id: str) -> dict | None:
-    """Whom a message went to: its workspace_id, contact_id and `to`."""
-    return await db.messages.find_one({"_id": message_id}, {"workspace_id": 1, "contact_id": 1, "to": 1})
+    """Whom a message went to: its workspace_id, contact_id, `to`, `cc` and `bcc`."""
+    return await db.messages.find_one({"_id": message_id},
+                                      {"workspace_id": 1, "contact_id": 1, "to": 1, "cc": 1, "bcc": 1})
 
 
 async def message_recipients(db: AsyncDatabase, workspace_id: str, message_id: str) -> list[str] | None:
-    """The `to` addresses of the workspace's message, or None for an unknown message."""
+    """The `to` and `cc` addresses of the workspace's message (the ones its headers show:
+    a page listing them never shows a `bcc` address), or None for an unknown message."""
     found = await message(db, message_id)
     if found is None or found["workspace_id"] != workspace_id:
         return None
-    return list(found["to"])
+    return [*found["to"], *found.get("cc", ())]
 
 
 def _offer_id(contact: dict) -> str:

@@ -182,7 +182,13 @@ def message_status(doc: dict) -> dict:
         "message_id": doc["_id"],
         "status": doc["status"],
         "to": doc["to"],
+        "cc": doc.get("cc", []),
+        "bcc": doc.get("bcc", []),
         "subject": doc["subject"],
+        "metadata": doc.get("metadata") or {},
+        "tags": doc.get("tags") or [],
+        "attachments": [{k: a[k] for k in ("filename", "content_type", "content_id", "size")}
+                        for a in doc.get("attachments") or ()],
         "created_at": doc["created_at"],
         "scheduled_at": doc.get("due_at"),
         "queued_at": doc.get("queued_at"),

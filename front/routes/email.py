@@ -24,6 +24,7 @@ from pipelines.messages import delivery_status, timeline
 from pipelines.workflows import accept_email
 
 from ..auth import count_emails, give_back_emails
+from ..email_fields import Attachments, Headers, Metadata, Recipients, ReplyTo, Tags
 from ..idempotency import idempotent, request_seed
 from ..lookup import owned
 from ..pagination import PageQuery, page
@@ -55,7 +56,12 @@ class EmailContent(Strict):
                   {"not": {"required": ["html", "template_id"], "properties": {
                       "html": {"type": "string"}, "template_id": {"type": "string", "minLength": 1}}}}]})
     to: EmailAddress | Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_RECIPIENTS)] = Field(
-        description="One address, or a list of up to 50 addresses that all receive the same message.")
+        description="One address, or a list of up to 50 addresses that all receive the same message. "
+                    "to, cc and bcc together: at most 50 (else 400, path cc or bcc).")
+    cc: Recipients | None = Field(None, description="One address or a list: shown in the Cc header, each a "
+                                                    "recipient of the message (suppression, bounces, status).")
+    bcc: Recipients | None = Field(None, description="One address or a list: recipients named in the SMTP "
+                                                     "envelope only, never in a header.")
     subject: Annotated[str, StringConstraints(min_length=1, max_length=998)] = Field(
         description="HTML tags are stripped and line breaks folded.")
     html: str | None = Field(None, description="HTML body, at most 256 KB.")
@@ -69,7 +75,8 @@ class EmailContent(Strict):
         None, description="On a verified domain of the workspace: the From address; otherwise the "
                           "Reply-To of mail sent from the workspace's address on the shared domain.")
     from_name: DisplayName | None = Field(None, description="Display name of the sender (no control characters).")
-    reply_to: EmailAddress | None = Field(None, description="Reply-To address (wins over from_email).")
+    reply_to: ReplyTo | None = Field(None, description="Reply-To: one address or a list of up to 10 "
+                                                       "(wins over from_email).")
     track_opens: bool = Field(False, description="Add an open-tracking pixel.")
     track_clicks: bool = Field(False, description="Rewrite links for click tracking.")
     stream: Literal["transactional", "marketing"] = Field(
@@ -80,6 +87,25 @@ class EmailContent(Strict):
     footer: bool = Field(True, description="Rule 9's compliance footer (unsubscribe and preferences links, "
                                            "company name and address), appended unless the HTML places "
                                            "`{{unsubscribe_url}}`. `false` leaves it out: transactional mail only.")
+    attachments: Attachments | None = Field(
+        None, description="Up to 20 files, 10 MB decoded in all; inline ones (with content_id) go with the HTML "
+                          "in multipart/related. Programs and scripts are refused (docs/email.md, Attachments).")
+    headers: Headers | None = Field(
+        None, description="Your own headers {name: value} (X-…, In-Reply-To, References, List-Help, …), at most 50, "
+                          "values without line breaks (≤ 998 characters). The ones Postroom writes (From, To, Cc, "
+                          "Subject, Date, Message-ID, Reply-To, Sender, DKIM-*, List-Unsubscribe, Feedback-ID, "
+                          "MIME-Version, Content-*, …) are refused naming the header.")
+    metadata: Metadata | None = Field(
+        None, description="Up to 10 string pairs (keys ≤ 40 of [A-Za-z0-9_.-], values ≤ 500 characters): stored "
+                          "with the message, returned by its status and carried in each of its webhook events.")
+    tags: Tags | None = Field(None, description="Up to 5 names (≤ 50 of [A-Za-z0-9_-]), like metadata.")
+
+    def fields(self) -> dict:
+        """The validated fields for the accept workflow; attachments as the checked, decoded
+        files (pipelines/messages/attachments.AttachmentFile)."""
+        out = self.model_dump(exclude={"attachments"})
+        out["attachments"] = [a.file for a in self.attachments or ()]
+        return out
 
 
 class SendEmail(EmailContent):
@@ -111,7 +137,7 @@ def _identity() -> accept_email.Identity:
 @idempotent()
 @body(SendEmail)
 async def send(data: SendEmail):
-    doc = await accept_email.send(db(), settings(), publisher(), _identity(), data.model_dump(),
+    doc = await accept_email.send(db(), settings(), publisher(), _identity(), data.fields(),
                                   send_at=data.send_at, window=_KeyWindow())
     if doc["status"] == "scheduled":
         return one({"scheduled": True, "message_id": doc["_id"], "scheduled_at": doc["due_at"]}, 201)
@@ -126,7 +152,7 @@ async def send(data: SendEmail):
 @body(SendBatch)
 async def send_batch(data: SendBatch):
     batch, docs = await accept_email.send_batch(db(), settings(), publisher(), _identity(),
-                                                [m.model_dump() for m in data.messages], window=_KeyWindow())
+                                                [m.fields() for m in data.messages], window=_KeyWindow())
     return one({"batch_id": batch["_id"], "status": views.batch_status(batch),
                 "total": batch["total"], "message_ids": [d["_id"] for d in docs]}, 202)
 

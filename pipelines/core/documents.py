@@ -26,6 +26,26 @@ class OutboxCarrier(TypedDict):
     outbox_pending_token: NotRequired[str]           # the newest pending event's id
 
 
+class AttachmentRef(TypedDict):
+    """A file a message sends: its bytes are in `attachments` (StoredAttachment), by
+    workspace and sha256 (pipelines/messages/attachments.py)."""
+    filename: str
+    content_type: str
+    content_id: str | None               # set: inline, shown by the HTML as cid:<content_id>
+    sha256: str
+    size: int                            # bytes, decoded
+
+
+class StoredAttachment(TypedDict):
+    """`attachments`: one file's bytes, once per workspace and content (mongo/attachments.py)."""
+    _id: str                             # <workspace id>:<sha256>
+    workspace_id: str
+    sha256: str
+    size: int
+    content: bytes
+    created_at: str
+
+
 class Message(TypedDict):
     """`messages`: one email to one or more recipients, transactional (`accept_email`) or a
     campaign's (`campaigns/fanout.campaign_message`). Its status moves only as the table of
@@ -35,7 +55,9 @@ class Message(TypedDict):
     key_id: str | None
     sandbox: bool                        # accepted by a sandbox key: rendered, never sent
     kind: str                            # "transactional" | "campaign" | "automation"
-    to: list[str]
+    to: list[str]                        # the To header's addresses
+    cc: NotRequired[list[str]]           # the Cc header's (a transactional email's, when given)
+    bcc: NotRequired[list[str]]          # in the envelope only (recipients.envelope: to + cc + bcc)
     subject: str
     html: str | None
     text: str | None
@@ -44,7 +66,7 @@ class Message(TypedDict):
     template_data_json: NotRequired[str]  # personalise.TEMPLATE_DATA_FIELD: compact JSON
     from_address: str
     from_name: str | None
-    reply_to: str | None
+    reply_to: str | list[str] | None     # one address or several
     signing_domain: str                  # the DKIM d= domain
     custom_domain: str | None            # the workspace's own verified domain, if sent from one
     track_opens: bool
@@ -68,6 +90,14 @@ class Message(TypedDict):
     # settled by the SMTP attempts so far: never sent to again (messages/outcomes.py)
     accepted_recipients: NotRequired[list[str]]
     refused_recipients: NotRequired[list[str]]
+    # what the sender added (a transactional email's): its own headers as [name, value]
+    # pairs (pipelines/messages/custom_headers.py), its files (their bytes apart), its
+    # labels (pipelines/messages/labels.py)
+    headers: NotRequired[list[list[str]]]
+    attachments: NotRequired[list[AttachmentRef]]
+    metadata: NotRequired[dict[str, str]]
+    metadata_pairs: NotRequired[list[str]]  # "key=value", one a pair: what GET /email filters by
+    tags: NotRequired[list[str]]
     due_at: NotRequired[str | None]      # a scheduled message's send time
     # the claim of the job that holds it ("" = nobody) and until when (lease_ms: its integer twin)
     lease_token: NotRequired[str]

@@ -120,8 +120,12 @@ class Signer:
     selector: str
     key: rsa.RSAPrivateKey
 
-    def sign(self, data: bytes, *, timestamp: int | None = None, crlf_only: bool = False) -> bytes:
-        """`data` with a DKIM-Signature header prepended (`crlf_only`: see relaxed_body)."""
+    def sign(self, data: bytes, *, timestamp: int | None = None, crlf_only: bool = False,
+             also: tuple[str, ...] = ()) -> bytes:
+        """`data` with a DKIM-Signature header prepended (`crlf_only`: see relaxed_body).
+        `also`: more header names to sign where present (a sender's own headers, e.g.
+        X-Entity-Ref-ID), each instance there is, not oversigned: a hop that adds one
+        above ours leaves the signature whole, as the verifier reads the bottom-most."""
         headers, body = split_message(data)
         body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body, crlf_only=crlf_only)).digest()).decode()
         # the bottom-most instance of a name is the one signed first (§5.4.2); we compose each once
@@ -129,6 +133,9 @@ class Signer:
         names = [wanted for wanted in _SIGNED_NAMES if wanted in last]
         chosen = [last[name] for name in names]
         names += _SIGNED_NAMES  # the absent instances
+        extra = [name.lower() for name in also if name.lower() in last and name.lower() not in _SIGNED_NAMES]
+        chosen += [last[name] for name in extra]
+        names += extra
         tags = ["v=1", "a=rsa-sha256", "c=relaxed/relaxed", f"d={self.domain}",
                 f"s={self.selector}", f"t={timestamp if timestamp is not None else int(time.time())}",
                 "h=" + _fold_names(names), f"bh={body_hash}", "b="]

@@ -20,6 +20,7 @@ import dataclasses
 import datetime as dt
 import functools
 import secrets
+from collections.abc import Sequence
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -27,6 +28,7 @@ from email.utils import format_datetime
 
 from pipelines.audience.addresses import wire_form
 from pipelines.core.clock import utcnow
+from pipelines.messages import custom_headers, mime_parts
 from pipelines.messages.header_encoding import mailbox, unstructured
 from pipelines.templates.text import html_to_text
 
@@ -55,10 +57,21 @@ class MimeTemplate:
     boundary: bytes
 
     def fill(self, *, message_id: str, id_domain: str, to: list[str], subject: str, date: str,
-             plain: str, html: str | None, recipient_headers: bytes = b"") -> bytes:
+             plain: str, html: str | None, recipient_headers: bytes = b"", cc: Sequence[str] = (),
+             files: Sequence[tuple[dict, bytes]] = ()) -> bytes:
+        """`cc`: the Cc header's addresses; `files`: (reference, bytes) of each attachment
+        (pipelines/messages/mime_parts.py lays them out)."""
         out = [b"Message-ID: <", message_id.encode("ascii"), b"@", id_domain.encode("idna"), b">\r\n",
-               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)), unstructured("Subject", subject),
+               b"Date: ", date.encode("ascii"), _CRLF, _to_header(tuple(to)),
+               _to_header(tuple(cc), b"Cc") if cc else b"", unstructured("Subject", subject),
                recipient_headers, self.shared_headers]
+        if files:
+            stem = self.boundary[:-2]  # every boundary of the message starts so: no 7bit body may hold it
+            text_part = b'Content-Type: text/plain; charset="utf-8"\r\n' + b"".join(_encoded_body(plain, stem))
+            html_part = (b'Content-Type: text/html; charset="utf-8"\r\n' + b"".join(_encoded_body(html, stem))
+                         if html is not None else None)
+            out.append(mime_parts.body_with_files(text_part, html_part, files, self.boundary))
+            return b"".join(out)
         if html is None:
             out += [b'Content-Type: text/plain; charset="utf-8"\r\n', *_encoded_body(plain)]
             return b"".join(out)
@@ -71,11 +84,14 @@ class MimeTemplate:
 
 
 @functools.lru_cache(maxsize=_TEMPLATE_CACHE_SIZE)
-def mime_template(from_address: str, from_name: str | None, reply_to: str | None,
+def mime_template(from_address: str, from_name: str | None, reply_to: str | tuple[str, ...] | None,
                   extra_headers: tuple[tuple[str, str], ...] = ()) -> MimeTemplate:
+    """`reply_to`: one address or several."""
     lines = [_address_header("From", from_address, from_name)]
-    if reply_to:
+    if isinstance(reply_to, str):
         lines.append(_address_header("Reply-To", reply_to))
+    elif reply_to:
+        lines.append(_reply_to_header(reply_to))
     lines.append(_own_header_lines(dict(extra_headers)))
     lines.append(b"MIME-Version: 1.0\r\n")
     # "=" never appears bare in quoted-printable, so this boundary cannot occur in a body.
@@ -90,11 +106,21 @@ def _address_header(name: str, address: str, display_name: str | None = None) ->
     return f"{name}: {mailbox(address, display_name)}\r\n".encode("ascii")
 
 
-def _to_header(to: tuple[str, ...]) -> bytes:
+def _reply_to_header(addresses: tuple[str, ...]) -> bytes:
+    """Reply-To naming several addresses, one a line after the first."""
+    written = [_address_header("Reply-To", a).decode("utf-8").split(":", 1)[1].strip() for a in addresses]
+    return ("Reply-To: " + ",\r\n ".join(written) + "\r\n").encode("ascii")
+
+
+def _to_header(to: tuple[str, ...], name: bytes = b"To") -> bytes:
     """The addresses as they go on the wire (pipelines.audience.addresses.wire_form: domains in
     A-labels), never as encoded words, which are not allowed inside an address. A
     non-ASCII local part is written as UTF-8 (RFC 6532): such a message goes out only
-    over SMTPUTF8 (the transport checks). Long lists fold after a comma."""
+    over SMTPUTF8 (the transport checks). Long lists fold after a comma. `name`: To or
+    Cc. A To left with nobody (every `to` suppressed, a cc still owed) is the empty group
+    `undisclosed-recipients:;` (RFC 5322 §3.4)."""
+    if not to:
+        return name + b": undisclosed-recipients:;\r\n"
     addresses = []
     for address in to:
         if "\r" in address or "\n" in address:
@@ -106,7 +132,7 @@ def _to_header(to: tuple[str, ...]) -> bytes:
     value = ", ".join(addresses)
     if len(value) >= 900:
         value = ",\r\n ".join(addresses)
-    return b"To: " + value.encode("utf-8") + _CRLF
+    return name + b": " + value.encode("utf-8") + _CRLF
 
 
 _MAX_LINE_OCTETS = 998  # SMTP's limit on a line, CRLF not counted (RFC 5321 §4.5.3.1.6)
@@ -139,17 +165,25 @@ def _qp(text: str) -> bytes:
 
 
 def compose(*, message_id: str, from_address: str, from_name: str | None, to: list[str],
-            subject: str, html: str | None, text: str | None, reply_to: str | None,
+            subject: str, html: str | None, text: str | None, reply_to: str | list[str] | None,
             id_domain: str, extra_headers: dict[str, str] | None = None,
-            recipient_headers: dict[str, str] | None = None, date: dt.datetime | None = None) -> bytes:
+            recipient_headers: dict[str, str] | None = None, date: dt.datetime | None = None,
+            cc: Sequence[str] = (), caller_headers: Sequence[Sequence[str]] = (),
+            files: Sequence[tuple[dict, bytes]] = ()) -> bytes:
     """`extra_headers` are shared by many messages (cached in the template);
     `recipient_headers` differ per recipient (e.g. List-Unsubscribe) and are not cached.
-    `date`: the Date header (default now); a message made again for a retry keeps its first."""
-    template = mime_template(from_address, from_name, reply_to, tuple((extra_headers or {}).items()))
+    `date`: the Date header (default now); a message made again for a retry keeps its first.
+    `cc`: the Cc header (bcc recipients are in no header: the envelope alone names them);
+    `caller_headers`: the sender's own (name, value) headers (pipelines/messages/custom_headers.py);
+    `files`: the attachments, (reference, bytes)."""
+    reply = tuple(reply_to) if isinstance(reply_to, list) else reply_to
+    template = mime_template(from_address, from_name, reply, tuple((extra_headers or {}).items()))
     plain = text if text is not None else (html_to_text(html) if html else "")
+    own = _own_header_lines(recipient_headers or {})
     return template.fill(message_id=message_id, id_domain=id_domain, to=to, subject=subject,
                          date=format_datetime(date or utcnow()), plain=plain, html=html,
-                         recipient_headers=_own_header_lines(recipient_headers or {}))
+                         recipient_headers=(own + custom_headers.header_lines(caller_headers)) if caller_headers
+                         else own, cc=cc, files=files)
 
 
 def _own_header_lines(headers: dict[str, str]) -> bytes:

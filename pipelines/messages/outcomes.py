@@ -29,9 +29,11 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Mapping
 
+from pipelines.audience.recipients import envelope
 from pipelines.core.clock import iso, parse_iso, utcnow
 from pipelines.messages import retry_schedule
 from pipelines.messages.delivery_status import Transition, fail, forward, retry
+from pipelines.messages.labels import event_labels
 from pipelines.messages.mail_streams import MARKETING_KINDS
 
 DEFAULT_LIFETIME_SECONDS = 5 * 24 * 3600
@@ -109,7 +111,7 @@ def _event(message: dict, event: str, data: dict, at: str) -> dict:
         "data": {"message_id": message["_id"], "to": message["to"], "subject": message["subject"],
                  **({"campaign_id": message["campaign_id"]} if message.get("campaign_id") else {}),
                  **({"batch_id": message["batch_id"]} if message.get("batch_id") else {}),
-                 **data},
+                 **event_labels(message), **data},
         "timestamp": at,
         "dispatched": False,
     }
@@ -232,7 +234,8 @@ def _plan_retry(plan: OutcomePlan, attempt: _Attempt, at: str, rendered_at: str 
     plan.retry_notes[mid] = _line(next(iter(attempt.transient.values())))
     progress = {} if since else {"deferred_since": iso(attempt.now)}
     if attempt.now_accepted or attempt.permanent:
-        plan.retry_notes[mid] += f" ({len(attempt.transient)} of {len(attempt.message['to'])} recipients still owed)"
+        owed = f"{len(attempt.transient)} of {len(envelope(attempt.message))}"
+        plan.retry_notes[mid] += f" ({owed} recipients still owed)"
         progress.update(attempt.settled)
     progress.update(attempts_kept(attempt, "retry", at, rendered_at))
     if progress:

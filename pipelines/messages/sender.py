@@ -22,7 +22,7 @@ _LOCAL_SAFE = re.compile(r"[^a-z0-9]+")
 class Sender:
     from_address: str      # header From address
     from_name: str | None
-    reply_to: str | None
+    reply_to: str | list[str] | None  # one address or several (a transactional email's)
     signing_domain: str    # DKIM d= (and the domain the From address is on)
     custom_domain: bool
 
@@ -37,7 +37,7 @@ def domain_of(address: str) -> str:
     return address.rsplit("@", 1)[-1].lower()
 
 
-def resolve_sender(*, from_email: str | None, from_name: str | None, reply_to: str | None,
+def resolve_sender(*, from_email: str | None, from_name: str | None, reply_to: str | list[str] | None,
                    default_from_email: str | None, shared_local_part: str, shared_domain: str,
                    domains: dict[str, bool]) -> Sender:
     """`domains` maps each domain the workspace added to whether it is verified."""
@@ -56,7 +56,8 @@ def resolve_sender(*, from_email: str | None, from_name: str | None, reply_to: s
                   shared_domain, False)
 
 
-def workspace_sender(workspace: dict, *, from_email: str | None, from_name: str | None, reply_to: str | None,
+def workspace_sender(workspace: dict, *, from_email: str | None, from_name: str | None,
+                     reply_to: str | list[str] | None,
                      shared_domain: str, domains: dict[str, bool]) -> Sender:
     """Who mail of `workspace` with these fields is from: its default address and its
     local part on the shared domain fill what the fields leave out."""

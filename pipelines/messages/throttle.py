@@ -22,6 +22,8 @@ import dataclasses
 import datetime as dt
 from typing import Protocol
 
+from pipelines.audience.recipients import envelope
+
 WINDOW_SECONDS = 60
 # A concurrency lease outlives a send attempt only if its worker died; then it lapses.
 LEASE_SECONDS = 120
@@ -105,7 +107,7 @@ class Admission:
 
 def recipient_domains(message: dict) -> list[str]:
     """The destination domains of a message (one per distinct recipient domain)."""
-    return sorted({r.rsplit("@", 1)[-1].lower() for r in message["to"]})
+    return sorted({r.rsplit("@", 1)[-1].lower() for r in envelope(message)})
 
 
 def rate_key_of(message: dict) -> str | None:

@@ -11,6 +11,7 @@ are 128 bits of randomness or a hash of two UUIDs, so they are not guessable eit
 
 from __future__ import annotations
 
+from pipelines.audience.recipients import envelope
 from pipelines.messages.mail_streams import MARKETING, stream_of
 
 MAILTO_PREFIX = "unsubscribe+"
@@ -21,7 +22,7 @@ def headers(message: dict, unsubscribe_url: str, *, bounce_domain: str) -> dict[
     transactional mail (a receipt or a password reset is not a list one unsubscribes from),
     nor for a message to several addresses, whose one-click link could not say whom to
     unsubscribe (its footer's page asks)."""
-    if stream_of(message) != MARKETING or len(message["to"]) != 1:
+    if stream_of(message) != MARKETING or len(envelope(message)) != 1:
         return {}
     return {
         "List-Unsubscribe": f"<mailto:{MAILTO_PREFIX}{message['_id']}@{bounce_domain}>, <{unsubscribe_url}>",

@@ -10,12 +10,13 @@ import functools
 import logging
 from collections.abc import Callable
 
-from pipelines.audience.recipients import owed_recipients
+from pipelines.audience.recipients import envelope, first_recipient, owed_recipients
 from pipelines.core.clock import now_iso, parse_iso, utcnow
 from pipelines.core.documents import Template, TemplateVersion
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
 from pipelines.messages import tracking_rewrite, unsubscribe_headers
+from pipelines.messages.attachments import store_key
 from pipelines.messages.dkim import Signer, signer_key
 from pipelines.messages.mail_streams import MARKETING, shared_headers, stream_of
 from pipelines.messages.mime import compose, verp_return_path
@@ -50,6 +51,8 @@ class RenderContext:
     # what message_content compiled for this job, by what it depends on: the messages of a
     # job mostly share one template, and hashing its source per message costs more than this
     compiled: dict[tuple, CompiledContent] = dataclasses.field(default_factory=dict)
+    # attachments.store_key(workspace, sha256) → the file's bytes, for the messages with files
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     def __getstate__(self) -> dict:
         """Sent to a render process without what was compiled here (code, not data)."""
@@ -84,9 +87,9 @@ def message_data(message: dict, ctx: RenderContext) -> dict:
     is one email, personalised for the first). Its unsubscribe and preferences links,
     though, name no recipient when there are several: every recipient sees them, so they
     are bound to the message and the page asks which of its addresses is meant."""
-    s, email = ctx.settings, message["to"][0]
+    s, email = ctx.settings, first_recipient(message)
     contact = ctx.contacts.get((message["workspace_id"], email.lower()))
-    shared = len(message["to"]) > 1
+    shared = len(envelope(message)) > 1
     system = system_fields(workspace=ctx.workspaces.get(message["workspace_id"]) or {"_id": message["workspace_id"]},
                            contact_id=None if shared or contact is None else contact["_id"],
                            email=None if shared else email,
@@ -137,6 +140,18 @@ def rendered_parts(message: dict, ctx: RenderContext) -> tuple[str, str | None, 
     return subject, html, text, fields
 
 
+def message_files(message: dict, ctx: RenderContext) -> list[tuple[dict, bytes]]:
+    """The message's attachments with their bytes (ValueError when some are not loaded:
+    the message fails with the reason rather than leave without them)."""
+    files = []
+    for ref in message.get("attachments") or ():
+        data = ctx.files.get(store_key(message["workspace_id"], ref["sha256"]))
+        if data is None:
+            raise ValueError(f"the attachment {ref['filename']!r} is no longer stored")
+        files.append((ref, data))
+    return files
+
+
 def render_one(message: dict, ctx: RenderContext) -> dict:
     s = ctx.settings
     subject, html, text, fields = rendered_parts(message, ctx)
@@ -148,10 +163,11 @@ def render_one(message: dict, ctx: RenderContext) -> dict:
         extra_headers=shared_headers(message, signing_domain),
         recipient_headers=unsubscribe_headers.headers(message, fields["unsubscribe_url"],
                                                       bounce_domain=s.bounce_domain),
-        date=origination_date(message))
+        date=origination_date(message), cc=message.get("cc") or (), caller_headers=message.get("headers") or (),
+        files=message_files(message, ctx))
     signer = ctx.signers.get(signer_key(message))
     if signer is not None:  # compose ends every line CRLF, so the signer need not check
-        data = signer.sign(data, crlf_only=True)
+        data = signer.sign(data, crlf_only=True, also=tuple(name for name, _ in message.get("headers") or ()))
     return {
         "_id": message["_id"],
         "mail_from": verp_return_path(message["_id"], ctx.return_paths.get(signer_key(message)) or s.bounce_domain),

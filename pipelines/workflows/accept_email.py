@@ -22,6 +22,7 @@ from typing import Protocol
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
+from mongo import attachments as attachment_store
 from mongo import batches as batch_store
 from mongo import domains as domain_store
 from mongo import message_intake, send_limits
@@ -44,8 +45,10 @@ from pipelines.core.errors import (
 )
 from pipelines.core.ids import batch_id_for, message_id_for, new_batch_id, new_message_id
 from pipelines.core.settings import Settings
-from pipelines.messages import delivery_status, mail_streams, send_jobs, throttle
+from pipelines.messages import custom_headers, delivery_status, mail_streams, send_jobs, throttle
 from pipelines.messages import sender as sender_rules
+from pipelines.messages.attachments import AttachmentFile
+from pipelines.messages.labels import stored_labels
 from pipelines.templates.personalise import check_merge_tags, stored_template_data
 from pipelines.templates.text import clean_subject
 from pipelines.workflows.publisher import Publisher, PublishFailed, not_queued
@@ -100,7 +103,7 @@ async def send(db: AsyncDatabase, settings: Settings, publisher: Publisher, who:
         doc = await build_message(run, who, fields)
         if schedule is not None and doc["status"] != "suppressed":
             doc.update(schedule)
-        await _accept_counted(run, who, [doc], None, window, ahead=ahead)
+        await _accept_counted(run, who, [doc], None, window, ahead=ahead, files=fields.get("attachments") or [])
     except Exception:
         if ahead is not None:  # given back before the answer (nothing once charge_plan settled it)
             await ahead.give_back()
@@ -119,8 +122,8 @@ async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher
     the whole batch. The batch document and its messages."""
     run = Accepting(db, settings, publisher)
     domains = await domain_store.verified_map(db, who.workspace_id)
-    everyone = list(dict.fromkeys(r for item in items
-                                  for r in (item["to"] if isinstance(item["to"], list) else [item["to"]])))
+    everyone = list(dict.fromkeys(r for item in items for field in recipients.HEADER_FIELDS
+                                  for r in recipients.as_list(item.get(field))))
     reasons = await suppression_store.reasons_among(db, who.workspace_id, everyone)
     templates: dict = {}
     docs = [await build_message(run, who, item, path_prefix=f"messages[{i}].", index=i, suppression_reasons=reasons,
@@ -130,21 +133,24 @@ async def send_batch(db: AsyncDatabase, settings: Settings, publisher: Publisher
         doc["batch_id"] = batch_id
     batch = batch_store.new_batch(batch_id, who.workspace_id, who.key_id, [d["_id"] for d in docs],
                                   [d["status"] for d in docs])
-    await _accept_counted(run, who, docs, batch, window)
+    files = [f for item in items for f in item.get("attachments") or ()]
+    await _accept_counted(run, who, docs, batch, window, files=files)
     return batch, docs
 
 
 async def _accept_counted(run: Accepting, who: Identity, docs: list[dict], batch: Batch | None,
-                          window: EmailWindow | None, *, ahead: ChargeAhead | None = None) -> None:
+                          window: EmailWindow | None, *, ahead: ChargeAhead | None = None,
+                          files: list[AttachmentFile] | None = None) -> None:
     """Count the emails in the key's email window (all or none), then charge, store and
     enqueue them; units of a request that ends up sending nothing are given back.
-    `ahead`: the one email's plan charge, made while the message was built (`send`)."""
+    `ahead`: the one email's plan charge, made while the message was built (`send`);
+    `files`: the attachments the messages name."""
     if window is None:
-        await _accept(run, who, docs, batch, ahead)
+        await _accept(run, who, docs, batch, ahead, files)
         return
     await window.take(len(docs))
     try:
-        await _accept(run, who, docs, batch, ahead)
+        await _accept(run, who, docs, batch, ahead, files)
     except Exception as error:
         await window.give_back(getattr(error, "unsent", len(docs)))
         raise
@@ -199,15 +205,7 @@ async def build_message(run: Accepting, who: Identity, fields: dict, *, path_pre
     looked up here. `index`: the message's place in its request, which names it under an
     Idempotency-Key."""
     db, settings = run.db, run.settings
-    if not any(fields.get(k) for k in ("html", "text", "template_id")):
-        raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
-    stream = fields.get("stream") or mail_streams.TRANSACTIONAL
-    if stream == mail_streams.MARKETING and fields.get("footer") is False:
-        raise ValidationFailed("Marketing mail always carries the compliance footer.", path=f"{path_prefix}footer")
-    html = fields.get("html")
-    if html is not None and len(html.encode()) > settings.max_html_bytes:
-        raise ValidationFailed(f"html is larger than {settings.max_html_bytes // 1024} KB.",
-                               path=f"{path_prefix}html")
+    stream, html = _checked_content(fields, settings, path_prefix)
     workspace = who.workspace
     template = await load_template(db, fields, workspace["_id"], path_prefix, templates)
     # Malformed merge tags, and loops over template_data that could only blow the render
@@ -221,10 +219,9 @@ async def build_message(run: Accepting, who: Identity, fields: dict, *, path_pre
         if path_prefix and error.path:
             error.path = path_prefix + error.path
         raise
-    to = fields["to"] if isinstance(fields["to"], list) else [fields["to"]]
-    to = list(dict.fromkeys(to))
+    people = recipient_lists(fields, path_prefix)
     if suppression_reasons is None:
-        suppression_reasons = await suppression_store.reasons_among(db, workspace["_id"], to)
+        suppression_reasons = await suppression_store.reasons_among(db, workspace["_id"], recipients.envelope(people))
     suppressed = mail_streams.blocked_addresses(stream, suppression_reasons)
     now = now_iso()
     doc = {
@@ -235,7 +232,7 @@ async def build_message(run: Accepting, who: Identity, fields: dict, *, path_pre
         "kind": "transactional",
         "stream": stream,
         "footer": fields.get("footer", True) is not False,
-        "to": to,
+        **people,
         "subject": clean_subject(fields["subject"]),
         "html": html,
         "text": fields.get("text"),
@@ -257,8 +254,47 @@ async def build_message(run: Accepting, who: Identity, fields: dict, *, path_pre
         "created_at": now,
         "updated_at": now,
         "history": [{"status": "queued", "at": now}],
+        **stored_labels(fields.get("metadata"), fields.get("tags")),
+        **extras(fields),
     }
     return without_suppressed(doc, suppressed)
+
+
+def _checked_content(fields: dict, settings: Settings, path_prefix: str) -> tuple[str, str | None]:
+    """The message's stream and HTML, once what it says is allowed: some content, the
+    footer on marketing mail, HTML within the size limit."""
+    if not any(fields.get(k) for k in ("html", "text", "template_id")):
+        raise NoContent("One of html, text or template_id is required.", path=path_prefix.rstrip(".") or None)
+    stream = fields.get("stream") or mail_streams.TRANSACTIONAL
+    if stream == mail_streams.MARKETING and fields.get("footer") is False:
+        raise ValidationFailed("Marketing mail always carries the compliance footer.", path=f"{path_prefix}footer")
+    html = fields.get("html")
+    if html is not None and len(html.encode()) > settings.max_html_bytes:
+        raise ValidationFailed(f"html is larger than {settings.max_html_bytes // 1024} KB.",
+                               path=f"{path_prefix}html")
+    return stream, html
+
+
+def recipient_lists(fields: dict, path_prefix: str = "") -> dict[str, list[str]]:
+    """The message's `to`, and its `cc` and `bcc` when given (each address once; at most
+    50 in all, else 400 naming the list that goes over)."""
+    try:
+        lists = recipients.recipient_lists(fields["to"], fields.get("cc"), fields.get("bcc"))
+    except ValueError as error:
+        raise ValidationFailed(f"to, cc and bcc name more than {recipients.MAX_RECIPIENTS} recipients together.",
+                               path=f"{path_prefix}{error}") from None
+    return {field: lists[field] for field in recipients.HEADER_FIELDS if field == "to" or fields.get(field)}
+
+
+def extras(fields: dict) -> dict:
+    """The sender's own headers ([name, value] pairs, in order) and the attachments'
+    references (their bytes are stored apart: mongo/attachments.py), when given."""
+    out: dict = {}
+    if fields.get("headers"):
+        out["headers"] = [[name, value] for name, value in custom_headers.checked(fields["headers"])]
+    if fields.get("attachments"):
+        out["attachments"] = [f.reference() for f in fields["attachments"]]
+    return out
 
 
 def _message_id(seed: str | None, index: int) -> str:
@@ -381,13 +417,17 @@ async def refund_plan(db: AsyncDatabase, workspace_id: str, count: int, accepted
 
 
 async def _accept(run: Accepting, who: Identity, docs: list[dict], batch: Batch | None,
-                  ahead: ChargeAhead | None = None) -> None:
+                  ahead: ChargeAhead | None = None, files: list[AttachmentFile] | None = None) -> None:
     """Charge the plan for the messages that will be sent (`ahead`: see charge_plan), then
-    store the batch (if any) and the messages and enqueue them. Whatever then fails to be
-    stored or queued is given back, so the client's retry is not counted twice."""
+    store the attachments' bytes (before the messages that name them: a render never misses
+    them; not for sandbox keys, which render nothing), the batch (if any) and the messages,
+    and enqueue them. Whatever then fails to be stored or queued is given back, so the
+    client's retry is not counted twice."""
     count = sum(1 for d in docs if d["status"] != "suppressed")
     await charge_plan(run, who, count, ahead)
     try:
+        if files and count and not who.sandbox:
+            await attachment_store.store(run.db, who.workspace_id, files)
         if batch is not None:
             try:
                 await batch_store.insert(run.db, batch)

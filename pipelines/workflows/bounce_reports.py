@@ -24,6 +24,7 @@ from pipelines.bounces.parsing.classify import SOFT_COUNTED
 from pipelines.core.clock import in_seconds, now_iso
 from pipelines.core.documents import BounceRecord
 from pipelines.messages import delivery_status
+from pipelines.messages.labels import event_labels
 from pipelines.messages.mime import message_id_from_verp
 
 log = logging.getLogger("postroom.bounces")
@@ -131,12 +132,14 @@ async def record_bounces(db: AsyncDatabase, items: list[tuple[Bounce, dict]], *,
         recent = await bounces.count_recent(db, ws, doc["email"], type_="transient", categories=SOFT_COUNTED,
                                             since=in_seconds(-bounce_effects.TRANSIENT_WINDOW_SECONDS))
         effects = bounce_effects.effects_of(doc, transient_count=recent)
-        await _apply(db, doc, effects, counted=not new)
+        await _apply(db, doc, effects, counted=not new, labels=event_labels(message))
         ids.append(doc["_id"])
     return ids
 
 
-async def _apply(db: AsyncDatabase, doc: BounceRecord, effects: bounce_effects.Effects, *, counted: bool) -> None:
+async def _apply(db: AsyncDatabase, doc: BounceRecord, effects: bounce_effects.Effects, *, counted: bool,
+                 labels: dict) -> None:
+    """`labels`: the message's metadata and tags, which its events carry."""
     ws, detail = doc["workspace_id"], f"{doc['smtp_status']} {doc['diagnostic_code']}".strip()
     if effects.message_status:
         await messages.apply(db, [delivery_status.forward(doc["message_id"], effects.message_status,
@@ -147,7 +150,7 @@ async def _apply(db: AsyncDatabase, doc: BounceRecord, effects: bounce_effects.E
     if effects.suppress_reason:
         await suppressions.add(db, ws, doc["email"], effects.suppress_reason, source=doc["source"],
                                detail=detail or doc["diagnostic_code"])
-    await outbox.record(db, ws, effects.event, bounce_effects.event_data(doc),
+    await outbox.record(db, ws, effects.event, {**bounce_effects.event_data(doc), **labels},
                         event_id=f"{doc['_id']}:{effects.event}")
     if doc["kind"] == "complaint":  # the campaign's `complained`, once per message
         await tracking.record_complaint(db, ws, doc["message_id"] or None)

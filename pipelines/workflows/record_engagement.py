@@ -13,6 +13,7 @@ from mongo import analytics, campaigns, messages, outbox
 from mongo.tracking import add_contact_event, count_engagement
 from pipelines.core.clock import now_iso
 from pipelines.messages import delivery_status
+from pipelines.messages.labels import event_labels
 
 # open → message status, campaign counters, analytics counter, event, contact event type.
 _ENGAGEMENT = {
@@ -44,7 +45,7 @@ async def record_engagement(db: AsyncDatabase, workspace_id: str, message_id: st
     await analytics.bump(db, workspace_id, None, **{counter: 1})
     data = {"message_id": message_id, "to": before["to"], "subject": before["subject"],
             f"{status}_at": at, **({"campaign_id": campaign_id} if campaign_id else {}),
-            **({"url": url} if url else {})}
+            **({"url": url} if url else {}), **event_labels(before)}
     await outbox.record(db, workspace_id, event, data, event_id=f"{message_id}:{event}")
     if before.get("contact_id"):
         try:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import (
+    attachments,
     batches,
     campaign_audience,
     campaign_parts,
@@ -40,6 +41,7 @@ from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.core.documents import Campaign, CampaignPart
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 from pipelines.messages import delivery_status, mail_streams
+from pipelines.messages.attachments import store_key
 from pipelines.templates.render_message import RenderContext, RenderResult
 from pipelines.workflows.dkim_keys import signers_for
 from pipelines.workflows.publisher import Publisher, PublishFailed
@@ -172,7 +174,7 @@ async def _render_and_deliver(db: AsyncDatabase, settings: Settings, publisher: 
         return None
     signers, return_paths = await signers_for(db, settings, real)
     result = await render(real, RenderContext(
-        settings=settings, signers=signers, return_paths=return_paths,
+        settings=settings, signers=signers, return_paths=return_paths, files=await files_of(db, real),
         **await personalisation_inputs(db, real, contacts)))
     await record([delivery_status.fail(mid, why) for mid, why in result.failed.items()])
     await batches.record_finished(db, [(m, "failed") for m in real if m["_id"] in result.failed])
@@ -184,6 +186,12 @@ async def _render_and_deliver(db: AsyncDatabase, settings: Settings, publisher: 
     mime = {r["_id"]: r for r in result.rendered}
     rendered = dataclasses.replace(claim, messages=[m for m in real if m["_id"] in mime])
     return await deliver(db, settings, publisher, transport, rendered, mime)
+
+
+async def files_of(db: AsyncDatabase, docs: list[dict]) -> dict[str, bytes]:
+    """The bytes of the messages' attachments, by attachments.store_key."""
+    return await attachments.load(db, [store_key(m["workspace_id"], ref["sha256"])
+                                       for m in docs for ref in m.get("attachments") or ()])
 
 
 async def personalisation_inputs(db: AsyncDatabase, docs: list[dict], known: dict | None = None) -> dict:
@@ -208,7 +216,7 @@ async def _first_recipients(db: AsyncDatabase, docs: list[dict]) -> dict:
         if m.get("contact_id"):
             by_id.setdefault(m["workspace_id"], set()).add(m["contact_id"])
         else:
-            wanted.setdefault(m["workspace_id"], set()).add(m["to"][0].lower())
+            wanted.setdefault(m["workspace_id"], set()).add(recipients.first_recipient(m).lower())
     for workspace_id, ids in by_id.items():
         for contact in await campaign_audience.live_contacts_by_ids(db, workspace_id, list(ids)):
             people[(workspace_id, contact["email"].lower())] = contact

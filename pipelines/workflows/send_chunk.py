@@ -41,6 +41,7 @@ from pymongo.errors import ConnectionFailure
 
 from mongo import analytics, batches, campaigns, messages, outbox, send_limits
 from mongo.messages import Held
+from pipelines.audience import recipients
 from pipelines.audience.recipients import owed_recipients
 from pipelines.core.clock import ms_of, now_ms, utcnow
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
@@ -186,7 +187,7 @@ def _outcomes_or_error(message: dict, answer):
     if isinstance(answer, Exception):  # one message's failure is its own outcome, retried
         log.error("sending message %s failed unexpectedly: %r", message["_id"], answer,
                   extra={"message_id": message["_id"], "workspace_id": message.get("workspace_id")})
-        return unexpected(list(message.get("to") or []), answer)
+        return unexpected(recipients.envelope(message), answer)
     if isinstance(answer, BaseException):  # cancelled: the job itself is going away
         raise answer
     return answer

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contacts, lists, recipient_pages, suppressions, tracking, workspaces
+from pipelines.audience import recipients
 
 UNSUBSCRIBE_REASON = "unsubscribe"
 
@@ -83,9 +84,10 @@ async def by_message(db: AsyncDatabase, message_id: str, source: str, sender: st
     workspace = await workspaces.get(db, message["workspace_id"])
     if workspace is None:
         return False
-    email = message["to"][0]
-    if len(message["to"]) > 1:
-        match = [a for a in message["to"] if sender and a.lower() == sender.lower()]
+    everyone = recipients.envelope(message)
+    email = everyone[0]
+    if len(everyone) > 1:
+        match = [a for a in everyone if sender and a.lower() == sender.lower()]
         if not match:
             return False
         email = match[0]

@@ -68,7 +68,8 @@ def test_send_to_more_than_50_addresses_is_refused(tenant):
     ("from_name", "Acme\u2028X", "from_name"),
     ("template_data", [1], "template_data"),
     ("send_at", "tomorrow", "send_at"),
-    ("bcc", "x@example.org", "bcc"),
+    ("bcc", "nope", "bcc"),
+    ("priority", "high", "priority"),
 ])
 def test_send_with_a_bad_field_names_it(tenant, field, value, path):
     body = {"to": address(), "subject": "Hi", "html": HTML, field: value}

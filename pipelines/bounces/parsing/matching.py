@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pipelines.audience.recipients import envelope
 from pipelines.bounces.parsing.isp import with_isp
 from pipelines.bounces.parsing.model import Bounce
 
@@ -37,10 +38,10 @@ def address_key(address: str) -> str:
 
 
 def sent_to(message: dict) -> list[str]:
-    """The recipients the message went (or was meant) to: its `to`, less those suppressed
+    """The recipients the message went (or was meant) to: its `to`, `cc` and `bcc`, less those suppressed
     before it left."""
     suppressed = set(message.get("suppressed_recipients", []))
-    return [r for r in message.get("to", []) if r not in suppressed]
+    return [r for r in envelope(message) if r not in suppressed]
 
 
 def match(bounces: list[Bounce], recipients: list[str]) -> Matched:
