@@ -213,3 +213,30 @@ def test_a_key_without_email_read_may_not_list(service, seeded):
     reader = service.extra_key(service.tenant(), permissions=["contacts:read"])
     assert_error(reader.get("/email"), 403, "forbidden")
     assert tenant.get("/email", params={"limit": 1}).status_code == 200
+
+
+def test_mail_sent_with_cc_tags_and_metadata_is_found_by_each_of_them(service):
+    """The two halves of issue #35 together: what POST /email/send and /email/batch store
+    (cc, bcc, tags, metadata) is what GET /email finds a message by."""
+    tenant = service.tenant(sandbox=True)
+    mark = uuid.uuid4().hex[:8]
+    sent = tenant.post("/email/send", json={
+        "to": f"ann-{mark}@example.org", "cc": [f"Cc-{mark}@Example.org"], "bcc": f"bcc-{mark}@example.org",
+        "subject": "Receipt", "html": "<p>Thanks</p>", "tags": ["receipt", f"t{mark}"],
+        "metadata": {"order": f"o-{mark}"}})
+    assert sent.status_code in (200, 201, 202), sent.text
+    message_id = sent.json()["data"]["message_id"]
+    batch = tenant.post("/email/batch", json={"messages": [
+        {"to": f"bob-{mark}@example.org", "subject": "Other", "text": "x", "tags": [f"t{mark}"]}]})
+    assert batch.status_code in (200, 201, 202), batch.text
+
+    def found(**params) -> list[str]:
+        listed = tenant.get("/email", params=params)
+        assert listed.status_code == 200, listed.text
+        return [m["id"] for m in listed.json()["data"]]
+    assert found(to=f"cc-{mark}@example.org") == [message_id]  # a cc, in another letter case
+    assert found(to=f"bcc-{mark}@example.org") == [message_id]
+    assert found(**{"metadata[order]": f"o-{mark}"}) == [message_id]
+    assert len(found(tag=f"t{mark}")) == 2 and message_id in found(tag=f"t{mark}")
+    item = tenant.get(f"/email/{message_id}").json()["data"]
+    assert item["tags"] == ["receipt", f"t{mark}"] and item["metadata"] == {"order": f"o-{mark}"}
