@@ -103,36 +103,38 @@ def main(rows: int = 100_000) -> None:
               flush=True)
         print_cpu("bare insert_many (before)", bare_cpu, bare_before)
 
-        workspace = json.loads(subprocess.run([*cli, "workspace", "create", "bench", "--json"], env=env,
-                                              check=True, capture_output=True, text=True).stdout)["id"]
-        subprocess.run([*cli, "indexes"], env=env, check=True, capture_output=True)  # as a front or worker would
-        store_pid = json.loads((Path(tmp) / "store.json").read_text())["pid"]
-        results = {}
-        for label in ("import", "re-import"):
-            seconds, summary, used = run_import(cli, env, path, workspace, store_pid)
-            results[label] = seconds
-            print(f"{label}: {rows} rows in {seconds:.1f} s ({rows / seconds:,.0f} rows/s) "
-                  f"created={summary['created']} updated={summary['updated']} unchanged={summary['unchanged']} "
-                  f"duplicates={summary['duplicates']} errors={summary['error_count']}", flush=True)
-            print_cpu(label, used, seconds)
+        try:
+            workspace = json.loads(subprocess.run([*cli, "workspace", "create", "bench", "--json"], env=env,
+                                                  check=True, capture_output=True, text=True).stdout)["id"]
+            subprocess.run([*cli, "indexes"], env=env, check=True, capture_output=True)  # as a front or worker would
+            store_pid = json.loads((Path(tmp) / "store.json").read_text())["pid"]
+            results = {}
+            for label in ("import", "re-import"):
+                seconds, summary, used = run_import(cli, env, path, workspace, store_pid)
+                results[label] = seconds
+                print(f"{label}: {rows} rows in {seconds:.1f} s ({rows / seconds:,.0f} rows/s) "
+                      f"created={summary['created']} updated={summary['updated']} unchanged={summary['unchanged']} "
+                      f"duplicates={summary['duplicates']} errors={summary['error_count']}", flush=True)
+                print_cpu(label, used, seconds)
 
-        bare_after, bare_cpu = bare_insert_many(path, rows)
-        print(f"bare insert_many (after): {rows} rows in {bare_after:.1f} s ({rows / bare_after:,.0f} rows/s)",
-              flush=True)
-        print_cpu("bare insert_many (after)", bare_cpu, bare_after)
-        bare_rate = rows / ((bare_before + bare_after) / 2)
-        ratio = (rows / results["import"]) / bare_rate
-        print(f"import {rows / results['import']:,.0f} rows/s against bare insert_many {bare_rate:,.0f} rows/s: "
-              f"ratio {ratio:.2f} (bar ≥ {BAR}: {'met' if ratio >= BAR else 'NOT met'}); load average "
-              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+            bare_after, bare_cpu = bare_insert_many(path, rows)
+            print(f"bare insert_many (after): {rows} rows in {bare_after:.1f} s ({rows / bare_after:,.0f} rows/s)",
+                  flush=True)
+            print_cpu("bare insert_many (after)", bare_cpu, bare_after)
+            bare_rate = rows / ((bare_before + bare_after) / 2)
+            ratio = (rows / results["import"]) / bare_rate
+            print(f"import {rows / results['import']:,.0f} rows/s against bare insert_many {bare_rate:,.0f} rows/s: "
+                  f"ratio {ratio:.2f} (bar ≥ {BAR}: {'met' if ratio >= BAR else 'NOT met'}); load average "
+                  f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
-        subprocess.run([*cli, "export", "contacts", "--workspace", workspace], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started = time.monotonic()
-        subprocess.run([*cli, "export", "contacts", "--workspace", workspace], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print(f"export: {rows} rows in {time.monotonic() - started:.1f} s", flush=True)
-        embedded_store.stop_recorded(Path(tmp))  # the detached store the first command started
+            subprocess.run([*cli, "export", "contacts", "--workspace", workspace], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started = time.monotonic()
+            subprocess.run([*cli, "export", "contacts", "--workspace", workspace], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(f"export: {rows} rows in {time.monotonic() - started:.1f} s", flush=True)
+        finally:
+            embedded_store.stop_recorded(Path(tmp))  # the detached store the first command started
 
 
 if __name__ == "__main__":
