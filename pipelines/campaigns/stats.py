@@ -21,24 +21,12 @@ A message's status only moves forward (queued → … → delivered → opened �
 
 from __future__ import annotations
 
-from typing import TypedDict
-
-from pipelines.core.documents import Campaign
+from pipelines.core.documents import Campaign, EngagementCounters
 
 # Statuses a message passes through after SMTP was attempted and answered.
 SENT_STATUSES = ("sent", "delivered", "opened", "clicked", "bounced")
 DELIVERED_STATUSES = ("delivered", "opened", "clicked")
 PENDING_STATUSES = ("queued", "sending")
-
-
-class EngagementCounters(TypedDict):
-    """Engagement counters kept on the campaign document (flat fields, bumped with $inc)."""
-    opened_unique: int
-    opens_total: int
-    clicked_unique: int
-    clicks_total: int
-    unsubscribed: int
-    complained: int
 
 
 # A new campaign's counters.

@@ -150,9 +150,20 @@ class CampaignSender(TypedDict):
     custom_domain: str | None
 
 
-class Campaign(TypedDict):
+class EngagementCounters(TypedDict):
+    """Engagement counters kept on the campaign document (flat fields, bumped with $inc;
+    campaigns/stats.py)."""
+    opened_unique: int
+    opens_total: int
+    clicked_unique: int
+    clicks_total: int
+    unsubscribed: int
+    complained: int
+
+
+class Campaign(EngagementCounters):
     """`campaigns`: a draft (manage_campaigns.create), then started (start_campaign) and fanned
-    out in batches of parts (fan_out_campaign)."""
+    out in batches of parts (fan_out_campaign); its engagement counters as EngagementCounters."""
     _id: str
     workspace_id: str
     key_id: str | None
@@ -178,13 +189,6 @@ class Campaign(TypedDict):
     fanout_done: bool
     status_counts: dict[str, int]        # messages per status, a snapshot (campaigns/stats.py)
     stats_at: str | None
-    # engagement counters (campaigns/stats.COUNTERS), bumped with $inc
-    opened_unique: int
-    opens_total: int
-    clicked_unique: int
-    clicks_total: int
-    unsubscribed: int
-    complained: int
     # set when it starts
     audience: NotRequired[dict[str, Any]]  # {_id, conditions, is_list}: the list or segment, as started
     audience_at: NotRequired[str]

@@ -8,18 +8,10 @@ import pytest
 
 from pipelines.core.clock import iso, utcnow
 from tests.support.api import assert_error, month_used
+from tests.support.api import stored_message as stored
+from tests.support.api import unique_address as address
 
 HTML = "<p>Hello</p>"
-
-
-def address(tag="r"):
-    return f"{tag}-{uuid.uuid4().hex[:8]}@example.org"
-
-
-def stored(service, message_id):
-    async def get(db):
-        return await db.messages.find_one({"_id": message_id})
-    return service.store.run(get)
 
 
 def count_messages(service, workspace_id):

@@ -5,19 +5,16 @@ path; what is accepted is stored as docs/email.md says (files apart from the mes
 
 import base64
 import datetime as dt
-import uuid
 
 import pytest
 
 from pipelines.core.clock import iso, utcnow
 from tests.support.api import assert_error
+from tests.support.api import stored_message as stored
+from tests.support.api import unique_address as address
 
 PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(64))
-
-
-def address(tag="r"):
-    return f"{tag}-{uuid.uuid4().hex[:8]}@example.org"
 
 
 def b64(data: bytes) -> str:
@@ -30,12 +27,6 @@ def pdf(name="invoice.pdf", **extra):
 
 def send(tenant, **fields):
     return tenant.post("/email/send", json={"to": address(), "subject": "Hi", "html": "<p>x</p>", **fields})
-
-
-def stored(service, message_id):
-    async def get(db):
-        return await db.messages.find_one({"_id": message_id})
-    return service.store.run(get)
 
 
 def files_stored(service, workspace_id):

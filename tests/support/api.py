@@ -1,4 +1,6 @@
-"""Assertions on API answers shared by the HTTP tests."""
+"""Assertions on API answers shared by the HTTP tests, and the small helpers they share."""
+
+import uuid
 
 
 def assert_error(response, status: int, code: str, path: str | None = None, *, no_path: bool = False) -> dict:
@@ -27,3 +29,15 @@ def month_used(service, tenant) -> int:
     from pipelines.core.clock import utcnow
     from pipelines.messages.throttle import month_of
     return service.store.run(lambda db: plan_used(db, tenant.workspace_id, month_of(utcnow())))
+
+
+def unique_address(tag: str = "r") -> str:
+    """An address no other test sends to."""
+    return f"{tag}-{uuid.uuid4().hex[:8]}@example.org"
+
+
+def stored_message(service, message_id: str) -> dict | None:
+    """The message document as the store holds it."""
+    async def get(db):
+        return await db.messages.find_one({"_id": message_id})
+    return service.store.run(get)
