@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from pipelines.core.documents import Workspace
+
 from . import contacts, lists, workspaces
 
 
-async def recipient(db: AsyncDatabase, payload: dict) -> tuple[dict, dict | None] | None:
+async def recipient(db: AsyncDatabase, payload: dict) -> tuple[Workspace, dict | None] | None:
     """(workspace, contact or None) for a verified token payload; None if the workspace
     is gone. A contact deleted since the email was sent counts as no contact: its address
     can still be unsubscribed (suppressed)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from pipelines.core.documents import Workspace
 from pipelines.core.errors import Forbidden, MissingFromEmail
 
 _LOCAL_SAFE = re.compile(r"[^a-z0-9]+")
@@ -56,7 +57,7 @@ def resolve_sender(*, from_email: str | None, from_name: str | None, reply_to: s
                   shared_domain, False)
 
 
-def workspace_sender(workspace: dict, *, from_email: str | None, from_name: str | None,
+def workspace_sender(workspace: Workspace, *, from_email: str | None, from_name: str | None,
                      reply_to: str | list[str] | None,
                      shared_domain: str, domains: dict[str, bool]) -> Sender:
     """Who mail of `workspace` with these fields is from: its default address and its

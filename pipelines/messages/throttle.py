@@ -23,6 +23,7 @@ import datetime as dt
 from typing import Protocol
 
 from pipelines.audience.recipients import envelope
+from pipelines.core.documents import Workspace
 
 WINDOW_SECONDS = 60
 # A concurrency lease outlives a send attempt only if its worker died; then it lapses.
@@ -222,7 +223,7 @@ def plan_counter_id(workspace_id: str, month: str) -> str:
     return f"{workspace_id}:{month}"
 
 
-def monthly_limit(workspace: dict, default_limit: int) -> int:
+def monthly_limit(workspace: Workspace, default_limit: int) -> int:
     """The workspace's own `monthly_email_limit` when set, else the plan default; 0 = unlimited."""
     own = workspace.get("monthly_email_limit")
     return int(own) if isinstance(own, int) and not isinstance(own, bool) else default_limit

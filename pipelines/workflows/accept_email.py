@@ -31,7 +31,7 @@ from mongo import suppressions as suppression_store
 from mongo import templates as template_store
 from pipelines.audience import recipients
 from pipelines.core.clock import future_within, in_seconds, iso, now_iso, parse_iso, utcnow
-from pipelines.core.documents import Batch
+from pipelines.core.documents import Batch, Workspace
 from pipelines.core.errors import (
     UNAVAILABLE_RETRY_AFTER_SECONDS,
     Conflict,
@@ -63,7 +63,7 @@ class Identity:
     workspace, e.g. a form's confirmation), whether the key is a sandbox key, and the
     seed of the request's Idempotency-Key (None without one), which names what the
     request creates so every attempt under one key names it alike."""
-    workspace: dict
+    workspace: Workspace
     key_id: str | None
     sandbox: bool = False
     seed: str | None = None
@@ -185,7 +185,7 @@ async def load_template(db: AsyncDatabase, fields: dict, workspace_id: str, path
     return cache[template_id]
 
 
-async def sender_of(db: AsyncDatabase, settings: Settings, workspace: dict, fields: dict,
+async def sender_of(db: AsyncDatabase, settings: Settings, workspace: Workspace, fields: dict,
                     domains: dict[str, bool] | None = None) -> sender_rules.Sender:
     """Who mail of this workspace with these `from_email` / `from_name` / `reply_to`
     fields is from (400 missing_from_email, 403 domain_invalid)."""

@@ -35,6 +35,7 @@ from mongo import workspaces as workspace_store
 from pipelines.audience import forms
 from pipelines.audience.contact_csv import MAX_ATTRIBUTES
 from pipelines.core.clock import in_seconds, now_iso, parse_iso
+from pipelines.core.documents import Workspace
 from pipelines.core.errors import NotFound, RateLimited, ValidationFailed
 from pipelines.core.settings import Settings
 from pipelines.messages import links
@@ -109,7 +110,7 @@ def _may_send(before: dict | None) -> bool:
     return not last or (time.time() - parse_iso(last).timestamp()) >= forms.RESEND_AFTER_SECONDS
 
 
-async def _confirmation_message(db: AsyncDatabase, settings: Settings, workspace: dict, form: dict,
+async def _confirmation_message(db: AsyncDatabase, settings: Settings, workspace: Workspace, form: dict,
                                 signup: dict) -> dict:
     expires = int(parse_iso(signup["expires_at"]).timestamp())
     token = links.sign("form_confirm", forms.confirm_payload(workspace["_id"], signup["_id"], expires),
@@ -120,7 +121,7 @@ async def _confirmation_message(db: AsyncDatabase, settings: Settings, workspace
     return await accept_email.prepare(db, settings, _on_behalf_of(workspace), fields)
 
 
-def _on_behalf_of(workspace: dict) -> accept_email.Identity:
+def _on_behalf_of(workspace: Workspace) -> accept_email.Identity:
     """Mail the service sends for the workspace without any API key: live, and counted
     against no key's email rate."""
     return accept_email.Identity(workspace, key_id=None)
@@ -130,7 +131,7 @@ def _on_behalf_of(workspace: dict) -> accept_email.Identity:
 class Confirmation:
     outcome: str                 # "confirmed", "expired" or "invalid"
     form: dict | None = None
-    workspace: dict | None = None
+    workspace: Workspace | None = None
 
 
 async def confirm(db: AsyncDatabase, settings: Settings, token: str) -> Confirmation:
@@ -156,7 +157,7 @@ async def confirm(db: AsyncDatabase, settings: Settings, token: str) -> Confirma
     return Confirmation("confirmed", form, workspace)
 
 
-async def subscribe(db: AsyncDatabase, workspace: dict, form: dict, signup: dict, *, confirmed: bool) -> dict:
+async def subscribe(db: AsyncDatabase, workspace: Workspace, form: dict, signup: dict, *, confirmed: bool) -> dict:
     """The signup's address becomes a contact in the form's static lists (those still there)."""
     workspace_id = workspace["_id"]
     contact = await contact_store.find_by_email(db, workspace_id, signup["email"])

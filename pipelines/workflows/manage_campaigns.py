@@ -9,7 +9,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from mongo import campaigns
 from pipelines.campaigns import stats as campaign_stats
 from pipelines.core.clock import now_iso
-from pipelines.core.documents import Campaign
+from pipelines.core.documents import Campaign, Workspace
 from pipelines.core.errors import Conflict
 from pipelines.core.ids import new_uuid
 from pipelines.core.settings import Settings
@@ -20,7 +20,7 @@ from pipelines.workflows.start_campaign import check_references, resolve_sender
 LIVE_STATS_MAX_RECIPIENTS = 10_000
 
 
-async def create(db: AsyncDatabase, settings: Settings, workspace: dict, fields: dict, *, key_id: str | None,
+async def create(db: AsyncDatabase, settings: Settings, workspace: Workspace, fields: dict, *, key_id: str | None,
                  sandbox: bool) -> Campaign:
     """A draft with the body's `fields`, once its template, audience and sender hold (404, 400)."""
     workspace_id = workspace["_id"]

@@ -16,7 +16,7 @@ from mongo import campaign_audience, domains, lists, outbox, segments, send_limi
 from mongo import campaigns as campaign_store
 from pipelines.campaigns import fanout as campaign_fanout
 from pipelines.core.clock import now_iso, utcnow
-from pipelines.core.documents import Campaign, Template
+from pipelines.core.documents import Campaign, Template, Workspace
 from pipelines.core.errors import Conflict, Forbidden, NotFound
 from pipelines.core.settings import Settings
 from pipelines.messages import sender as sender_rules
@@ -42,7 +42,7 @@ async def check_references(db: AsyncDatabase, workspace_id: str, template_id: st
     return template, audience
 
 
-async def resolve_sender(db: AsyncDatabase, workspace: dict, from_email: str | None,
+async def resolve_sender(db: AsyncDatabase, workspace: Workspace, from_email: str | None,
                          from_name: str | None, reply_to: str | None, *, shared_domain: str) -> dict:
     """The stored sender of a campaign (or an automation's email), from the workspace's
     verified domains; the pipelines.messages.sender rules refuse an address it may not use."""
@@ -54,7 +54,7 @@ async def resolve_sender(db: AsyncDatabase, workspace: dict, from_email: str | N
             "custom_domain": sender.custom_domain}
 
 
-async def start(db: AsyncDatabase, settings: Settings, publisher: Publisher, workspace: dict, campaign: Campaign,
+async def start(db: AsyncDatabase, settings: Settings, publisher: Publisher, workspace: Workspace, campaign: Campaign,
                 *, key_id: str | None, sandbox: bool) -> Campaign:
     """The campaign as it started sending; 404 for a reference gone, 403 limit_reached, 409
     when it is not startable or another request started it first."""

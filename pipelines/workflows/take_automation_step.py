@@ -37,6 +37,7 @@ from pipelines.automations import runs
 from pipelines.automations import steps as step_rules
 from pipelines.automations.runs import Move, entry
 from pipelines.core.clock import now_iso, utcnow
+from pipelines.core.documents import Workspace
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
 from pipelines.messages import delivery_status, throttle
@@ -80,7 +81,7 @@ class JobView:
     publisher: Publisher
     http: HttpRequest
     automations: dict[str, dict]
-    workspace_cache: dict = dataclasses.field(default_factory=dict)
+    workspace_cache: dict[str, Workspace | None] = dataclasses.field(default_factory=dict)
     sender_cache: dict = dataclasses.field(default_factory=dict)
     template_cache: dict = dataclasses.field(default_factory=dict)
     tag_cache: dict = dataclasses.field(default_factory=dict)
@@ -107,14 +108,15 @@ class JobView:
             raise Stop("cancelled", "the contact no longer exists")
         return found
 
-    async def workspace(self, workspace_id: str) -> dict:
+    async def workspace(self, workspace_id: str) -> Workspace:
         if workspace_id not in self.workspace_cache:
             self.workspace_cache[workspace_id] = await workspaces.get(self.db, workspace_id)
-        if self.workspace_cache[workspace_id] is None:
+        workspace = self.workspace_cache[workspace_id]
+        if workspace is None:
             raise Stop("failed", "the workspace no longer exists")
-        return self.workspace_cache[workspace_id]
+        return workspace
 
-    async def sender(self, workspace: dict) -> dict:
+    async def sender(self, workspace: Workspace) -> dict:
         """The workspace's default sender, resolved as a campaign's is (its verified domains)."""
         if workspace["_id"] not in self.sender_cache:
             try:

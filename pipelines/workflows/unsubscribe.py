@@ -18,6 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import contacts, lists, recipient_pages, suppressions, tracking, workspaces
 from pipelines.audience import recipients
+from pipelines.core.documents import Workspace
 
 UNSUBSCRIBE_REASON = "unsubscribe"
 
@@ -28,7 +29,7 @@ def is_unsubscribed(contact: dict | None, suppression: dict | None) -> bool:
     return suppression is not None
 
 
-async def chosen_recipient(db: AsyncDatabase, workspace: dict, message_id: str,
+async def chosen_recipient(db: AsyncDatabase, workspace: Workspace, message_id: str,
                            chosen: str | None) -> tuple[dict | None, str] | None:
     """(contact or None, address) for the address picked on a message-bound page; None
     unless it is one of that message's recipients."""
@@ -38,7 +39,7 @@ async def chosen_recipient(db: AsyncDatabase, workspace: dict, message_id: str,
     return await contacts.find_by_email(db, workspace["_id"], chosen), chosen
 
 
-async def unsubscribe(db: AsyncDatabase, workspace: dict, contact: dict | None, email: str,
+async def unsubscribe(db: AsyncDatabase, workspace: Workspace, contact: dict | None, email: str,
                       message_id: str | None, source: str) -> None:
     """Idempotent: a second unsubscribe changes and records nothing more."""
     workspace_id = workspace["_id"]
@@ -49,14 +50,14 @@ async def unsubscribe(db: AsyncDatabase, workspace: dict, contact: dict | None, 
     await tracking.record_unsubscribe(db, workspace_id, message_id)
 
 
-async def resubscribe(db: AsyncDatabase, workspace: dict, contact: dict, source: str) -> None:
+async def resubscribe(db: AsyncDatabase, workspace: Workspace, contact: dict, source: str) -> None:
     await contacts.set_subscribed(db, workspace["_id"], contact["_id"], True, source)
     found = await suppressions.get(db, workspace["_id"], contact["email"])
     if found is not None and found["reason"] == UNSUBSCRIBE_REASON:
         await suppressions.remove(db, workspace["_id"], contact["email"])
 
 
-async def save_preferences(db: AsyncDatabase, workspace: dict, contact: dict, email: str, message_id: str | None,
+async def save_preferences(db: AsyncDatabase, workspace: Workspace, contact: dict, email: str, message_id: str | None,
                            *, subscribed: bool, chosen_lists: set[str]) -> None:
     """The preferences form: the subscription as ticked, and membership of exactly the
     ticked lists among those offered (a list left here stays offered)."""
