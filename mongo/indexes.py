@@ -9,6 +9,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from . import (
     activity,
     analytics,
+    attachments,
     automation_runs,
     automations,
     batches,
@@ -57,7 +58,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms, message_search]
+                 automations, automation_runs, forms, message_search, attachments]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

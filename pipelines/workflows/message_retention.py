@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import message_retention
+from mongo import attachments, message_retention
 from pipelines.core.clock import now_ms
 from pipelines.core.settings import Settings
 
@@ -29,7 +29,8 @@ def cutoffs(settings: Settings, at_ms: int) -> tuple[int, int]:
 async def apply_retention(db: AsyncDatabase, settings: Settings, *, at_ms: int | None = None,
                           limit: int = PASS_LIMIT) -> int:
     """One pass: old messages deleted, then older bodies dropped, workspace by workspace,
-    until `limit` messages were touched; how many were."""
+    then the attachment files whose newest message is past the body retention, until
+    `limit` messages and files were touched; how many were."""
     bodies_before, messages_before = cutoffs(settings, now_ms() if at_ms is None else at_ms)
     done = 0
     for workspace_id in await message_retention.workspace_ids(db):
@@ -38,4 +39,6 @@ async def apply_retention(db: AsyncDatabase, settings: Settings, *, at_ms: int |
         done += await message_retention.delete_messages(db, workspace_id, messages_before, limit - done)
         if done < limit:
             done += await message_retention.drop_bodies(db, workspace_id, bodies_before, limit - done)
+    if done < limit:  # files no message accepted since the body cutoff names (their bodies are gone)
+        done += await attachments.expired(db, bodies_before, limit - done)
     return done

@@ -5,13 +5,15 @@ keys after POSTROOM_MESSAGE_RETENTION_DAYS, a bounded number a pass, and the res
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 import pytest
 
-from mongo import message_search, messages, workspaces
+from mongo import attachments, message_search, messages, workspaces
 from mongo.indexes import prepare_store
-from pipelines.core.clock import iso, ms_of
+from pipelines.core.clock import iso, ms_of, now_ms
 from pipelines.core.settings import Settings
+from pipelines.messages.attachments import AttachmentFile
 from pipelines.workflows.message_retention import apply_retention
 
 NOW = dt.datetime(2027, 6, 1, tzinfo=dt.UTC)
@@ -87,3 +89,32 @@ def test_the_keys_of_a_message_are_its_other_recipients_tags_and_metadata():
     doc = {"to": ["A@x.org", "b@x.org"], "cc": "C@x.org", "tags": ["t1"], "metadata_pairs": ["k=v"]}
     assert message_search.to_key(doc) == "a@x.org"
     assert message_search.keys_of(doc) == ["to:b@x.org", "to:c@x.org", "tag:t1", "meta:k=v"]
+
+
+def _file(data: bytes) -> AttachmentFile:
+    return AttachmentFile("a.pdf", "application/pdf", None, data, hashlib.sha256(data).hexdigest())
+
+
+def test_an_attachment_file_goes_once_its_newest_message_is_past_the_body_retention(store):
+    """Files are kept by when a message last named them (`used_ms`), so a file sent again
+    today outlives the bodies of last month's messages that sent it too; once gone, naming
+    it again stores it again."""
+    settings = Settings(message_body_retention_days=30, message_retention_days=400)
+    day = 24 * 3600 * 1000
+    old, new = _file(b"%PDF-old"), _file(b"%PDF-new")
+
+    async def go(db):
+        await attachments.store(db, "ws-files", [old, new])
+        keys = [f"ws-files:{f.sha256}" for f in (old, new)]
+        kept = await apply_retention(db, settings, at_ms=now_ms() + 29 * day)
+        after_29 = set(await attachments.load(db, keys))
+        # `new` is named again 10 days on: its used_ms moves, `old`'s does not
+        await db.attachments.update_one({"_id": keys[1]}, {"$set": {"used_ms": now_ms() + 10 * day}})
+        await apply_retention(db, settings, at_ms=now_ms() + 31 * day)
+        after_31 = set(await attachments.load(db, keys))
+        await attachments.store(db, "ws-files", [old])  # sent again: stored again
+        return keys, kept, after_29, after_31, set(await attachments.load(db, keys))
+    keys, kept, after_29, after_31, again = store.run(go)
+    assert kept == 0 and after_29 == set(keys)
+    assert after_31 == {keys[1]}
+    assert again == set(keys)
