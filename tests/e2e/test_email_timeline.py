@@ -79,7 +79,10 @@ def test_a_message_refused_at_smtp_shows_the_refusal_as_its_attempt(service, ten
     service.smtp.reject(to, 550, "5.1.1 no such user")
     response = tenant.post("/email/send", json={"to": to, "subject": "Hi", "text": "hello"})
     message_id = response.json()["data"]["message_id"]
-    data = wait_until(lambda: (d := timeline_of(tenant, message_id))["status"] == "bounced" and d, what="bounced")
+    # the status moves with the outcome; the bounce record of the refusal is written after it
+    # by the same job: wait for the record, then read the whole timeline
+    data = wait_until(lambda: (d := timeline_of(tenant, message_id))["status"] == "bounced"
+                      and any(e["type"] == "bounce_report" for e in d["timeline"]) and d, what="bounced, its record")
     [attempt] = [e for e in data["timeline"] if e["type"] == "smtp_attempt"]
     assert (attempt["code"], attempt["outcome"]) == (550, "bounced") and "no such user" in attempt["text"]
     assert any(e["type"] == "bounce_report" and e["source"] == "smtp" for e in data["timeline"])
