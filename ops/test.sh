@@ -51,4 +51,4 @@ fi
 
 # In parallel processes (pytest-xdist), each with its own store, vhost and processes;
 # tests marked `quiet` (they measure time) take the run alone (tests/support/quiet_turns.py).
-exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-3}" "$@"
+exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-3}" --dist loadgroup "$@"

@@ -45,7 +45,10 @@ def test_a_report_beside_up_is_applied_without_rabbitmq(request, tmp_path):
             [record] = wait_until(lambda: api.get("/bounces").json()["data"], 30, "the bounce recorded")
             assert (record["email"], record["type"], record["message_id"]) == (recipient, "permanent", message_id)
             wait_until(lambda: api.get(f"/email/{message_id}/status").json()["data"]["status"] == "bounced", 30)
-            assert [s["email"] for s in api.get("/suppressions").json()["data"]] == [recipient]
+            # the report's effects are written one after another (bounce_reports._apply: the
+            # status, then the suppression): wait for the last
+            wait_until(lambda: [s["email"] for s in api.get("/suppressions").json()["data"]] == [recipient], 30,
+                       "the address suppressed")
 
         [report] = cli(newcomer, "inbound", "reports", "--json")
         assert (report["id"], report["status"], report["attempts"], report["bounce_ids"]) == \
