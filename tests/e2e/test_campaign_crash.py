@@ -97,7 +97,8 @@ def test_a_worker_killed_mid_campaign_loses_nobody_and_duplicates_only_what_was_
     assert in_flight > 0, "messages were claimed but not recorded as sent at the kill"
 
     stack.start_worker("worker-2")
-    done = wait_campaign(tenant, campaign["id"], "sent", timeout=50)
+    # a restarted pool on a loaded box may take a while; the bound asserted is on duplicates, not speed
+    done = wait_campaign(tenant, campaign["id"], "sent", timeout=120)
     final = stack.smtp.recipient_counts()
     duplicates = sum(n - 1 for n in final.values() if n > 1)
     elapsed = time.monotonic() - started
