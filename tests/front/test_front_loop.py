@@ -20,6 +20,7 @@ import time
 import httpx
 import pytest
 
+from tests.support.quiet_turns import last_settle
 from tests.support.services import another_front, run_postroom
 
 pytestmark = pytest.mark.e2e  # fronts of its own, loaded from other processes
@@ -131,7 +132,7 @@ def test_health_stays_fast_while_documents_are_fetched_in_a_loop_and_huge_bodies
     p99 = statistics.quantiles(timings, n=100)[98] if len(timings) >= 2 else timings[0]
     print(f"\nhealth under load: n={len(timings)} median={statistics.median(timings) * 1000:.1f} ms "
           f"p99={p99 * 1000:.1f} ms max={max(timings) * 1000:.1f} ms (idle: median {idle[25] * 1000:.1f} ms, "
-          f"max {idle[-1] * 1000:.1f} ms); huge bodies: {answers}")
+          f"max {idle[-1] * 1000:.1f} ms); huge bodies: {answers}; before: {last_settle}")
     assert all(a["bytes"] > 30_000_000 and a["huge"] == 400 and a["code"] == "validation_error"
                for a in answers), answers
     assert p99 < HEALTH_P99_SECONDS, f"/health p99 {p99 * 1000:.0f} ms under load"
