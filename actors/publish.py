@@ -39,7 +39,8 @@ PUBLISH_THREADS = 8
 class _Publishers:
     """The process's publishing threads, started on first use."""
 
-    def __init__(self):
+    def __init__(self, threads: int = PUBLISH_THREADS, name: str = "publish"):
+        self.threads, self.name = threads, name
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.started = False
@@ -50,8 +51,8 @@ class _Publishers:
         if not self.started:
             with self.lock:
                 if not self.started:
-                    for n in range(PUBLISH_THREADS):
-                        threading.Thread(target=self._serve, name=f"publish-{n}", daemon=True).start()
+                    for n in range(self.threads):
+                        threading.Thread(target=self._serve, name=f"{self.name}-{n}", daemon=True).start()
                     self.started = True
         self.jobs.put((work, loop, done))
         return done
@@ -79,13 +80,19 @@ def _settle(done: asyncio.Future, error: BaseException | None) -> None:
         done.set_exception(error)
 
 
-_publishers = _Publishers()
+def _health_asker() -> _Publishers:
+    # the health check's own thread (and so its own connection): never queued behind
+    # publishes that wait for a busy broker's confirms
+    return _Publishers(threads=1, name="broker-health")
+
+
+_publishers, _health = _Publishers(), _health_asker()
 
 
 def _fresh_after_fork() -> None:
     """A forked child has none of its parent's threads."""
-    global _publishers
-    _publishers = _Publishers()
+    global _publishers, _health
+    _publishers, _health = _Publishers(), _health_asker()
 
 
 os.register_at_fork(after_in_child=_fresh_after_fork)
@@ -192,15 +199,21 @@ def describe(error: BaseException) -> str:
 
 
 async def broker_answers() -> bool:
-    """Whether the broker answers, asked on a publishing thread: its connection is the
-    one publishes use (open already in a front that has published), so a health check
-    does not pay a fresh AMQP handshake on a thread of its own."""
+    """Whether the broker answers, asked on a thread of the health check's own whose
+    connection is kept between checks (one AMQP handshake, not one a check)."""
     def ask() -> None:
         broker = dramatiq.get_broker()
-        if isinstance(broker, RabbitmqBroker):  # (`connection` connects on first use)
+        if not isinstance(broker, RabbitmqBroker):
+            return
+        try:  # (`connection` connects on first use)
+            broker.connection.process_data_events(0)
+        except (pika.exceptions.AMQPConnectionError, pika.exceptions.AMQPChannelError):
+            # a connection idle between checks is closed by the broker once heartbeats
+            # go unanswered (pika answers them only when called): ask once more anew
+            del broker.connection
             broker.connection.process_data_events(0)
     try:
-        await _publishers.run(ask)
+        await _health.run(ask)
         return True
     except Exception:  # any failure means unreachable to a health check
         return False

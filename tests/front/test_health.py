@@ -1,10 +1,12 @@
 """GET /api/v1/health: no key needed; reports store and broker reachability."""
 
+import time
+
 import httpx
 import pytest
 
 from ops.embedded_store import free_port
-from tests.support.services import another_front
+from tests.support.services import MANAGEMENT_URL, another_front, create_vhost, delete_vhost
 
 pytestmark = pytest.mark.e2e  # the real front's /health, and fronts of its own
 
@@ -22,3 +24,38 @@ def test_health_answers_503_degraded_naming_an_unreachable_broker(service):
         response = httpx.get(base_url + "/api/v1/health", timeout=30)
     assert response.status_code == 503
     assert response.json()["data"] == {"status": "degraded", "store": "ok", "broker": "unreachable", "version": "v1"}
+
+
+def _vhost_connections(vhost: str) -> list[str]:
+    answer = httpx.get(f"{MANAGEMENT_URL}/api/vhosts/{vhost}/connections", auth=("guest", "guest"), timeout=30)
+    answer.raise_for_status()
+    return [connection["name"] for connection in answer.json()]
+
+
+def _until(condition, what: str, seconds: float = 60):
+    deadline = time.monotonic() + seconds
+    while not (found := condition()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+    return found
+
+
+def test_health_stays_ok_after_the_broker_closed_its_connection(service):
+    """The broker closes a connection it finds idle (pika answers heartbeats only when
+    called, and a front's health check may be idle for minutes), on a restart, or when an
+    operator closes it: the next check must connect anew, not report unreachable a broker
+    that answers."""
+    vhost, amqp_url = create_vhost()
+    try:
+        with another_front("front-closed-broker", dict(service.env, POSTROOM_AMQP_URL=amqp_url),
+                           service.log_dir) as base_url:
+            assert httpx.get(base_url + "/api/v1/health", timeout=30).json()["data"]["broker"] == "ok"
+            # (the management API shows a connection a few seconds after it opens; closing it
+            # sends the client its close at once, which the front reads at its next check)
+            for name in _until(lambda: _vhost_connections(vhost), "the front's connection never showed"):
+                httpx.delete(f"{MANAGEMENT_URL}/api/connections/{name}", auth=("guest", "guest"),
+                             timeout=30).raise_for_status()
+            answers = [httpx.get(base_url + "/api/v1/health", timeout=30) for _ in range(20)]
+            assert [(a.status_code, a.json()["data"]["broker"]) for a in answers] == [(200, "ok")] * 20
+    finally:
+        delete_vhost(vhost)
