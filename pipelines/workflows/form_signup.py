@@ -69,8 +69,8 @@ async def _check_rate(db: AsyncDatabase, settings: Settings, form: dict, client:
 
 async def submit(db: AsyncDatabase, settings: Settings, publisher: Publisher, form: dict, raw: dict,
                  client: str) -> Submitted:
-    """One submission. Raises RateLimited, ValidationFailed (a bad token: path `token`;
-    a bad answer: the field's name) or a PostroomError of the send path."""
+    """One submission. Raises RateLimited, ValidationFailed (a bad token: path `token`),
+    InvalidAnswers (every wrong answer, by field name) or a PostroomError of the send path."""
     await _check_rate(db, settings, form, client)
     if not _token_valid(settings, form, raw.get(forms.TOKEN_FIELD)):
         raise ValidationFailed("This form is out of date: reload the page and try again.", path=forms.TOKEN_FIELD)

@@ -248,6 +248,29 @@ def test_invalid_answers_are_refused_with_the_field_named(service, tenant):
 
 
 @pytest.mark.e2e
+def test_every_wrong_answer_is_shown_beside_its_field_with_the_answers_kept(service, tenant):
+    form = make_form(tenant, fields=FIELDS, double_opt_in=False)
+    typed = {"email": "not-an-address", "first_name": "", "plan": "gold", "seats": "many",
+             "birthday": "03/02/1990"}
+    page = post_form(form, typed)
+    assert page.status_code == 400
+    expected = {"email": "Enter a valid email address, like name@example.com.",
+                "first_name": "First name: this field is required.",
+                "seats": "Seats: must be a number.", "birthday": "Birthday: must be a date (YYYY-MM-DD)."}
+    for name, message in expected.items():
+        field = re.search(rf'<div class="field">\s*<label for="pr-{name}">.*?</div>', page.text, re.S).group(0)
+        assert f'aria-describedby="pr-{name}-error"' in field and 'aria-invalid="true"' in field, name
+        assert f'<p class="error" id="pr-{name}-error">{message}</p>' in field, name
+        assert f'<a href="#pr-{name}">{message}</a>' in page.text, name  # the summary links to it
+    plan = re.search(r'<input id="pr-plan"[^>]*>', page.text).group(0)
+    assert 'value="gold"' in plan and "aria-invalid" not in plan
+    for name in ("email", "birthday", "seats"):
+        assert f'value="{typed[name]}"' in re.search(rf'<input id="pr-{name}"[^>]*>', page.text).group(0)
+    assert_error(post_json(form, typed), 400, "validation_error", "email")  # JSON: the first, as the spec's envelope
+    assert events(service, tenant, "form.submitted") == []
+
+
+@pytest.mark.e2e
 def test_submissions_are_rate_limited_per_client_address_and_form(service, tenant):
     form, other = make_form(tenant, double_opt_in=False), make_form(tenant, double_opt_in=False)
     limit = 10  # POSTROOM_FORM_SUBMISSIONS_PER_MINUTE's default
