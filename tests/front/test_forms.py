@@ -187,6 +187,27 @@ def test_double_opt_in_joins_the_lists_only_once_the_emailed_link_is_followed(se
 
 
 @pytest.mark.e2e
+def test_the_confirmation_email_offers_no_unsubscribe_while_marketing_mail_does(service, tenant):
+    form = make_form(tenant, fields=FIELDS[:1])
+    email = unique_email("confirm")
+    assert post_json(form, {"email": email, "first_name": "Cy"}).json()["data"]["status"] == "pending"
+    [confirmation] = service.smtp.wait_for(email)
+    assert "List-Unsubscribe" not in confirmation.message and "List-Unsubscribe-Post" not in confirmation.message
+    for subtype in ("html", "plain"):
+        assert "/f/confirm/" in confirmation.body(subtype)
+        assert "unsubscribe" not in confirmation.body(subtype).lower(), subtype
+
+    reader = unique_email("reader")
+    sent = tenant.post("/email/send", json={"to": reader, "subject": "News", "html": "<p>Hi</p>", "text": "Hi",
+                                            "stream": "marketing"})
+    assert sent.status_code == 202, sent.text
+    [newsletter] = service.smtp.wait_for(reader)
+    assert newsletter.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert "/u/" in newsletter.message["List-Unsubscribe"]
+    assert all("Unsubscribe" in newsletter.body(subtype) for subtype in ("html", "plain"))
+
+
+@pytest.mark.e2e
 def test_the_answer_never_tells_whether_an_address_is_already_known(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, list_ids=[news["id"]])
