@@ -100,9 +100,16 @@ def members_changed(owner: dict, outcome: memberships.Outcome, changed: str, unc
 
 async def contacts_page(condition: dict, params: PageQuery) -> dict:
     """One page of the caller's live contacts matching `condition`, in the list shape."""
-    listed = await contact_store.page(db(), caller().workspace_id, condition, limit=params.limit,
-                                      offset=params.offset)
-    return paged(listed, params, views.contact)
+    items, total = await contact_store.page(db(), caller().workspace_id, condition, limit=params.limit,
+                                            offset=params.offset)
+    return paged((await contact_views(items), total), params)
+
+
+async def contact_views(docs: list[dict]) -> list[dict]:
+    """Contacts as the API shows them: `tags` as [{id, name}] like `lists` (the spec shows
+    only `lists`; docs/audience.md), the page's tag names read at once."""
+    names = await tag_store.names(db(), caller().workspace_id, sorted({t for d in docs for t in d.get("tags") or []}))
+    return [{**views.contact(d), "tags": views.named_tags(d.get("tags") or [], names)} for d in docs]
 
 
 async def list_views(docs: list[dict]) -> list[dict]:
@@ -126,4 +133,5 @@ async def contact_lists(contact: dict) -> list[dict]:
 
 
 async def contact_with_lists(contact: dict) -> dict:
-    return {**views.contact(contact), "lists": await contact_lists(contact)}
+    [shown] = await contact_views([contact])
+    return {**shown, "lists": await contact_lists(contact)}

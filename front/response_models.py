@@ -195,6 +195,11 @@ class EmailDetail(EmailListItem):
 
 # --- audience --------------------------------------------------------------------------------
 
+class TagRef(Answer):
+    id: str
+    name: str
+
+
 class Contact(Answer):
     id: str
     email: str
@@ -203,7 +208,7 @@ class Contact(Answer):
     attributes: dict[str, Any]
     subscribed: bool
     bounced: bool
-    tags: list[str] = Field(description="Tag ids.")
+    tags: list[TagRef] = Field(description="The tags the contact carries, {id, name} as `lists` are.")
     created_at: Timestamp
     updated_at: Timestamp
     unsubscribed_at: Timestamp | None

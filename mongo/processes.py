@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Callable
 
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
@@ -43,18 +44,28 @@ HEARTBEAT_SECONDS = 10.0
 
 
 async def beat_until(db: AsyncDatabase, kind: str, stop: asyncio.Event, interval: float = HEARTBEAT_SECONDS,
-                     **details) -> None:
-    """Beat now and every `interval` seconds until `stop` is set. A failed beat is logged
-    and tried again next time: a store hiccup must not take the process down."""
+                     snapshot: Callable[[], dict] | None = None, **details) -> None:
+    """Beat now and every `interval` seconds until `stop` is set, with `details` and what
+    `snapshot()` says at each beat. A failed beat is logged and tried again next time: a
+    store hiccup must not take the process down."""
     while not stop.is_set():
         try:
-            await beat(db, kind, **details)
+            await beat(db, kind, **details, **(snapshot() if snapshot else {}))
         except PyMongoError as error:
             log.warning("heartbeat of %s failed: %s", kind, error)
         try:
             await asyncio.wait_for(stop.wait(), timeout=interval)
         except TimeoutError:
             pass
+
+
+async def forget(db: AsyncDatabase, kind: str, *fields: str) -> None:
+    """Drop `fields` from this process's heartbeat (what stops being true when it stops);
+    a store that does not answer is logged, not raised: the process is stopping anyway."""
+    try:
+        await db.processes.update_one({"_id": process_name(kind)}, {"$unset": dict.fromkeys(fields, "")})
+    except PyMongoError as error:
+        log.warning("clearing the heartbeat of %s failed: %s", kind, error)
 
 
 async def recent(db: AsyncDatabase, since_iso: str) -> list[dict]:

@@ -51,9 +51,18 @@ async def assign(db: AsyncDatabase, tag: dict, contact_ids: list[str]) -> member
 
 
 async def existing_ids(db: AsyncDatabase, workspace_id: str, tag_ids: list[str]) -> set[str]:
-    docs = await db.tags.find({"_id": {"$in": list(tag_ids)}, "workspace_id": workspace_id},
-                              {"_id": 1}).to_list()
-    return {d["_id"] for d in docs}
+    return set(await names(db, workspace_id, tag_ids))
+
+
+async def names(db: AsyncDatabase, workspace_id: str | None, tag_ids: list[str]) -> dict[str, str]:
+    """id → name of the tags among `tag_ids` (of that workspace; None: of any, for ids
+    read from a workspace's own documents). One read by `_id`."""
+    if not tag_ids:
+        return {}
+    condition: dict = {"_id": {"$in": list(tag_ids)}}
+    if workspace_id is not None:
+        condition["workspace_id"] = workspace_id
+    return {d["_id"]: d["name"] for d in await db.tags.find(condition, {"name": 1}).to_list()}
 
 
 async def page(db: AsyncDatabase, workspace_id: str, search: str | None, *,

@@ -169,13 +169,17 @@ def cmd_key_revoke(args) -> int:
 
 
 def cmd_queues(args) -> int:
-    from .queues import inspect  # local import: the broker stack, only for this command (see cmd_up)
+    from .queues import in_process, inspect  # local import: the broker stack, only for this command (see cmd_up)
     settings = config.load(start_store=False)
-    if not settings.amqp_url:
-        print("POSTROOM_AMQP_URL is not set: the in-process broker of `postroom up` has no queues to inspect.",
-              file=sys.stderr)
-        return 2
-    rows = inspect(settings.amqp_url, args.management_port)
+    if settings.amqp_url:
+        rows = inspect(settings.amqp_url, args.management_port)
+    else:
+        found = in_process(config.load())
+        if found is None:
+            print("POSTROOM_AMQP_URL is not set, and no `postroom up` with an in-process broker is running on "
+                  f"this store (data dir {settings.data_dir}).", file=sys.stderr)
+            return 2
+        rows = found
     if args.json:
         print(json.dumps(rows))
         return 0

@@ -1,14 +1,25 @@
 """Queue inspection: ready/unacked counts per queue, from RabbitMQ's management API when
-it answers, otherwise from passive declares (which know only the ready count)."""
+it answers, otherwise from passive declares (which know only the ready count); without
+RabbitMQ, the in-process broker of a `postroom up` on this store, from the counts its
+worker's heartbeat carries (actors/heartbeat.py)."""
 
 from __future__ import annotations
 
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 import pika
 
 from actors.broker import QUEUES
+from actors.heartbeat import IN_PROCESS_QUEUES_FIELD, IN_PROCESS_QUEUES_SECONDS
+from mongo import processes
+from pipelines.core.clock import in_seconds
+
+from .cli_support import run_store
+
+IN_PROCESS_SOURCE = "in-process broker"
+# Counts older than a few missed beats are of an `up` that stopped: not shown as current.
+IN_PROCESS_FRESH_SECONDS = 5 * IN_PROCESS_QUEUES_SECONDS
 
 
 def _names() -> list[str]:
@@ -20,7 +31,8 @@ def _names() -> list[str]:
 
 def inspect(amqp_url: str, management_port: int = 15672) -> list[dict]:
     parts = urlsplit(amqp_url)
-    vhost = (parts.path or "/")[1:] or "/"
+    # the URL's path is the percent-encoded vhost (`/%2F` is "/"); the management API takes it encoded once
+    vhost = unquote((parts.path or "/")[1:]) or "/"
     user, password = parts.username or "guest", parts.password or "guest"
     try:
         response = httpx.get(f"http://{parts.hostname}:{management_port}/api/queues/{quote(vhost, safe='')}",
@@ -49,3 +61,17 @@ def inspect(amqp_url: str, management_port: int = 15672) -> list[dict]:
     finally:
         connection.close()
     return rows
+
+
+def in_process(settings) -> list[dict] | None:
+    """The queues of the `postroom up` running on an in-process broker against this store,
+    as its worker last counted them; None when no such `up` beat lately."""
+    seen = run_store(settings, lambda db: processes.recent(db, in_seconds(-IN_PROCESS_FRESH_SECONDS)))
+    beat = next((p for p in seen if p.get(IN_PROCESS_QUEUES_FIELD)), None)  # newest first
+    if beat is None:
+        return None
+    counted = {row["queue"]: row for row in beat[IN_PROCESS_QUEUES_FIELD]}
+    consumed = set(beat.get("queues") or [])
+    return [{"queue": n, "ready": counted.get(n, {}).get("ready", 0), "unacked": counted.get(n, {}).get("unacked", 0),
+             "consumers": int(not n.endswith(".XQ") and n.removesuffix(".DQ") in consumed),
+             "source": IN_PROCESS_SOURCE} for n in _names()]

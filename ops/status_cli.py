@@ -28,9 +28,12 @@ HOUR_SECONDS = 3600
 
 
 def _queue_rows(settings) -> tuple[list[dict], str]:
+    from .queues import in_process, inspect  # local import: the broker stack (ops/cli.py cmd_up)
     if not settings.amqp_url:
-        return [], "no RabbitMQ (POSTROOM_AMQP_URL unset): `postroom up` uses an in-process broker"
-    from .queues import inspect  # local import: the broker stack, only when there is RabbitMQ (ops/cli.py cmd_up)
+        rows = in_process(settings)
+        if rows is None:
+            return [], "no RabbitMQ (POSTROOM_AMQP_URL unset) and no `postroom up` with its in-process broker running"
+        return [r for r in rows if not r["queue"].endswith(".XQ")], ""
     try:
         return [r for r in inspect(settings.amqp_url) if not r["queue"].endswith(".XQ")], ""
     except Exception as error:  # noqa: BLE001 - the rest of the screen is still worth showing

@@ -20,7 +20,9 @@ def activity(doc: dict) -> dict:
 
 def contact(doc: dict) -> dict:
     """Used by API responses and event data. Booleans are coerced: the embedded store hands
-    back a `$set` boolean as 0/1."""
+    back a `$set` boolean as 0/1. `tags` are ids here, as events are stored (automations
+    read them so); what a client sees names them (`named_tags`: the API answer, a webhook
+    delivery)."""
     return {
         "id": doc["_id"], "email": doc["email"], "first_name": doc.get("first_name"),
         "last_name": doc.get("last_name"), "attributes": doc.get("attributes") or {},
@@ -28,6 +30,12 @@ def contact(doc: dict) -> dict:
         "created_at": doc["created_at"], "updated_at": doc["updated_at"],
         "unsubscribed_at": doc.get("unsubscribed_at"),
     }
+
+
+def named_tags(tag_ids: list[str], names: dict[str, str]) -> list[dict]:
+    """[{id, name}] of the tags among `tag_ids` that exist (`names`: id → name), shown as a
+    contact's `lists` are; a tag deleted meanwhile is left out."""
+    return [{"id": tag_id, "name": names[tag_id]} for tag_id in tag_ids if tag_id in names]
 
 
 def contact_job(doc: dict) -> dict:

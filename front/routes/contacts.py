@@ -27,7 +27,7 @@ from pipelines.core.errors import ConfirmationRequired, ValidationFailed
 from pipelines.workflows import contact_jobs, manage_contacts
 from pipelines.workflows import update_contact as updating
 
-from ..audience import MAX_ATTRIBUTES, check_attributes, contact_with_lists, contacts_page
+from ..audience import MAX_ATTRIBUTES, check_attributes, contact_views, contact_with_lists, contacts_page
 from ..enqueue import enqueue
 from ..lookup import found, owned
 from ..pagination import PageQuery, page
@@ -199,8 +199,8 @@ async def duplicates(params: DuplicatesQuery):
                                             limit=params.limit, offset=params.offset)
     ids = sorted({i for d in items for i in d["lists"]})
     names = {d["_id"]: d["name"] for d in await list_store.get_many(db(), caller().workspace_id, ids)}
-    data = [{**views.contact(d), "lists": [{"id": i, "name": names[i]} for i in d["lists"] if i in names]}
-            for d in items]
+    data = [{**shown, "lists": [{"id": i, "name": names[i]} for i in d["lists"] if i in names]}
+            for d, shown in zip(items, await contact_views(items), strict=True)]
     return page(data, total=total, limit=params.limit, offset=params.offset)
 
 

@@ -17,7 +17,7 @@ from actors.runtime import publisher
 from mongo import forms as form_store
 from mongo import workspaces as workspace_store
 from pipelines.audience import forms
-from pipelines.core.errors import NotFound, PostroomError, RateLimited, ValidationFailed
+from pipelines.core.errors import InvalidAnswers, NotFound, PostroomError, RateLimited, ValidationFailed
 from pipelines.messages import links
 from pipelines.workflows import form_signup
 
@@ -142,7 +142,9 @@ async def submit_form(form_id: str):
         if as_json:
             raise
         values = {k: v for k, v in raw.items() if k not in (forms.TOKEN_FIELD, forms.HONEYPOT_FIELD)}
-        return await _form_page(form, 400, values=values, errors={error.path or "": error.message})
+        # every wrong answer at once (InvalidAnswers), beside its field; other refusals (the token) alone
+        problems = error.problems if isinstance(error, InvalidAnswers) else {error.path or "": error.message}
+        return await _form_page(form, 400, values=values, errors=problems)
     except RateLimited as error:
         if as_json:
             raise

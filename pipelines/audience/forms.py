@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipelines.audience.addresses import normalize
-from pipelines.core.errors import ValidationFailed
+from pipelines.core.errors import InvalidAnswers
 from pipelines.core.targets import InvalidTarget, parse_target
 
 FIELD_TYPES = ("text", "number", "boolean", "date")
@@ -192,37 +192,56 @@ def _blank(value: Any) -> bool:
 
 
 def read_submission(form: dict, raw: Mapping[str, Any]) -> Submission:
-    """The submitted email and answers, typed; ValidationFailed naming the first field
-    that is missing or wrong (path = the field's name). `raw` maps names to one value
-    each (a string from a form post, any JSON value from a JSON post). Fields the form
-    does not ask are ignored; a boolean left out (an unticked checkbox) is false."""
-    email = raw.get(EMAIL_FIELD)
-    if _blank(email):
-        raise ValidationFailed("Enter your email address.", path=EMAIL_FIELD)
-    if not isinstance(email, str):
-        raise ValidationFailed("Enter a valid email address, like name@example.com.", path=EMAIL_FIELD)
+    """The submitted email and answers, typed; InvalidAnswers naming every field that is
+    missing or wrong (the first one as its path, all of them in `problems`), so a person
+    fixes the form in one go. `raw` maps names to one value each (a string from a form
+    post, any JSON value from a JSON post). Fields the form does not ask are ignored; a
+    boolean left out (an unticked checkbox) is false."""
+    problems: dict[str, str] = {}
+    email = ""
     try:
-        email = normalize(email.strip())
-    except ValueError:
-        raise ValidationFailed("Enter a valid email address, like name@example.com.", path=EMAIL_FIELD) from None
+        email = _read_email(raw.get(EMAIL_FIELD))
+    except ValueError as error:
+        problems[EMAIL_FIELD] = str(error)
     answers: dict[str, Any] = {}
     for field in effective(form)["fields"]:
-        value = raw.get(field["name"])
-        if field.get("type") == "boolean" and _blank(value):
-            value = False if not field["required"] else value
-        if _blank(value):
-            if field["required"]:
-                raise ValidationFailed(f"{field['label']}: this field is required.", path=field["name"])
-            continue
         try:
-            typed = _typed(field, value)
+            value = _read_answer(field, raw.get(field["name"]))
         except ValueError as error:
-            raise ValidationFailed(f"{field['label']}: {error}.", path=field["name"]) from None
-        if field["required"] and typed is False:
-            raise ValidationFailed(f"{field['label']}: this box must be ticked.", path=field["name"])
-        answers[field["name"]] = typed
+            problems[field["name"]] = f"{field['label']}: {error}."
+            continue
+        if value is not None:
+            answers[field["name"]] = value
+    if problems:
+        raise InvalidAnswers(problems)
     return Submission(email=email, first_name=answers.pop("first_name", None) or None,
                       last_name=answers.pop("last_name", None) or None, attributes=answers)
+
+
+def _read_email(value: Any) -> str:
+    if _blank(value):
+        raise ValueError("Enter your email address.")
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return normalize(value.strip())
+    except ValueError:
+        raise ValueError("Enter a valid email address, like name@example.com.") from None
+
+
+def _read_answer(field: dict, value: Any) -> Any:
+    """One field's answer typed, None when left blank (and allowed to be); ValueError
+    saying what is wrong with it."""
+    if field.get("type") == "boolean" and _blank(value):
+        value = False if not field["required"] else value
+    if _blank(value):
+        if field["required"]:
+            raise ValueError("this field is required")
+        return None
+    typed = _typed(field, value)
+    if field["required"] and typed is False:
+        raise ValueError("this box must be ticked")
+    return typed
 
 
 def signup_id(workspace_id: str, form_id: str, email: str) -> str:

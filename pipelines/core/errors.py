@@ -2,6 +2,7 @@
 
     PostroomError
     ├── ValidationFailed        400 validation_error (with path)
+    │   └── InvalidAnswers      … and every wrong field of a form submission
     ├── ConfirmationRequired    400 confirmation_required
     ├── MissingFromEmail        400 missing_from_email
     ├── NoContent               400 no_content
@@ -65,6 +66,18 @@ class Unauthorized(PostroomError): status, code = 401, "unauthorized"
 class Forbidden(PostroomError): status, code = 403, "forbidden"
 class NotFound(PostroomError): status, code = 404, "not_found"
 class Conflict(PostroomError): status, code = 409, "conflict"
+
+
+class InvalidAnswers(ValidationFailed):
+    """A form submission with one or more wrong fields. The envelope names the first (the
+    spec's error has one path); the hosted page shows every one beside its field."""
+
+    def __init__(self, problems: dict[str, str]):
+        path, message = next(iter(problems.items()))
+        super().__init__(message, path=path)
+        self.problems = problems
+
+
 class ServerError(PostroomError):
     status, code = 500, "internal_error"
     # Set by the workflow that raises it, absent otherwise (read with getattr): declared, not defaulted.

@@ -3,6 +3,7 @@ records. One subscription made with `POST /webhooks/triggers` concerns one of th
 
 from __future__ import annotations
 
+from pipelines import views
 from pipelines.core.clock import ms_of
 from pipelines.webhooks.signing import encode_payload
 
@@ -53,6 +54,20 @@ def lane_range(webhook_id: str, upto_ms: int = LANE_END_MS) -> dict:
 
 def due_ms_of(key: str) -> int:
     return int(key.rsplit("~", 1)[1])
+
+
+def contact_tag_ids(events: list[dict]) -> list[str]:
+    """The tag ids the events' contacts carry (stored as ids; delivered named)."""
+    return sorted({t for e in events for t in ((e.get("data") or {}).get("contact") or {}).get("tags") or ()})
+
+
+def with_tag_names(event: dict, names: dict[str, str]) -> dict:
+    """The event with its contact's tags as [{id, name}], as the API shows a contact."""
+    data = event.get("data") or {}
+    contact = data.get("contact")
+    if not isinstance(contact, dict) or "tags" not in contact:
+        return event
+    return {**event, "data": {**data, "contact": {**contact, "tags": views.named_tags(contact["tags"], names)}}}
 
 
 def plan_deliveries(event: dict, subscriptions: list[dict], now: str) -> list[dict]:

@@ -20,9 +20,10 @@ import time
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import outbox
+from mongo import tags as tag_store
 from mongo import webhooks as webhook_store
 from pipelines.core.clock import now_iso
-from pipelines.webhooks.events import plan_deliveries
+from pipelines.webhooks.events import contact_tag_ids, plan_deliveries, with_tag_names
 from pipelines.workflows.deliver_webhooks import LANE_LEASE_SECONDS
 from pipelines.workflows.publisher import Publisher
 
@@ -50,10 +51,13 @@ async def dispatch_outbox(db: AsyncDatabase, publisher: Publisher) -> int:
 
 
 async def _insert_deliveries(db: AsyncDatabase, events: list[dict]) -> list[dict]:
-    """One delivery per event and active subscription that names it, stored on its lane."""
+    """One delivery per event and active subscription that names it, stored on its lane;
+    a contact's tags named as the API names them (by the tags' names at dispatch, seconds
+    after the event: stored events keep ids, which automations read)."""
     subscriptions = await webhook_store.active_for_workspaces(db, [e["workspace_id"] for e in events])
+    names = await tag_store.names(db, None, contact_tag_ids(events))  # tag ids are UUIDs: no workspace mix-up
     now = now_iso()
-    deliveries = [d for e in events for d in plan_deliveries(e, subscriptions, now)]
+    deliveries = [d for e in events for d in plan_deliveries(with_tag_names(e, names), subscriptions, now)]
     await webhook_store.insert_deliveries(db, deliveries)
     return deliveries
 

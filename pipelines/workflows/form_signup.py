@@ -38,7 +38,7 @@ from pipelines.core.clock import in_seconds, now_iso, parse_iso
 from pipelines.core.documents import Workspace
 from pipelines.core.errors import NotFound, RateLimited, ValidationFailed
 from pipelines.core.settings import Settings
-from pipelines.messages import links
+from pipelines.messages import links, mail_streams
 from pipelines.workflows import accept_email, unsubscribe, update_contact
 from pipelines.workflows.publisher import Publisher
 
@@ -69,8 +69,8 @@ async def _check_rate(db: AsyncDatabase, settings: Settings, form: dict, client:
 
 async def submit(db: AsyncDatabase, settings: Settings, publisher: Publisher, form: dict, raw: dict,
                  client: str) -> Submitted:
-    """One submission. Raises RateLimited, ValidationFailed (a bad token: path `token`;
-    a bad answer: the field's name) or a PostroomError of the send path."""
+    """One submission. Raises RateLimited, ValidationFailed (a bad token: path `token`),
+    InvalidAnswers (every wrong answer, by field name) or a PostroomError of the send path."""
     await _check_rate(db, settings, form, client)
     if not _token_valid(settings, form, raw.get(forms.TOKEN_FIELD)):
         raise ValidationFailed("This form is out of date: reload the page and try again.", path=forms.TOKEN_FIELD)
@@ -116,8 +116,12 @@ async def _confirmation_message(db: AsyncDatabase, settings: Settings, workspace
     token = links.sign("form_confirm", forms.confirm_payload(workspace["_id"], signup["_id"], expires),
                        settings.secret_key)
     subject, html, text = forms.confirmation_email(form, links.form_confirm_url(settings.base_url, token))
+    # A request for confirmation, sent because the person asked for it, to someone not
+    # subscribed yet: there is nothing to unsubscribe from (not confirming is the way out, as
+    # the email says), so it goes out transactional (no List-Unsubscribe headers) and without
+    # the compliance footer, whose Unsubscribe link would only confuse.
     fields = {"to": signup["email"], "subject": subject, "html": html, "text": text,
-              "from_name": form.get("from_name")}
+              "from_name": form.get("from_name"), "stream": mail_streams.TRANSACTIONAL, "footer": False}
     return await accept_email.prepare(db, settings, _on_behalf_of(workspace), fields)
 
 

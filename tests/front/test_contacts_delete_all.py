@@ -87,7 +87,7 @@ def test_restore_brings_back_contacts_with_their_lists_and_tags(tenant, audience
     assert total(tenant) == 3
     restored = tenant.get(f"/contacts/{audience['contacts'][1]['id']}").json()["data"]
     assert restored["lists"] == [{"id": audience["list"]["id"], "name": "Newsletter"}]
-    assert restored["tags"] == [audience["tag"]["id"]]
+    assert restored["tags"] == [{"id": audience["tag"]["id"], "name": audience["tag"]["name"]}]
     assert tenant.get(f"/tags/{audience['tag']['id']}").json()["data"]["contact_count"] == 3
 
 

@@ -187,6 +187,27 @@ def test_double_opt_in_joins_the_lists_only_once_the_emailed_link_is_followed(se
 
 
 @pytest.mark.e2e
+def test_the_confirmation_email_offers_no_unsubscribe_while_marketing_mail_does(service, tenant):
+    form = make_form(tenant, fields=FIELDS[:1])
+    email = unique_email("confirm")
+    assert post_json(form, {"email": email, "first_name": "Cy"}).json()["data"]["status"] == "pending"
+    [confirmation] = service.smtp.wait_for(email)
+    assert "List-Unsubscribe" not in confirmation.message and "List-Unsubscribe-Post" not in confirmation.message
+    for subtype in ("html", "plain"):
+        assert "/f/confirm/" in confirmation.body(subtype)
+        assert "unsubscribe" not in confirmation.body(subtype).lower(), subtype
+
+    reader = unique_email("reader")
+    sent = tenant.post("/email/send", json={"to": reader, "subject": "News", "html": "<p>Hi</p>", "text": "Hi",
+                                            "stream": "marketing"})
+    assert sent.status_code == 202, sent.text
+    [newsletter] = service.smtp.wait_for(reader)
+    assert newsletter.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert "/u/" in newsletter.message["List-Unsubscribe"]
+    assert all("Unsubscribe" in newsletter.body(subtype) for subtype in ("html", "plain"))
+
+
+@pytest.mark.e2e
 def test_the_answer_never_tells_whether_an_address_is_already_known(service, tenant):
     news = make_list(tenant, "News")
     form = make_form(tenant, list_ids=[news["id"]])
@@ -244,6 +265,29 @@ def test_invalid_answers_are_refused_with_the_field_named(service, tenant):
     assert 'role="alert"' in page.text and "First name: this field is required." in page.text
     assert 'value="someone@forms.example"' in page.text and 'value="gold"' in page.text  # answers kept
     assert 'id="pr-first_name"' in page.text and 'aria-invalid="true"' in page.text
+    assert events(service, tenant, "form.submitted") == []
+
+
+@pytest.mark.e2e
+def test_every_wrong_answer_is_shown_beside_its_field_with_the_answers_kept(service, tenant):
+    form = make_form(tenant, fields=FIELDS, double_opt_in=False)
+    typed = {"email": "not-an-address", "first_name": "", "plan": "gold", "seats": "many",
+             "birthday": "03/02/1990"}
+    page = post_form(form, typed)
+    assert page.status_code == 400
+    expected = {"email": "Enter a valid email address, like name@example.com.",
+                "first_name": "First name: this field is required.",
+                "seats": "Seats: must be a number.", "birthday": "Birthday: must be a date (YYYY-MM-DD)."}
+    for name, message in expected.items():
+        field = re.search(rf'<div class="field">\s*<label for="pr-{name}">.*?</div>', page.text, re.S).group(0)
+        assert f'aria-describedby="pr-{name}-error"' in field and 'aria-invalid="true"' in field, name
+        assert f'<p class="error" id="pr-{name}-error">{message}</p>' in field, name
+        assert f'<a href="#pr-{name}">{message}</a>' in page.text, name  # the summary links to it
+    plan = re.search(r'<input id="pr-plan"[^>]*>', page.text).group(0)
+    assert 'value="gold"' in plan and "aria-invalid" not in plan
+    for name in ("email", "birthday", "seats"):
+        assert f'value="{typed[name]}"' in re.search(rf'<input id="pr-{name}"[^>]*>', page.text).group(0)
+    assert_error(post_json(form, typed), 400, "validation_error", "email")  # JSON: the first, as the spec's envelope
     assert events(service, tenant, "form.submitted") == []
 
 

@@ -5,7 +5,8 @@ import uuid
 import pytest
 
 from tests.support.api import assert_error
-from tests.support.audience import assert_unknown_everywhere, make_contact, make_tag
+from tests.support.audience import assert_unknown_everywhere, make_contact, make_list, make_tag
+from tests.support.http_receiver import HttpReceiver, subscribe
 
 
 def test_create_applies_the_default_colour_and_starts_with_no_contacts(tenant):
@@ -108,7 +109,7 @@ def test_assign_and_remove_report_what_changed_and_counts_follow(service, tenant
     assert tenant.get(f"/tags/{tag['id']}").json()["data"]["contact_count"] == 1
     listed = tenant.get(f"/tags/{tag['id']}/contacts").json()
     assert [c["id"] for c in listed["data"]] == [people[3]]
-    assert listed["data"][0]["tags"] == [tag["id"]]
+    assert listed["data"][0]["tags"] == [{"id": tag["id"], "name": tag["name"]}]
     assert tenant.get(f"/contacts/{people[0]}").json()["data"]["tags"] == []
 
 
@@ -137,6 +138,29 @@ def test_delete_removes_the_tag_from_every_contact(tenant):
         tenant.post(f"/tags/{t['id']}/contacts", json={"contact_ids": [contact["id"]]})
     response = tenant.delete(f"/tags/{tag['id']}")
     assert response.status_code == 200 and response.json()["data"] == {"id": tag["id"], "deleted": True}
-    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["tags"] == [keep["id"]]
+    assert tenant.get(f"/contacts/{contact['id']}").json()["data"]["tags"] == [{"id": keep["id"], "name": keep["name"]}]
     assert_error(tenant.get(f"/tags/{tag['id']}"), 404, "not_found")
     make_tag(tenant, "Gone")  # the name is free again
+
+
+@pytest.mark.e2e
+def test_a_contact_shows_its_tags_as_id_and_name_like_its_lists_in_answers_and_webhooks(tenant):
+    vip, news = make_tag(tenant, "VIP"), make_list(tenant, "News")
+    contact = make_contact(tenant, "tagged-" + uuid.uuid4().hex[:8] + "@example.com", list_id=news["id"])
+    tenant.post(f"/tags/{vip['id']}/contacts", json={"contact_ids": [contact["id"]]})
+    named = [{"id": vip["id"], "name": "VIP"}]
+    one = tenant.get(f"/contacts/{contact['id']}").json()["data"]
+    assert one["tags"] == named and one["lists"] == [{"id": news["id"], "name": "News"}]
+    listed = tenant.get("/contacts", params={"search": contact["email"]}).json()["data"]
+    assert [c["tags"] for c in listed] == [named]
+    assert [c["tags"] for c in tenant.get(f"/lists/{news['id']}/members").json()["data"]] == [named]
+
+    receiver = HttpReceiver().start()
+    try:
+        subscribe(tenant, receiver, "contact.updated")
+        changed = tenant.patch(f"/contacts/{contact['id']}", json={"first_name": "Vi"})
+        assert changed.json()["data"]["tags"] == named
+        [delivered] = receiver.wait_for(lambda r: r.accepted("contact.updated"), what="contact.updated")
+    finally:
+        receiver.stop()
+    assert delivered.verified and delivered.json["data"]["contact"]["tags"] == named

@@ -63,7 +63,7 @@ def check_imported(service, tenant, summary, existing, static, tag):
         (existing["id"], "Updated", {"kept": "yes", "plan": "pro", "age": 50})
     members = tenant.get(f"/lists/{static['id']}/members", params={"limit": 100}).json()["data"]
     assert {m["email"] for m in members} == set(found)
-    assert all(tag["id"] in c["tags"] for c in found.values())
+    assert all({"id": tag["id"], "name": tag["name"]} in c["tags"] for c in found.values())
 
     created = [e["data"]["contact"]["email"] for e in outbox_events(service, tenant.workspace_id, "contact.created")]
     assert sorted(created) == sorted(["existing@example.com", "zoë@example.com", "suppressed@example.com",
