@@ -1,5 +1,6 @@
 """Delivery metrics, with prometheus_client: messages by outcome and destination domain
-class, SMTP transaction latency, throttle holds, webhook attempts, scheduler lag, backlogs.
+class, SMTP transaction latency, throttle holds, webhook attempts, automation runs and steps,
+scheduler lag, backlogs.
 
 A `postroom worker` starts its processes with PROMETHEUS_MULTIPROC_DIR set (ops/cli.py),
 so these values are written to that directory by every forked process and Dramatiq's
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from pipelines.automations.run_counts import RunCounts
 from pipelines.messages.destination_class import domain_class
 
 MESSAGES = Counter("postroom_messages_total",
@@ -31,6 +33,17 @@ BACKLOG = Gauge("postroom_backlog",
                 "Work waiting now, counted up to 10,000 (mongo/operations.backlogs): webhook deliveries due, "
                 "outbox events not yet read by the webhook fan-out or by automations, automation runs due",
                 ["backlog"], multiprocess_mode="max")
+
+AUTOMATION_RUNS_STARTED = Counter("postroom_automation_runs_started_total",
+                                  "Automation runs started (their first step taken), whatever started them")
+AUTOMATION_RUNS_ENDED = Counter("postroom_automation_runs_ended_total",
+                                "Automation runs ended, by status (completed, failed, cancelled)", ["status"])
+AUTOMATION_STEPS = Counter("postroom_automation_steps_total",
+                           "Automation steps taken (each move of a run written), by step type", ["step_type"])
+AUTOMATION_RUNS = Gauge("postroom_automation_runs",
+                        "Automation runs now, counted up to 10,000 (mongo/operations.open_automation_runs): "
+                        "active (neither ended nor paused), and of those waiting (a delay, an event, a webhook retry)",
+                        ["state"], multiprocess_mode="max")
 
 
 def _class_of(message: dict) -> str:
@@ -56,3 +69,13 @@ def count_feedback_report(feedback_type: str) -> None:
     # the type comes from outside: a label only for RFC 5965/6591's own names
     known = ("abuse", "fraud", "virus", "not-spam", "auth-failure", "other")
     FEEDBACK_REPORTS.labels(feedback_type if feedback_type in known else "other").inc()
+
+
+def count_automation_runs(counts: RunCounts) -> None:
+    """What an engine job or the scheduler's event pass did to runs (pipelines/automations/run_counts.py)."""
+    if counts.started:
+        AUTOMATION_RUNS_STARTED.inc(counts.started)
+    for step_type, taken in counts.steps.items():
+        AUTOMATION_STEPS.labels(step_type).inc(taken)
+    for status, ended in counts.ended.items():
+        AUTOMATION_RUNS_ENDED.labels(status).inc(ended)

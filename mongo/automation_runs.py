@@ -28,6 +28,10 @@ INDEXES: dict[str, list] = {
     "automation_runs": [
         # the scheduler's due pass: integer epoch ms, so the range is index-bound
         IndexModel([("wake_ms", ASCENDING)], name="wake"),
+        # the metrics' count of waiting runs (operations.open_automation_runs): an equality
+        # and a range in one aggregate `$match` are answered from a compound index (on the
+        # `wake` index alone it reads every active run)
+        IndexModel([("phase", ASCENDING), ("wake_ms", ASCENDING)], name="phase_wake"),
         # a contact's event ends the waits of its runs waiting for that event type
         IndexModel([("workspace_id", ASCENDING), ("contact_id", ASCENDING), ("wait_event", ASCENDING)],
                    name="ws_contact_wait"),

@@ -86,6 +86,15 @@ async def backlogs(db: AsyncDatabase) -> dict[str, int]:
     }
 
 
+async def open_automation_runs(db: AsyncDatabase) -> dict[str, int]:
+    """Automation runs now, each up to COUNT_CAP: `active` (neither ended nor paused: only
+    those have a wake time, pipelines/automations/runs.py) and, of those, `waiting` (a
+    delay, an event, a webhook retry); from the runs' `wake` and `phase_wake` indexes."""
+    in_flight = {"wake_ms": {"$lt": NEVER_MS}}
+    return {"active": await _counted_up_to(db.automation_runs, in_flight),
+            "waiting": await _counted_up_to(db.automation_runs, {"phase": "waiting", **in_flight})}
+
+
 async def stuck(db: AsyncDatabase) -> dict[str, int]:
     lapsed = await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "sending"}, {"_id": 1},
                                     limit=COUNT_CAP).to_list()

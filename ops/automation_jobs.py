@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from actors.metrics import count_automation_runs
 from actors.runtime import publisher
 from mongo import automation_runs as run_store
 from mongo import outbox
@@ -21,8 +22,9 @@ PASSES_PER_TICK = 10
 
 
 async def read_events_for_automations(db: AsyncDatabase, settings: Settings) -> int:
-    return await drain(lambda limit: outbox.pending_for_automations(db, limit),
-                       lambda events: automation_triggers.read_events(db, publisher(), events),
+    async def read(events: list[dict]) -> None:
+        count_automation_runs(await automation_triggers.read_events(db, publisher(), events))
+    return await drain(lambda limit: outbox.pending_for_automations(db, limit), read,
                        batch=EVENT_BATCH, passes=PASSES_PER_TICK)
 
 

@@ -2,7 +2,8 @@
 
 - the front (`POSTROOM_FRONT_METRICS_PORT`) and `postroom up`: request counts and
   latency, and in `up` the delivery metrics of its in-process worker;
-- the scheduler (`POSTROOM_SCHEDULER_METRICS_PORT`): its lag and the backlogs, measured each pass.
+- the scheduler (`POSTROOM_SCHEDULER_METRICS_PORT`): its lag, the backlogs and the open
+  automation runs, measured each pass.
 
 A worker pool's metrics are served by Dramatiq's own exposition server (see ops/cli.py's
 `worker`). Each endpoint is prometheus_client's HTTP server on POSTROOM_METRICS_HOST
@@ -15,8 +16,8 @@ import logging
 from prometheus_client import start_http_server
 from pymongo.asynchronous.database import AsyncDatabase
 
-from actors.metrics import BACKLOG, SCHEDULER_LAG
-from mongo.operations import backlogs, oldest_waiting
+from actors.metrics import AUTOMATION_RUNS, BACKLOG, SCHEDULER_LAG
+from mongo.operations import backlogs, oldest_waiting, open_automation_runs
 from pipelines.core.settings import Settings
 
 log = logging.getLogger("postroom.metrics")
@@ -37,10 +38,17 @@ async def measure_scheduler_lag(db: AsyncDatabase, settings: Settings) -> int:
     return 0
 
 
-
 async def measure_backlogs(db: AsyncDatabase, settings: Settings) -> int:
     """Scheduler job: each backlog (webhook deliveries due, outbox events unread, automation
     runs due) as a gauge labelled by its name."""
     for name, count in (await backlogs(db)).items():
         BACKLOG.labels(name).set(count)
+    return 0
+
+
+async def measure_automation_runs(db: AsyncDatabase, settings: Settings) -> int:
+    """Scheduler job: the automation runs active now and, of those, waiting, as a gauge
+    labelled by that state."""
+    for state, count in (await open_automation_runs(db)).items():
+        AUTOMATION_RUNS.labels(state).set(count)
     return 0

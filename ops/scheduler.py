@@ -56,7 +56,7 @@ ALL_JOBS = [
     campaign_jobs.refund_cancelled_campaigns, campaign_jobs.revive_lapsed_parts,
     inbound.requeue_stale_reports,
     store_jobs.purge_unrestorable, store_jobs.expire_signups, store_jobs.apply_message_retention,
-    metrics_server.measure_scheduler_lag, metrics_server.measure_backlogs,
+    metrics_server.measure_scheduler_lag, metrics_server.measure_backlogs, metrics_server.measure_automation_runs,
     automation_jobs.read_events_for_automations, automation_jobs.hand_due_runs_to_engine,
     automation_jobs.start_date_triggered_runs,
 ]

@@ -36,6 +36,7 @@ from mongo import automation_runs as run_store
 from mongo.automations import load_many as load_automations
 from pipelines.automations import runs
 from pipelines.automations import steps as step_rules
+from pipelines.automations.run_counts import RunCounts
 from pipelines.automations.runs import Move, entry
 from pipelines.core.settings import Settings
 from pipelines.workflows.publisher import Publisher
@@ -57,14 +58,16 @@ MAX_ENGINE_ERRORS = 10
 
 
 async def advance_runs(db: AsyncDatabase, settings: Settings, publisher: Publisher, http: HttpRequest,
-                       run_ids: Sequence[str]) -> None:
-    """Each run as far as it goes in this job. A run that raised has its error noted (failed
+                       run_ids: Sequence[str], counts: RunCounts | None = None) -> None:
+    """Each run as far as it goes in this job, what it did added to `counts` as it lands
+    (runs started, steps taken, runs ended). A run that raised has its error noted (failed
     after MAX_ENGINE_ERRORS) and the job raises, to be retried: runs that moved meanwhile
-    are found where they are."""
+    are found where they are, and counted already."""
     loaded = await run_store.load(db, list(run_ids))
-    job = JobView(db, settings, publisher, http, await load_automations(db, list({r["automation_id"] for r in loaded})))
+    job = JobView(db, settings, publisher, http, await load_automations(db, list({r["automation_id"] for r in loaded})),
+                  counts=counts or RunCounts())
     failed = await _advance_groups(job, loaded, MAX_STEPS_PER_JOB)
-    await _note_errors(db, failed)
+    await _note_errors(job, failed)
     if failed:
         raise failed[0][1]
 
@@ -103,13 +106,16 @@ async def _advance_together(job: JobView, group: list[dict], steps_left: int) ->
     moved = await run_store.transition_many(job.db, [(run, runs.transition(run, o))
                                                      for run, o in zip(group, outcomes, strict=True)
                                                      if isinstance(o, Move)], automation)
+    before = {run["_id"]: run for run in group}
+    job.counts.count_moves((before[run["_id"]], run) for run in moved)
     return failed + await _advance_groups(job, moved, steps_left - 1)
 
 
-async def _note_errors(db: AsyncDatabase, failed: Failures) -> None:
+async def _note_errors(job: JobView, failed: Failures) -> None:
     for run_id, error in failed:
         log.error("run %s: %r", run_id, error)
-        await run_store.note_engine_error(db, run_id, repr(error)[:500], MAX_ENGINE_ERRORS)
+        if await run_store.note_engine_error(job.db, run_id, repr(error)[:500], MAX_ENGINE_ERRORS):
+            job.counts.count_ended("failed")
 
 
 def _movable(run: dict) -> bool:
@@ -123,7 +129,8 @@ async def _automation_running(job: JobView, group: list[dict]) -> dict | None:
     automation = job.automations.get(group[0]["automation_id"])
     if automation is None or automation["deleted"]:
         for run in group:
-            await run_store.cancel(job.db, run, "the automation was deleted")
+            if await run_store.cancel(job.db, run, "the automation was deleted"):
+                job.counts.count_ended("cancelled")
         return None
     if automation["status"] != "active":
         for run in group:

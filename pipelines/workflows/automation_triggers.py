@@ -23,6 +23,7 @@ from mongo import automations as automation_store
 from mongo import campaign_audience, contacts, messages, outbox
 from pipelines.automations import runs, triggers
 from pipelines.automations import steps as step_rules
+from pipelines.automations.run_counts import RunCounts
 from pipelines.automations.runs import Move, entry
 from pipelines.core.clock import utcnow
 from pipelines.workflows.publisher import Publisher
@@ -42,15 +43,18 @@ def _ready(started: list[run_store.Started]) -> list[str]:
 
 # -- events ------------------------------------------------------------------------------------
 
-async def read_events(db: AsyncDatabase, publisher: Publisher, events: list[dict]) -> None:
+async def read_events(db: AsyncDatabase, publisher: Publisher, events: list[dict]) -> RunCounts:
     """One batch of pending outbox events: the runs they start and the waits they end go
-    to the engine, then the events are marked read."""
+    to the engine, then the events are marked read. Returns what the ended waits did (the
+    runs started are counted by the engine as it takes their first step)."""
+    counts = RunCounts()
     message_of = await _messages_of(db, events)
     contact_of = await _contacts_of(db, events, message_of)
     ready = await _start_triggered(db, events, message_of, contact_of)
-    ready += await _end_waits(db, events, contact_of)
+    ready += await _end_waits(db, events, contact_of, counts)
     await _hand_to_engine(publisher, ready)
     await outbox.mark_read_by_automations(db, [e["_id"] for e in events])
+    return counts
 
 
 async def _messages_of(db: AsyncDatabase, events: list[dict]) -> dict[str, dict]:
@@ -104,8 +108,10 @@ async def _start_triggered(db: AsyncDatabase, events: list[dict], message_of: di
     return _ready(await run_store.start_many(db, requests) if requests else [])
 
 
-async def _end_waits(db: AsyncDatabase, events: list[dict], contact_of: dict[str, dict]) -> list[str]:
-    """Runs waiting for this contact's event move to their next step. The event must have
+async def _end_waits(db: AsyncDatabase, events: list[dict], contact_of: dict[str, dict],
+                     counts: RunCounts) -> list[str]:
+    """Runs waiting for this contact's event move to their next step (each move counted
+    in `counts`: a wait that was the last step completes the run). The event must have
     happened after the wait began; a paused run takes it too and goes on when resumed."""
     ready = []
     for event in events:
@@ -118,22 +124,24 @@ async def _end_waits(db: AsyncDatabase, events: list[dict], contact_of: dict[str
         automations = await automation_store.load_many(db, list({r["automation_id"] for r in waiting}))
         for run in waiting:
             automation = automations.get(run["automation_id"])
-            if automation is not None and await _end_wait(db, run, automation, event, wait_event) \
-                    and run["status"] == "active":
-                ready.append(run["_id"])
+            after = await _end_wait(db, run, automation, event, wait_event) if automation is not None else None
+            if after is not None:
+                counts.count_moves([(run, after)])
+                if run["status"] == "active":
+                    ready.append(run["_id"])
     return ready
 
 
-async def _end_wait(db: AsyncDatabase, run: dict, automation: dict, event: dict, wait_event: str) -> bool:
-    """The run past its wait (guarded on its version: False when another writer moved it
-    first). A paused run keeps its status, and is due when it resumes."""
+async def _end_wait(db: AsyncDatabase, run: dict, automation: dict, event: dict, wait_event: str) -> dict | None:
+    """The run past its wait, as the write left it (guarded on its version: None when
+    another writer moved it first). A paused run keeps its status, and is due when it resumes."""
     step = {"id": run["step_id"], "step_type": "wait_for_event"}
     move = Move(entry(step, "event_received", wait_event, event_id=event["_id"]),
                 step_id=step_rules.step_after(automation["steps"], run["step_id"]), status=run["status"])
     update = runs.transition(run, move)
     if run["status"] == "paused" and move.step_id is not None:
         update["$set"].update(wake_ms=runs.NEVER_MS, resume_ms=runs.now_ms())
-    return await run_store.transition(db, run, update, automation)
+    return runs.applied(run, update) if await run_store.transition(db, run, update, automation) else None
 
 
 # -- due runs ----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from pipelines import views
 from pipelines.adapters.http_client import HttpResult
 from pipelines.automations import runs
 from pipelines.automations import steps as step_rules
+from pipelines.automations.run_counts import RunCounts
 from pipelines.automations.runs import Move, entry
 from pipelines.core.clock import now_iso, utcnow
 from pipelines.core.documents import Workspace
@@ -81,6 +82,7 @@ class JobView:
     publisher: Publisher
     http: HttpRequest
     automations: dict[str, dict]
+    counts: RunCounts = dataclasses.field(default_factory=RunCounts)  # what the job did, for the metrics
     workspace_cache: dict[str, Workspace | None] = dataclasses.field(default_factory=dict)
     sender_cache: dict = dataclasses.field(default_factory=dict)
     template_cache: dict = dataclasses.field(default_factory=dict)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from mongo import automation_runs as run_store
 from mongo import automations, contacts, messages, outbox, send_limits, suppressions, templates, webhooks, workspaces
 from pipelines.automations import runs
+from pipelines.automations.run_counts import RunCounts
 from pipelines.core.clock import utcnow
 from pipelines.core.settings import Settings
 from pipelines.messages import throttle
@@ -139,6 +140,21 @@ def test_past_the_plan_limit_the_first_runs_still_send_and_the_rest_fail(private
     assert [len(ids) for ids in publisher.render_calls] == [2]
     failed = next(r for r in after if r["status"] == "failed")
     assert "limit of 2 emails" in failed["error"] and message["status"] == "failed"
+
+
+def test_the_engine_counts_runs_started_steps_taken_and_runs_ended_once_though_its_job_repeats(private_db):
+    """What actors/automations.py records in the worker's metrics: from the moves that
+    landed, so the same job again (a redelivery) counts nothing."""
+    async def go(db):
+        flow, people, started = await one_email_flow(db, 3, limit=2)
+        counts, again = RunCounts(), RunCounts()
+        await advance_runs(db, SETTINGS, RecordingPublisher(), no_http, [r["_id"] for r in started], counts)
+        await advance_runs(db, SETTINGS, RecordingPublisher(), no_http, [r["_id"] for r in started], again)
+        return counts, again
+    counts, again = private_db.run(go)
+    # past the plan limit of 2: two runs sent their email and completed, the third failed
+    assert (counts.started, dict(counts.steps), dict(counts.ended)) == (3, {"email": 3}, {"completed": 2, "failed": 1})
+    assert again == RunCounts()
 
 
 def test_of_a_bulk_of_moves_only_the_runs_still_at_the_version_read_move(private_db):

@@ -1,5 +1,6 @@
 """The backlog gauges' counts (mongo/operations.backlogs, served by the scheduler as
-`postroom_backlog`): what is waiting now, by the integer fields each reader takes work by."""
+`postroom_backlog`): what is waiting now, by the integer fields each reader takes work by;
+and the open automation runs (operations.open_automation_runs, `postroom_automation_runs`)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,18 @@ def test_each_backlog_counts_what_waits_now_and_not_what_is_done_or_later(privat
 
 def test_an_empty_store_has_no_backlog(private_db):
     assert set(private_db.run(operations.backlogs).values()) == {0}
+
+
+def test_open_runs_are_the_active_ones_and_of_those_the_waiting_ones_not_paused_nor_ended(private_db):
+    async def go(db):
+        now = now_ms()
+        await db.automation_runs.insert_many([
+            {"_id": "ready", "status": "active", "phase": "ready", "wake_ms": now + 60_000},
+            {"_id": "delay", "status": "active", "phase": "waiting", "wake_ms": now + 86_400_000},
+            {"_id": "retry", "status": "active", "phase": "waiting", "wake_ms": now - 10},
+            {"_id": "calling", "status": "active", "phase": "calling", "wake_ms": now + 30_000},
+            # a paused run keeps its phase, and has no wake time until it resumes
+            {"_id": "paused", "status": "paused", "phase": "waiting", "wake_ms": NEVER_MS},
+            {"_id": "done", "status": "completed", "phase": "", "wake_ms": NEVER_MS}])
+        return await operations.open_automation_runs(db)
+    assert private_db.run(go) == {"active": 4, "waiting": 2}

@@ -1,6 +1,7 @@
 """Prometheus endpoints of every process, scraped after real traffic: the front's request
-counts and latency, the worker pool's Dramatiq and delivery metrics (multiprocess, through
-Dramatiq's exposition server), the scheduler's lag."""
+counts and latency, the worker pool's Dramatiq, delivery and automation metrics
+(multiprocess, through Dramatiq's exposition server), the scheduler's lag, backlogs and
+open automation runs."""
 
 import re
 import uuid
@@ -9,6 +10,8 @@ import httpx
 import pytest
 
 from ops.embedded_store import free_port
+from tests.support.audience import make_contact
+from tests.support.automations import make_automation, runs, trigger
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
 from tests.support.private_stack import private_stack
@@ -91,3 +94,50 @@ def test_the_numbers_move_when_mail_and_webhooks_flow(metrics_stack):
             assert f'postroom_backlog{{backlog="{backlog}"}}' in settled, backlog
     finally:
         receiver.stop()
+
+
+def scraped_when(port: int, reached, what: str) -> str:
+    """The endpoint's text once `reached(text)` holds."""
+    return wait_until(lambda: (lambda t: t if t and reached(t) else None)(scrape(port)), timeout=30, what=what)
+
+
+def test_automation_runs_are_counted_as_they_start_step_wait_and_end(metrics_stack):
+    """Steps and ends by the engine in the worker pool; a wait ended by an event by the
+    scheduler's event pass; the runs active and waiting measured from the store."""
+    stack, ports = metrics_stack
+    tenant = stack.tenant()
+    people = [make_contact(tenant, f"flow{n}-{uuid.uuid4().hex[:6]}@example.org") for n in range(6)]
+    greet = make_automation(tenant, [{"id": "greet", "step_type": "tag", "config": {"tagName": "greeted"}}],
+                            name="Greet")
+    wait = make_automation(tenant, [{"id": "buy", "step_type": "wait_for_event",
+                                     "config": {"eventType": "purchase", "timeoutDays": 7}}], name="Wait")
+    # a move to an automation that is not active fails the run
+    draft = make_automation(tenant, [{"id": "t", "step_type": "tag", "config": {"tagName": "x"}}], name="Draft",
+                            active=False)
+    broken = make_automation(tenant, [{"id": "move", "step_type": "move_to_flow",
+                                       "config": {"targetFlowId": draft["id"]}}], name="Broken")
+    for contact in people[:3]:
+        trigger(tenant, greet["id"], contact)
+    for contact in people[3:5]:
+        trigger(tenant, wait["id"], contact)
+    trigger(tenant, broken["id"], people[5])
+
+    worker = scraped_when(ports["worker"], lambda t: value(t, "postroom_automation_runs_started_total") >= 6
+                          and value(t, "postroom_automation_runs_ended_total") >= 4, "the worker's run counts")
+    assert value(worker, "postroom_automation_runs_started_total") == 6
+    assert {s: value(worker, "postroom_automation_steps_total", step_type=s)
+            for s in ("tag", "wait_for_event", "move_to_flow")} == {"tag": 3, "wait_for_event": 2, "move_to_flow": 1}
+    assert {s: value(worker, "postroom_automation_runs_ended_total", status=s)
+            for s in ("completed", "failed", "cancelled")} == {"completed": 3, "failed": 1, "cancelled": 0}
+    # the two waiting runs are all that is open
+    scraped_when(ports["scheduler"], lambda t: value(t, "postroom_automation_runs", state="active") == 2
+                 and value(t, "postroom_automation_runs", state="waiting") == 2, "two runs waiting")
+
+    # a purchase ends one wait, the flow's last step: the scheduler's event pass completes the run
+    assert tenant.post("/conversions", json={"contact_id": people[3]["id"], "value": "9.99"}).status_code == 201
+    scheduler = scraped_when(ports["scheduler"], lambda t: value(t, "postroom_automation_runs", state="waiting") == 1,
+                             "one run waiting")
+    assert value(scheduler, "postroom_automation_runs", state="active") == 1
+    assert [r["status"] for r in runs(tenant, wait["id"], "completed")] == ["completed"]
+    assert value(scheduler, "postroom_automation_steps_total", step_type="wait_for_event") == 1
+    assert value(scheduler, "postroom_automation_runs_ended_total", status="completed") == 1
