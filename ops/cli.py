@@ -15,7 +15,7 @@ from pipelines.core import api_keys
 from pipelines.core.settings import Settings
 from pipelines.messages.sender import workspace_local_part
 
-from . import config, contacts_cli, embedded_store, inbound, logs, settings_cli, status_cli, worker_pool
+from . import config, contacts_cli, embedded_store, inbound, logs, settings_cli, status_cli, store_cli, worker_pool
 from .cli_support import one_or_missing, run_store
 
 
@@ -193,14 +193,20 @@ def cmd_queues(args) -> int:
 
 # Command modules of later features, each adding its commands with add_commands(subparsers).
 EXTRA_COMMANDS = [inbound.add_commands, settings_cli.add_commands, contacts_cli.add_commands,
-                  status_cli.add_commands]
+                  status_cli.add_commands, store_cli.add_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="postroom", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    up = sub.add_parser("up", help="run everything on this machine (embedded defaults)")
+    up = sub.add_parser(
+        "up", help="run everything on this machine (embedded defaults)",
+        description="Runs the front, a worker and the scheduler in one process, on embedded defaults: the "
+                    "embedded store, an in-process broker, mail captured to DATA_DIR/outbox.",
+        epilog="The embedded store listens on a Unix socket in the data dir and on no TCP port, by design: "
+               "it has no authentication (ops/embedded_store.py). `postroom store url` prints its URL for "
+               "mongosh, Compass or PyMongo; set POSTROOM_MONGODB_URL to use a MongoDB of your own.")
     up.add_argument("--host", default="127.0.0.1", help="the address the front binds")
     up.add_argument("--port", type=int, default=8080,
                     help="the front's port (links in mail follow it unless POSTROOM_BASE_URL is set)")

@@ -88,7 +88,8 @@ def _command() -> list[str]:
     return [sys.executable, "-m", "ops.store_process"]
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Whether a store answers at `url` (a socket URL, without a database) within half a second."""
     path = urllib.parse.unquote(url.removeprefix("mongodb://"))
     if path.endswith(".sock") and not os.path.exists(path):
         return False  # no store has started there: no need to wait for one to answer
@@ -123,7 +124,7 @@ def start(data_dir: Path, port: int | None = None, *, detached: bool = False) ->
             existing.chmod(PRIVATE_FILE_MODE)
     if port is None:
         url = socket_url(data_dir)
-        if _answers(url):  # a second one would see the first answer and pass for started
+        if answers(url):  # a second one would see the first answer and pass for started
             raise RuntimeError(f"a store already serves {data_dir}")
         listen = ["--socket", str(data_dir.resolve() / "store.sock")]
     else:
@@ -140,7 +141,7 @@ def start(data_dir: Path, port: int | None = None, *, detached: bool = False) ->
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the embedded store exited at start; see {data_dir / 'store.log'}")
-        if _answers(url):
+        if answers(url):
             return process, url
         time.sleep(0.1)
     process.kill()
@@ -166,7 +167,7 @@ def running_or_start(data_dir: Path, *, detached: bool) -> tuple[subprocess.Pope
     private_dir(data_dir)
     url = socket_url(data_dir)
     with _start_lock(data_dir):
-        if _answers(url):
+        if answers(url):
             return None, url
         process, url = start(data_dir, detached=detached)
         record(data_dir, url, process.pid)

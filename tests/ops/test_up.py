@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pymongo import MongoClient
 
 from ops import embedded_store
 from ops.embedded_store import free_port
@@ -169,3 +170,32 @@ def test_up_after_cli_commands_uses_their_store_and_links_to_the_port_it_binds(b
     assert not process_gone(store_pid, timeout=0.5)
     assert embedded_store.stop_recorded(data_dir)
     assert process_gone(store_pid)
+
+
+def test_store_url_prints_the_socket_url_that_reaches_the_store_the_commands_use(bare_env):
+    """The embedded store has no TCP port (by design: no authentication); `postroom store
+    url` is how mongosh, Compass or a script finds it."""
+    data_dir = Path(bare_env["POSTROOM_DATA_DIR"])
+    workspace = cli(bare_env, "workspace", "create", "Found Through The Socket", "--json")
+    store_pid = json.loads((data_dir / "store.json").read_text())["pid"]
+    try:
+        printed = run_postroom(bare_env, "store", "url")
+        url = printed.stdout.strip()
+        assert url == embedded_store.socket_url(data_dir) + "/postroom" and printed.stderr == ""
+        with MongoClient(url, serverSelectionTimeoutMS=5000) as client:
+            found = client.get_default_database().workspaces.find_one({"_id": workspace["id"]})
+        assert found is not None and found["name"] == "Found Through The Socket"
+    finally:
+        assert embedded_store.stop_recorded(data_dir)
+    assert process_gone(store_pid)
+    stopped = run_postroom(bare_env, "store", "url")
+    assert stopped.stdout.strip() == url and "not running" in stopped.stderr
+
+
+def test_store_url_prints_a_configured_url_with_its_password_masked(bare_env):
+    configured = "mongodb://app:s3cret@db1.example:27017,db2.example:27017/?authSource=admin"
+    printed = run_postroom({**bare_env, "POSTROOM_MONGODB_URL": configured}, "store", "url")
+    assert printed.stdout.strip() == "mongodb://app:****@db1.example:27017,db2.example:27017/?authSource=admin"
+    assert "s3cret" not in printed.stdout + printed.stderr and "masked" in printed.stderr
+    plain = run_postroom({**bare_env, "POSTROOM_MONGODB_URL": "mongodb://127.0.0.1:27017"}, "store", "url")
+    assert plain.stdout.strip() == "mongodb://127.0.0.1:27017" and plain.stderr == ""
