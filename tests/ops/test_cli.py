@@ -238,6 +238,8 @@ def test_help_shows_each_options_default_and_what_the_email_limit_counts(service
     """A newcomer reads the defaults from --help (issue #37's first hour)."""
     up = run_postroom(service.env, "up", "--help").stdout
     assert "(default: 127.0.0.1)" in up and "(default: 8080)" in up and "(default: 8)" in up
+    # the embedded store's port cannot be chosen (it has none, by design): up says where it is instead
+    assert "no TCP port, by design" in " ".join(up.split()) and "`postroom store url`" in " ".join(up.split())
     worker = " ".join(run_postroom(service.env, "worker", "--help").stdout.split())
     assert "worker processes (default: 2)" in worker
     key = " ".join(run_postroom(service.env, "key", "create", "--help").stdout.split())
