@@ -1,11 +1,10 @@
 """GET /api/v1/health: no key needed; reports store and broker reachability."""
 
-import time
-
 import httpx
 import pytest
 
 from ops.embedded_store import free_port
+from tests.support.polling import wait_until
 from tests.support.services import MANAGEMENT_URL, another_front, create_vhost, delete_vhost
 
 pytestmark = pytest.mark.e2e  # the real front's /health, and fronts of its own
@@ -32,14 +31,6 @@ def _vhost_connections(vhost: str) -> list[str]:
     return [connection["name"] for connection in answer.json()]
 
 
-def _until(condition, what: str, seconds: float = 60):
-    deadline = time.monotonic() + seconds
-    while not (found := condition()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.5)
-    return found
-
-
 def test_health_stays_ok_after_the_broker_closed_its_connection(service):
     """The broker closes a connection it finds idle (pika answers heartbeats only when
     called, and a front's health check may be idle for minutes), on a restart, or when an
@@ -52,7 +43,7 @@ def test_health_stays_ok_after_the_broker_closed_its_connection(service):
             assert httpx.get(base_url + "/api/v1/health", timeout=30).json()["data"]["broker"] == "ok"
             # (the management API shows a connection a few seconds after it opens; closing it
             # sends the client its close at once, which the front reads at its next check)
-            for name in _until(lambda: _vhost_connections(vhost), "the front's connection never showed"):
+            for name in wait_until(lambda: _vhost_connections(vhost), 60, "the front's connection shown", 0.25):
                 httpx.delete(f"{MANAGEMENT_URL}/api/connections/{name}", auth=("guest", "guest"),
                              timeout=30).raise_for_status()
             answers = [httpx.get(base_url + "/api/v1/health", timeout=30) for _ in range(20)]
