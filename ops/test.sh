@@ -51,5 +51,8 @@ fi
 
 # In two parallel processes (pytest-xdist; three overloaded these 2 cores: a broker health
 # check and a crash test timed out in one clean-clone run), each with its own store, vhost and processes;
-# tests marked `quiet` (they measure time) take the run alone (tests/support/quiet_turns.py).
-exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-2}" --dist loadgroup "$@"
+# a test file runs whole in one of them (`--dist loadfile`: its module-scoped stacks, fronts
+# and seeded stores start once, not once in each; xdist_group marks do nothing under pytest 9,
+# whose node ids xdist 3.8 can no longer suffix with the group); tests marked `quiet` (they
+# measure time) take the run alone (tests/support/quiet_turns.py).
+exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-2}" --dist loadfile "$@"

@@ -184,10 +184,3 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "live_service" in item.fixturenames:
             item.add_marker(pytest.mark.e2e)
-        # a module whose own module-scoped fixtures start something (20,000 seeded messages,
-        # a front, a stack) runs in one process of the parallel run (`--dist loadgroup`,
-        # ops/test.sh), not once in each
-        module = item.nodeid.split("::", 1)[0]
-        if any(defs and defs[-1].scope == "module" and defs[-1].baseid == module
-               for defs in item._fixtureinfo.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(module))

@@ -40,7 +40,12 @@ def job(count: int):
 
 
 @pytest.fixture
-def pool_settings():
+def pool_settings(monkeypatch):
+    # the process's runtime as it was, back after the test: an in-process front of the
+    # same test process (tests/front) publishes through it
+    monkeypatch.setattr(runtime, "_settings", runtime._settings)
+    monkeypatch.setattr(runtime, "_publisher", runtime._publisher)
+
     def configure(processes: int):
         runtime.configure(Settings(secret_key="k", render_processes=processes))
     yield configure
