@@ -16,6 +16,7 @@ from . import (
     bounces,
     campaign_parts,
     campaigns,
+    console_sessions,
     contact_import,
     contacts,
     domains,
@@ -58,7 +59,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms, message_search, attachments]
+                 automations, automation_runs, forms, message_search, attachments, console_sessions]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -240,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("--workspace", required=True)
     kc.add_argument("--name", default="default")
     kc.add_argument("--sandbox", action="store_true", help="a tm_test_ key: never sends real mail")
-    kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write (default *)")
+    kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write; `console` lets "
+                                          "the key sign in to the console (default *)")
     kc.add_argument("--rate-limit", dest="rate_limit", type=int,
                     help="API requests per minute (default: POSTROOM_RATE_LIMIT_PER_MINUTE)")
     kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int,

@@ -1,0 +1,114 @@
+"""Signing in to the console with a key, the session cookie, its CSRF tokens, its end."""
+
+import json
+
+import httpx
+import pytest
+
+from mongo import console_sessions
+from pipelines.workflows.console_sessions import SESSION_SECONDS, session_id
+from tests.support.console import csrf_of, screenshots, sign_in, signed_in_client
+from tests.support.services import run_postroom
+
+
+@pytest.fixture(scope="module")
+def tenant(service):
+    return service.tenant()
+
+
+def test_a_person_signs_in_with_the_keyboard_and_signs_out(service, tenant, browser, screenshot_dir):
+    page = browser.new_page()
+    page.goto(service.base_url + "/console")
+    assert page.url == service.base_url + "/console/sign-in"
+    screenshots(page, screenshot_dir, "sign-in")
+    sign_in(page, service, tenant.key)
+    workspace = service.store.run(lambda db: db.workspaces.find_one({"_id": tenant.workspace_id}))
+    assert page.get_by_role("heading", level=1).inner_text() == workspace["name"]
+    screenshots(page, screenshot_dir, "overview")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(service.base_url + "/console/sign-in")
+    page.goto(service.base_url + "/console")
+    assert page.url == service.base_url + "/console/sign-in"
+    page.close()
+
+
+def _cookie(response: httpx.Response, name: str) -> str:
+    [header] = [h for h in response.headers.get_list("set-cookie") if h.startswith(name + "=")]
+    return header
+
+
+def test_the_session_cookie_is_httponly_strict_and_ends(service, tenant):
+    with httpx.Client(base_url=service.base_url) as client:
+        form = client.get("/console/sign-in")
+        assert "HttpOnly" in _cookie(form, "postroom_console_sign_in")
+        answer = client.post("/console/sign-in", data={"csrf": csrf_of(form.text), "key": tenant.key})
+    assert answer.status_code == 303
+    cookie = _cookie(answer, "postroom_console")
+    attributes = {part.strip().split("=")[0].lower(): part for part in cookie.split(";")[1:]}
+    assert {"httponly", "max-age", "path", "samesite"} <= set(attributes)
+    assert attributes["samesite"].strip() == "SameSite=Strict"
+    assert attributes["max-age"].strip() == f"Max-Age={SESSION_SECONDS}"
+    assert "secure" not in attributes  # the front is reached over http here; https makes it Secure
+    value = cookie.split(";")[0].split("=", 1)[1]
+    stored = service.store.run(console_sessions.live, session_id(value))
+    assert stored["workspace_id"] == tenant.workspace_id and value not in str(stored)
+
+
+def test_a_key_without_the_console_permission_or_revoked_cannot_sign_in(service, tenant):
+    reader = service.extra_key(tenant, permissions=["campaigns:read"], name="reader")
+    for key, status in ((reader.key, 403), ("tm_live_" + "x" * 40, 401)):
+        with httpx.Client(base_url=service.base_url) as client:
+            form = client.get("/console/sign-in")
+            answer = client.post("/console/sign-in", data={"csrf": csrf_of(form.text), "key": key})
+        assert answer.status_code == status, answer.text
+        assert not [h for h in answer.headers.get_list("set-cookie") if h.startswith("postroom_console=")]
+
+
+def test_the_sign_in_form_without_its_token_is_refused(service, tenant):
+    with httpx.Client(base_url=service.base_url) as client:
+        client.get("/console/sign-in")
+        answer = client.post("/console/sign-in", data={"csrf": "forged", "key": tenant.key})
+    assert answer.status_code == 403 and "expired" in answer.text
+
+
+def test_without_a_session_pages_send_to_sign_in_and_forms_are_refused(service):
+    with httpx.Client(base_url=service.base_url) as client:
+        assert client.get("/console").headers["location"] == "/console/sign-in"
+        refused = client.post("/console/sign-out", data={"csrf": "x"})
+        assert refused.status_code == 401 and "text/html" in refused.headers["content-type"]
+        client.cookies.set("postroom_console", "made-up", path="/console")
+        assert client.get("/console").status_code == 303
+
+
+def test_a_form_without_the_sessions_csrf_token_is_refused_and_changes_nothing(service, tenant):
+    client = signed_in_client(service, tenant.key)
+    home = client.get("/console")
+    assert home.status_code == 200
+    for data in ({}, {"csrf": "forged"}):
+        assert client.post("/console/sign-out", data=data).status_code == 403
+    assert client.get("/console").status_code == 200  # still signed in
+    assert client.post("/console/sign-out", data={"csrf": csrf_of(home.text)}).status_code == 303
+    assert client.get("/console").status_code == 303
+
+
+def test_a_session_ends_when_it_expires_or_its_key_is_revoked(service, tenant):
+    ended = signed_in_client(service, tenant.key)
+    value = ended.cookies.get("postroom_console")
+    service.store.run(lambda db: db.console_sessions.update_one({"_id": session_id(value)},
+                                                               {"$set": {"expires_ms": 1}}))
+    assert ended.get("/console").status_code == 303
+    other = service.extra_key(tenant, permissions=["console"], name="short-lived")
+    revoked = signed_in_client(service, other.key)
+    assert revoked.get("/console").status_code == 200
+    from mongo import api_keys
+    service.store.run(api_keys.revoke, other.key_id)
+    from tests.support.polling import wait_until
+    wait_until(lambda: revoked.get("/console").status_code == 303, timeout=10, what="revoked key's session refused")
+
+
+def test_postroom_key_create_makes_a_key_that_signs_in_to_the_console(service, tenant):
+    made = run_postroom(service.env, "key", "create", "--workspace", tenant.workspace_id, "--name", "console only",
+                        "--permissions", "console,campaigns:read", "--json")
+    key = json.loads(made.stdout)["key"]
+    client = signed_in_client(service, key)
+    assert client.get("/console").status_code == 200

@@ -1,0 +1,52 @@
+"""What the console's browser and HTTP tests share: signing in (through the form, as a
+person does), the CSRF token of a page's form, and screenshots at desktop and phone width."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    return _CSRF.search(html).group(1)
+
+
+def signed_in_client(service, key: str) -> httpx.Client:
+    """An HTTP client holding a console session of `key` (its cookies kept by the client)."""
+    client = httpx.Client(base_url=service.base_url, timeout=30)
+    form = client.get("/console/sign-in")
+    answer = client.post("/console/sign-in", data={"csrf": csrf_of(form.text), "key": key})
+    assert answer.status_code == 303 and answer.headers["location"] == "/console", answer.text
+    return client
+
+
+def sign_in(page, service, key: str) -> None:
+    """Through the sign-in form in the browser, with the keyboard."""
+    page.goto(service.base_url + "/console/sign-in")
+    page.get_by_label("API key").fill(key)
+    page.keyboard.press("Enter")
+    page.wait_for_url(service.base_url + "/console")
+
+
+def screenshots(page, directory: Path, name: str) -> list[Path]:
+    """The page as it is now, at desktop and at phone width (the page is loaded again at
+    each width); the files written. At phone width nothing is wider than the screen."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
+        page.set_viewport_size(size)
+        page.reload()
+        if label == "phone":
+            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"{name}: {overflow}px wider than a {size['width']}px screen"
+        path = directory / f"{name}-{label}.png"
+        page.screenshot(path=str(path), full_page=True)
+        written.append(path)
+    page.set_viewport_size(DESKTOP)
+    return written
