@@ -59,15 +59,21 @@ async def remove(db: AsyncDatabase, workspace_id: str, email: str) -> bool:
     return result.deleted_count == 1
 
 
+def _listed(workspace_id: str, reason: str | None) -> dict:
+    return {"workspace_id": workspace_id, **({"reason": reason} if reason else {})}
+
+
+async def newest(db: AsyncDatabase, workspace_id: str, *, reason: str | None, limit: int,
+                 offset: int) -> list[Suppression]:
+    """A page of the list, newest first, without counting it (the console's page)."""
+    return await db.suppressions.find(_listed(workspace_id, reason), sort=[("created_at", -1), ("_id", 1)],
+                                      skip=offset, limit=limit).to_list()
+
+
 async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
                     limit: int, offset: int) -> tuple[list[Suppression], int]:
-    query: dict = {"workspace_id": workspace_id}
-    if reason:
-        query["reason"] = reason
-    total = await db.suppressions.count_documents(query)
-    docs = await db.suppressions.find(query, sort=[("created_at", -1), ("_id", 1)],
-                                      skip=offset, limit=limit).to_list()
-    return docs, total
+    total = await db.suppressions.count_documents(_listed(workspace_id, reason))
+    return await newest(db, workspace_id, reason=reason, limit=limit, offset=offset), total
 
 
 async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, str]:

@@ -50,3 +50,9 @@ def screenshots(page, directory: Path, name: str) -> list[Path]:
         written.append(path)
     page.set_viewport_size(DESKTOP)
     return written
+
+
+def go_to(page, name: str) -> None:
+    """Follow the console's navigation link `name`."""
+    page.get_by_role("navigation", name="Console").get_by_role("link", name=name).click()
+    page.wait_for_load_state()

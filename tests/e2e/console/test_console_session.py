@@ -74,6 +74,7 @@ def test_the_sign_in_form_without_its_token_is_refused(service, tenant):
 def test_without_a_session_pages_send_to_sign_in_and_forms_are_refused(service):
     with httpx.Client(base_url=service.base_url) as client:
         assert client.get("/console").headers["location"] == "/console/sign-in"
+        assert client.get("/console/messages").headers["location"] == "/console/sign-in"
         refused = client.post("/console/sign-out", data={"csrf": "x"})
         assert refused.status_code == 401 and "text/html" in refused.headers["content-type"]
         client.cookies.set("postroom_console", "made-up", path="/console")
