@@ -11,6 +11,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from pipelines.campaigns import progress
 from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
 from pipelines.core.clock import ms_of, now_iso, now_ms
@@ -49,14 +50,27 @@ async def load(db: AsyncDatabase, campaign_id: str) -> Campaign | None:
     return await db.campaigns.find_one({"_id": campaign_id})
 
 
+def _listed(workspace_id: str, status: str | None) -> dict:
+    return {"workspace_id": workspace_id, **({"status": status} if status else {})}
+
+
+async def newest(db: AsyncDatabase, workspace_id: str, status: str | None, limit: int, offset: int) -> list[Campaign]:
+    """A page of the workspace's campaigns, newest first, without counting them (the console's list)."""
+    return await db.campaigns.find(_listed(workspace_id, status), sort=[("created_at", -1), ("_id", 1)],
+                                   skip=offset, limit=limit).to_list()
+
+
 async def list_page(db: AsyncDatabase, workspace_id: str, status: str | None,
                     limit: int, offset: int) -> tuple[list[Campaign], int]:
-    query: dict = {"workspace_id": workspace_id}
-    if status:
-        query["status"] = status
-    items = await db.campaigns.find(query, sort=[("created_at", -1), ("_id", 1)],
-                                    skip=offset, limit=limit).to_list()
-    return items, await db.campaigns.count_documents(query)
+    return (await newest(db, workspace_id, status, limit, offset),
+            await db.campaigns.count_documents(_listed(workspace_id, status)))
+
+
+async def message_histories(db: AsyncDatabase, campaign_id: str, limit: int) -> list[dict]:
+    """Up to `limit` of the campaign's messages, with what its progress chart reads of each
+    (pipelines/campaigns/progress.py), through the `campaign_status` index."""
+    return await db.messages.find({"campaign_id": campaign_id}, {field: 1 for field in progress.FIELDS},
+                                  limit=limit).to_list()
 
 
 def _times(changes: dict) -> dict:
