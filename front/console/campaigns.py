@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from quart import redirect, request
 
 from mongo import campaigns as campaign_store
+from mongo.documents import cursor_of, cursor_position
 from pipelines import views
 from pipelines.campaigns import progress
 from pipelines.campaigns.fanout import CANCELLABLE
@@ -33,18 +34,19 @@ RUNNING = ("draft", "scheduled", "sending")
 
 class CampaignFilter(BaseModel):
     status: CampaignStatus | None = None
-    offset: int = Field(0, ge=0, le=1_000_000)
+    after: str | None = Field(None, max_length=200, description="The last row shown (documents.cursor_of).")
 
 
 @page(bp, "/campaigns", area="campaigns")
 async def campaigns():
     params = filters(CampaignFilter)
-    docs = await campaign_store.newest(db(), caller().workspace_id, params.status, PAGE_ROWS + 1, params.offset)
+    docs = await campaign_store.newest(db(), caller().workspace_id, params.status, cursor_position(params.after),
+                                       PAGE_ROWS + 1)
     given = shown_filters("status")
     more = len(docs) > PAGE_ROWS
     return await render("campaigns.html", title="Campaigns", rows=[views.campaign(d) for d in docs[:PAGE_ROWS]],
                         given=given, statuses=get_args(CampaignStatus),
-                        next_page=f"?{urlencode({**given, 'offset': params.offset + PAGE_ROWS})}" if more else None)
+                        next_page=f"?{urlencode({**given, 'after': cursor_of(docs[PAGE_ROWS - 1])})}" if more else None)
 
 
 def _until_ms(campaign: dict) -> int:
@@ -57,7 +59,8 @@ async def campaign(campaign_id: str):
     doc = await with_counts(campaign_id)
     shown = views.campaign(doc)
     started = doc.get("started_at") or doc["created_at"]
-    found = progress.progress(await campaign_store.message_histories(db(), doc["_id"], CHART_MESSAGES),
+    histories = await campaign_store.message_histories(db(), doc["workspace_id"], doc["_id"], CHART_MESSAGES)
+    found = progress.progress(histories,
                               ms_of(started), _until_ms(doc))
     chart = step_chart(found.series, found.start_ms, found.end_ms, shown["total_recipients"])
     watching = request.args.get("watch") == "1" and doc["status"] in RUNNING

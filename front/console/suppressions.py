@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from quart import redirect, request
 
 from mongo import suppressions as suppression_store
+from mongo.documents import cursor_of, cursor_position
 from pipelines import views
 from pipelines.audience.addresses import normalize
 
@@ -24,7 +25,7 @@ from .guard import page, render
 class SuppressionSearch(BaseModel):
     email: EmailAddress | None = Field(None, description="This address only.")
     reason: Reason | None = None
-    offset: int = Field(0, ge=0, le=1_000_000)
+    after: str | None = Field(None, max_length=200, description="The last row shown (documents.cursor_of).")
 
 
 @page(bp, "/suppressions", area="suppressions")
@@ -36,13 +37,13 @@ async def suppressions():
         docs = [one] if one and (not params.reason or one["reason"] == params.reason) else []
     else:
         docs = await suppression_store.newest(db(), workspace_id, reason=params.reason, limit=PAGE_ROWS + 1,
-                                              offset=params.offset)
+                                              after=cursor_position(params.after))
     given = shown_filters("email", "reason")
     more = len(docs) > PAGE_ROWS
     rows = [views.suppression(d) for d in docs[:PAGE_ROWS]]
     return await render("suppressions.html", title="Suppressions", rows=rows, given=given, reasons=get_args(Reason),
                         removed=request.args.get("removed"),
-                        next_page=f"?{urlencode({**given, 'offset': params.offset + PAGE_ROWS})}" if more else None)
+                        next_page=f"?{urlencode({**given, 'after': cursor_of(docs[PAGE_ROWS - 1])})}" if more else None)
 
 
 @page(bp, "/suppressions/remove", area="suppressions", methods=("POST",))

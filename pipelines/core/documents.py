@@ -181,6 +181,7 @@ class Campaign(EngagementCounters):
     status: str                          # draft, scheduled, sending, sent, cancelled, failed
     send_at: str | None
     created_at: str
+    created_ms: int                      # its integer twin: the console's list ranges over it
     updated_at: str
     total_recipients: int
     batches_queued: int                  # fan-out batches to make (campaign_fanout.batch_count)
@@ -418,6 +419,7 @@ class Suppression(TypedDict):
     source: str                          # api, bounce, complaint, unsubscribe, ...
     detail: str
     created_at: str
+    created_ms: int                      # its integer twin: the console's list ranges over it
 
 
 class BounceRecord(TypedDict):
