@@ -314,6 +314,7 @@ class WebhookDelivery(TypedDict):
     updated_at: str
     delivered_at: NotRequired[str]
     failed_at: NotRequired[str]          # when the last attempt gave up (webhooks/delivery.outcome_of)
+    failed_ms: NotRequired[int]          # its integer twin: the console's recent failures range over it
     version: NotRequired[int]            # mongo/versions.FIELD: bumped by every write
     # an operator's replay (mongo/webhooks.reopen_failed): attempts count from 0 again
     replays: NotRequired[int]
