@@ -8,6 +8,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support import axe
+
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
@@ -34,9 +36,16 @@ def sign_in(page, service, key: str) -> None:
     page.wait_for_url(service.base_url + "/console")
 
 
+def new_page(browser):
+    """A browser tab whose pages' CSP is bypassed, so axe-core can be injected (the
+    console's own pages run no script)."""
+    return browser.new_context(bypass_csp=True, viewport=DESKTOP).new_page()
+
+
 def screenshots(page, directory: Path, name: str) -> list[Path]:
     """The page as it is now, at desktop and at phone width (the page is loaded again at
-    each width); the files written. At phone width nothing is wider than the screen."""
+    each width), checked by axe-core at each (no serious or critical violation); the
+    files written. At phone width nothing is wider than the screen."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
@@ -45,6 +54,7 @@ def screenshots(page, directory: Path, name: str) -> list[Path]:
         if label == "phone":
             overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert overflow <= 0, f"{name}: {overflow}px wider than a {size['width']}px screen"
+        axe.assert_no_serious_violations(page, f"{name} at {label} width")
         path = directory / f"{name}-{label}.png"
         page.screenshot(path=str(path), full_page=True)
         written.append(path)

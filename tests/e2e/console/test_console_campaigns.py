@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.support.campaigns import list_with_contacts, make_campaign, make_template, send
-from tests.support.console import csrf_of, go_to, screenshots, sign_in, signed_in_client
+from tests.support.console import csrf_of, go_to, new_page, screenshots, sign_in, signed_in_client
 
 RECIPIENTS = 12
 
@@ -29,7 +29,7 @@ def test_a_person_watches_a_campaign_progress_to_done(service, tenant, browser, 
         tenant, [f"fan-{i}-{uuid.uuid4().hex[:6]}@console.example" for i in range(RECIPIENTS)])
     campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"],
                              name=f"Watched {uuid.uuid4().hex[:4]}")
-    page = browser.new_page()
+    page = new_page(browser)
     sign_in(page, service, tenant.key)
     go_to(page, "Campaigns")
     page.get_by_role("link", name=campaign["name"]).click()
@@ -65,7 +65,7 @@ def _scheduled(tenant) -> dict:
 
 def test_a_person_cancels_a_scheduled_campaign(service, tenant, browser):
     campaign = _scheduled(tenant)
-    page = browser.new_page()
+    page = new_page(browser)
     sign_in(page, service, tenant.key)
     page.goto(f"{service.base_url}/console/campaigns/{campaign['id']}")
     page.get_by_role("button", name="Cancel campaign").click()

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.support.console import csrf_of, go_to, screenshots, sign_in, signed_in_client
+from tests.support.console import csrf_of, go_to, new_page, screenshots, sign_in, signed_in_client
 from tests.support.polling import wait_status
 
 
@@ -35,7 +35,7 @@ def delivered(service, tenant):
 
 def test_a_person_finds_a_message_and_reads_its_timeline(service, tenant, delivered, browser, screenshot_dir):
     address, message_id = delivered
-    page = browser.new_page()
+    page = new_page(browser)
     sign_in(page, service, tenant.key)
     go_to(page, "Messages")
     page.get_by_label("Recipient").fill(address)
@@ -71,7 +71,7 @@ def test_a_bad_filter_answers_a_page_saying_which(service, tenant):
 def test_a_person_finds_a_suppression_and_removes_it(service, tenant, browser, screenshot_dir):
     address = f"gone-{uuid.uuid4().hex[:8]}@console.example"
     assert tenant.post("/suppressions", json={"email": address}).status_code == 201
-    page = browser.new_page()
+    page = new_page(browser)
     sign_in(page, service, tenant.key)
     go_to(page, "Suppressions")
     screenshots(page, screenshot_dir, "suppressions")

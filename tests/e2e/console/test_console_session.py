@@ -7,7 +7,8 @@ import pytest
 
 from mongo import console_sessions
 from pipelines.workflows.console_sessions import SESSION_SECONDS, session_id
-from tests.support.console import csrf_of, screenshots, sign_in, signed_in_client
+from tests.support import axe
+from tests.support.console import csrf_of, new_page, screenshots, sign_in, signed_in_client
 from tests.support.services import run_postroom
 
 
@@ -17,7 +18,7 @@ def tenant(service):
 
 
 def test_a_person_signs_in_with_the_keyboard_and_signs_out(service, tenant, browser, screenshot_dir):
-    page = browser.new_page()
+    page = new_page(browser)
     page.goto(service.base_url + "/console")
     assert page.url == service.base_url + "/console/sign-in"
     screenshots(page, screenshot_dir, "sign-in")
@@ -113,3 +114,13 @@ def test_postroom_key_create_makes_a_key_that_signs_in_to_the_console(service, t
     key = json.loads(made.stdout)["key"]
     client = signed_in_client(service, key)
     assert client.get("/console").status_code == 200
+
+
+def test_axe_finds_what_it_is_there_to_find(browser):
+    """Guards the accessibility checks: an unlabelled field and text without contrast are reported."""
+    page = new_page(browser)
+    page.set_content('<html lang="en"><head><title>t</title></head><body><main><h1>Form</h1>'
+                     '<input type="text"><p style="color:#eee;background:#fff">faint</p></main></body></html>')
+    found = {v["id"]: v["impact"] for v in axe.violations(page)}
+    assert found.get("label") == "critical" and found.get("color-contrast") == "serious", found
+    page.close()

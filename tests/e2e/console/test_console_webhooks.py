@@ -10,7 +10,7 @@ from mongo import webhooks as webhook_store
 from pipelines.core.clock import now_iso
 from pipelines.messages.retry_schedule import MAX_ATTEMPTS
 from pipelines.webhooks.events import plan_deliveries
-from tests.support.console import csrf_of, go_to, screenshots, sign_in, signed_in_client
+from tests.support.console import csrf_of, go_to, new_page, screenshots, sign_in, signed_in_client
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
 
@@ -61,7 +61,7 @@ def accepted_one(receiver, delivery_id: str) -> list:
 
 def test_a_person_replays_a_failed_webhook_delivery(service, tenant, receiver, hook, browser, screenshot_dir):
     delivery_id = failed_delivery(service, tenant, receiver, hook)
-    page = browser.new_page()
+    page = new_page(browser)
     sign_in(page, service, tenant.key)
     go_to(page, "Webhooks")
     row = page.get_by_role("row").filter(has_text=delivery_id)
