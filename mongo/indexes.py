@@ -24,6 +24,7 @@ from . import (
     inbound_reports,
     lists,
     message_search,
+    operators,
     outbox,
     segments,
     send_limits,
@@ -59,7 +60,7 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms, message_search, attachments, console_sessions]
+                 automations, automation_runs, forms, message_search, attachments, console_sessions, operators]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -15,7 +15,7 @@ from pipelines.core import api_keys
 from pipelines.core.settings import Settings
 from pipelines.messages.sender import workspace_local_part
 
-from . import config, contacts_cli, embedded_store, inbound, logs, settings_cli, status_cli, worker_pool
+from . import config, contacts_cli, embedded_store, inbound, logs, operator_cli, settings_cli, status_cli, worker_pool
 from .cli_support import one_or_missing, run_store
 
 
@@ -193,7 +193,7 @@ def cmd_queues(args) -> int:
 
 # Command modules of later features, each adding its commands with add_commands(subparsers).
 EXTRA_COMMANDS = [inbound.add_commands, settings_cli.add_commands, contacts_cli.add_commands,
-                  status_cli.add_commands]
+                  status_cli.add_commands, operator_cli.add_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

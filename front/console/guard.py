@@ -17,7 +17,7 @@ from quart import Blueprint, current_app, g, redirect, render_template, request
 from quart_schema import hide
 
 from mongo import api_keys as key_store
-from mongo import console_sessions
+from mongo import console_sessions, operators
 from mongo import workspaces as workspace_store
 from pipelines.core import api_keys
 from pipelines.core.errors import Forbidden, PostroomError, RateLimited, ServiceUnavailable, Unauthorized
@@ -33,7 +33,12 @@ SIGN_IN_COOKIE = "postroom_console_sign_in"
 SIGN_IN_SECONDS = 3600
 CSRF_FIELD = "csrf"
 AREA_ATTRIBUTE = "_console_area"
-OPEN_ENDPOINTS = {"console.sign_in_page", "console.sign_in"}
+# The area of the operator view's pages: for operator sessions only (and they see only it).
+OPERATOR = "operator"
+OPEN_ENDPOINTS = {"console.sign_in_page", "console.sign_in", "console.operator_sign_in_page",
+                  "console.operator_sign_in"}
+# What a session of either kind may reach besides its own pages.
+EITHER_SESSION = {"console.sign_out", "console.home"}
 
 NO_STORE = {"Cache-Control": "no-store, max-age=0", "Pragma": "no-cache"}
 PAGE_HEADERS = {**NO_STORE, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex",
@@ -71,6 +76,7 @@ def same_token(given: str | None, expected: str | None) -> bool:
 async def render(template: str, status: int = 200, **context):
     context.setdefault("session", g.get("console_session"))
     context.setdefault("caller", g.get("caller"))
+    context.setdefault("operator", g.get("operator"))
     return await render_template(f"console/{template}", csrf_field=CSRF_FIELD, **context), status, PAGE_HEADERS
 
 
@@ -102,25 +108,50 @@ async def _session() -> dict | None:
     return await console_sessions.live(db(), session_id(cookie)) if cookie else None
 
 
+async def _signed_in() -> bool:
+    """The request's session and who it is (g.console_session, and g.caller or g.operator)."""
+    session = await _session()
+    if session and session.get("key_id"):
+        g.caller = await _caller_of(session)
+    elif session and session.get("operator_id"):
+        g.operator = await operators.get(db(), session["operator_id"])
+    if g.get("caller") is None and g.get("operator") is None:
+        return False
+    g.console_session = session
+    return True
+
+
+def _check_permission(area: str | None) -> None:
+    """An operator session sees the operator view only, a key's session never it; a key's
+    page needs its area's permission, as the API's routes do."""
+    operator = g.get("operator")
+    if request.endpoint in EITHER_SESSION:
+        return
+    if (operator is not None) != (area == OPERATOR):
+        raise Forbidden("This page is for operators only." if area == OPERATOR
+                        else "An operator's session shows the operator view only.")
+    if operator is None and area:
+        needed = f"{area}:{'read' if request.method in ('GET', 'HEAD') else 'write'}"
+        if not api_keys.grants(g.caller.key.get("permissions") or [], needed):
+            raise Forbidden(f"This API key lacks the '{needed}' permission.")
+
+
 async def guard():
     """Before every console view (see the module's docstring)."""
     g.console_started = time.perf_counter()
     if request.endpoint in OPEN_ENDPOINTS:
         return None
-    session = await _session()
-    caller = await _caller_of(session) if session and session.get("key_id") else None
-    if caller is None:
-        if request.method in ("GET", "HEAD"):
-            return redirect("/console/sign-in", 303)
-        raise Unauthorized("Your console session has ended; sign in again.")
-    g.console_session, g.caller = session, caller
-    await auth.check_rate(caller)
-    await _check_csrf(session["csrf"])
     area = _needed_area()
-    if area:
-        needed = f"{area}:{'read' if request.method in ('GET', 'HEAD') else 'write'}"
-        if not api_keys.grants(caller.key.get("permissions") or [], needed):
-            raise Forbidden(f"This API key lacks the '{needed}' permission.")
+    if not await _signed_in():
+        if request.method in ("GET", "HEAD"):
+            return redirect("/console/operator/sign-in" if area == OPERATOR else "/console/sign-in", 303)
+        raise Unauthorized("Your console session has ended; sign in again.")
+    if g.get("operator") is not None:
+        await auth.check_operator_rate(g.operator["_id"])
+    else:
+        await auth.check_rate(g.caller)
+    await _check_csrf(g.console_session["csrf"])
+    _check_permission(area)
     return None
 
 

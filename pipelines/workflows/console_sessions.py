@@ -1,19 +1,22 @@
 """Signing in to the console and out of it (front/console/). A workspace's person signs
-in with an API key that holds the `console` permission; the session that answers is kept
-by its cookie's hash (mongo/console_sessions.py) for SESSION_SECONDS, with a CSRF token of
-its own that every form of the console carries."""
+in with an API key that holds the `console` permission, an operator (`postroom operator
+create`) with a name and password; the session that answers is kept by its cookie's hash
+(mongo/console_sessions.py) for SESSION_SECONDS, with a CSRF token of its own that every
+form of the console carries."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import hashlib
 import secrets
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import api_keys as key_store
-from mongo import console_sessions, workspaces
-from pipelines.core import api_keys
+from mongo import console_sessions, operators, workspaces
+from pipelines.core import api_keys, passwords
 from pipelines.core.clock import now_ms
 from pipelines.core.errors import Forbidden, Unauthorized
 
@@ -21,6 +24,13 @@ from pipelines.core.errors import Forbidden, Unauthorized
 # cookie is worth a working day at most).
 SESSION_SECONDS = 8 * 3600
 NOT_A_KEY = "That is not a valid API key."
+NOT_AN_OPERATOR = "That name and password do not match an operator."
+
+
+@functools.cache
+def _nobody() -> str:
+    """Verified against when the name is unknown, so an unknown name takes as long as a wrong password."""
+    return passwords.hash_password(secrets.token_urlsafe(16))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,22 @@ async def sign_in_with_key(db: AsyncDatabase, key: str) -> Opened:
     if await workspaces.get(db, found["workspace_id"]) is None:
         raise Unauthorized(NOT_A_KEY)
     return await _open(db, workspace_id=found["workspace_id"], key_id=found["_id"])
+
+
+async def sign_in_operator(db: AsyncDatabase, name: str, password: str) -> Opened:
+    """An operator's session; 401 unless the name and password match (the hash is checked
+    in a thread: it takes ~0.1 s of CPU on purpose)."""
+    found = await operators.get(db, name) if name.strip() else None
+    stored = found["password_hash"] if found else _nobody()
+    matches = await asyncio.to_thread(passwords.verify, password, stored)
+    if found is None or not matches:
+        raise Unauthorized(NOT_AN_OPERATOR)
+    return await _open(db, operator_id=found["_id"])
+
+
+async def create_operator(db: AsyncDatabase, name: str, password: str) -> dict | None:
+    """`postroom operator create`: None when the name is taken; ValueError for a short password."""
+    return await operators.create(db, name, passwords.hash_password(password))
 
 
 async def _open(db: AsyncDatabase, **who: str) -> Opened:

@@ -1,15 +1,12 @@
 """A webhook delivery that failed for good, shown in the console and replayed from it to a
 real receiver; refused across workspaces and without the CSRF token."""
 
-import uuid
 
 import pytest
 from playwright.sync_api import expect
 
 from mongo import webhooks as webhook_store
-from pipelines.core.clock import now_iso
-from pipelines.messages.retry_schedule import MAX_ATTEMPTS
-from pipelines.webhooks.events import plan_deliveries
+from tests.support import webhook_deliveries
 from tests.support.console import csrf_of, go_to, new_page, screenshots, sign_in, signed_in_client
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
@@ -40,16 +37,7 @@ def failed_delivery(service, tenant, receiver, hook) -> str:
     """A delivery on its last attempt (as after two days of failures) that the real worker
     tries once more, answered 503: failed for good."""
     receiver.fail_next(1, status=503)
-    event = {"_id": str(uuid.uuid4()), "workspace_id": tenant.workspace_id, "event": "contact.created",
-             "data": {"contact": {"id": "c-1", "email": "zed@example.org"}}, "timestamp": now_iso()}
-
-    async def seed(db):
-        subscription = await webhook_store.get(db, tenant.workspace_id, hook["id"])
-        [delivery] = plan_deliveries(event, [subscription], now_iso())
-        delivery["attempt_count"] = MAX_ATTEMPTS - 1
-        await webhook_store.insert_deliveries(db, [delivery])
-        return delivery["_id"]
-    delivery_id = service.store.call(seed(service.store.db))
+    delivery_id = webhook_deliveries.on_last_attempt(service, tenant.workspace_id, hook["id"])
     wait_until(lambda: service.store.run(webhook_store.delivery_of, tenant.workspace_id, delivery_id)["status"]
                == "failed", timeout=30, what="the delivery failed for good")
     return delivery_id
