@@ -19,6 +19,7 @@ from . import (
     console_sessions,
     contact_import,
     contacts,
+    domain_stats,
     domains,
     forms,
     inbound_reports,
@@ -60,7 +61,8 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms, message_search, attachments, console_sessions, operators]
+                 automations, automation_runs, forms, message_search, attachments, console_sessions, operators,
+                 domain_stats]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

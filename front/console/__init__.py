@@ -7,6 +7,6 @@ from quart import Blueprint
 bp = Blueprint("console", __name__, url_prefix="/console", template_folder="../templates")
 
 # the views register on `bp`, made above
-from . import campaigns, guard, messages, operator, sign_in, suppressions, webhooks  # noqa: E402,F401, I001
+from . import campaigns, deliverability, guard, messages, operator, sign_in, suppressions, webhooks  # noqa: E402,F401, I001
 
 guard.install(bp)
