@@ -45,12 +45,16 @@ def new_page(browser):
 def screenshots(page, directory: Path, name: str) -> list[Path]:
     """The page as it is now, at desktop and at phone width (the page is loaded again at
     each width), checked by axe-core at each (no serious or critical violation); the
-    files written. At phone width nothing is wider than the screen."""
+    files written. At phone width nothing is wider than the screen. The server's time for
+    each load (its Server-Timing) is noted in server-timing.txt beside them: a record,
+    not a check (times are measured in bench/, not asserted in tests)."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
         page.set_viewport_size(size)
-        page.reload()
+        response = page.reload()
+        with (directory / "server-timing.txt").open("a") as timings:
+            timings.write(f"{name}-{label}\t{response.headers.get('server-timing', '-')}\n")
         if label == "phone":
             overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert overflow <= 0, f"{name}: {overflow}px wider than a {size['width']}px screen"

@@ -124,3 +124,8 @@ def test_axe_finds_what_it_is_there_to_find(browser):
     found = {v["id"]: v["impact"] for v in axe.violations(page)}
     assert found.get("label") == "critical" and found.get("color-contrast") == "serious", found
     page.close()
+
+
+def test_the_console_is_not_in_the_api_document(service):
+    paths = httpx.get(service.base_url + "/openapi.json").json()["paths"]
+    assert paths and not [path for path in paths if path.startswith("/console")]
