@@ -5,10 +5,11 @@ import json
 import httpx
 import pytest
 
-from mongo import console_sessions
+from mongo import api_keys, console_sessions
 from pipelines.workflows.console_sessions import SESSION_SECONDS, session_id
 from tests.support import axe
 from tests.support.console import csrf_of, new_page, screenshots, sign_in, signed_in_client
+from tests.support.polling import wait_until
 from tests.support.services import run_postroom
 
 
@@ -102,9 +103,7 @@ def test_a_session_ends_when_it_expires_or_its_key_is_revoked(service, tenant):
     other = service.extra_key(tenant, permissions=["console"], name="short-lived")
     revoked = signed_in_client(service, other.key)
     assert revoked.get("/console").status_code == 200
-    from mongo import api_keys
     service.store.run(api_keys.revoke, other.key_id)
-    from tests.support.polling import wait_until
     wait_until(lambda: revoked.get("/console").status_code == 303, timeout=10, what="revoked key's session refused")
 
 
@@ -129,3 +128,19 @@ def test_axe_finds_what_it_is_there_to_find(browser):
 def test_the_console_is_not_in_the_api_document(service):
     paths = httpx.get(service.base_url + "/openapi.json").json()["paths"]
     assert paths and not [path for path in paths if path.startswith("/console")]
+
+
+def test_console_requests_count_in_the_keys_rate_limit_and_are_logged_with_the_workspace(service):
+    limited = service.tenant(rate_limit=3)
+    client = signed_in_client(service, limited.key)
+    answers = [client.get("/console") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert "text/html" in answers[-1].headers["content-type"] and int(answers[-1].headers["retry-after"]) >= 1
+    assert answers[0].headers["x-ratelimit-limit"] == "3"
+
+    def logged():
+        log = (service.log_dir / "front.log").read_text(errors="replace")
+        return f"console sign-in workspace_id={limited.workspace_id} key_id={limited.key_id}" in log \
+            and "GET /console 200" in log and f"workspace={limited.workspace_id}" in log
+    wait_until(logged, timeout=10, what="the sign-in and the console's requests in the front's log")
+    assert limited.key not in (service.log_dir / "front.log").read_text(errors="replace")
