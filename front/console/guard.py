@@ -38,7 +38,7 @@ OPERATOR = "operator"
 OPEN_ENDPOINTS = {"console.sign_in_page", "console.sign_in", "console.operator_sign_in_page",
                   "console.operator_sign_in"}
 # What a session of either kind may reach besides its own pages.
-EITHER_SESSION = {"console.sign_out", "console.home"}
+EITHER_SESSION = {"console.sign_out", "console.home", "console.not_found"}
 
 NO_STORE = {"Cache-Control": "no-store, max-age=0", "Pragma": "no-cache"}
 PAGE_HEADERS = {**NO_STORE, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex",

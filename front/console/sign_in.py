@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from quart import g, make_response, redirect, request
 
 from pipelines.core.clock import iso
-from pipelines.core.errors import Forbidden, Unauthorized
+from pipelines.core.errors import Forbidden, NotFound, Unauthorized
 from pipelines.workflows import console_sessions
 
 from ..runtime import db
@@ -99,3 +99,9 @@ async def home():
         return redirect("/console/operator", 303)
     ends = dt.datetime.fromtimestamp(g.console_session["expires_ms"] / 1000, dt.UTC)
     return await render("home.html", title="Overview", ends_at=iso(ends))
+
+
+@page(bp, "/<path:unknown>", area=None)
+async def not_found(unknown: str):
+    """Any other console address: the console's own not-found page (a signed-in person's)."""
+    raise NotFound("There is no such page in the console.")

@@ -144,3 +144,12 @@ def test_console_requests_count_in_the_keys_rate_limit_and_are_logged_with_the_w
             and "GET /console 200" in log and f"workspace={limited.workspace_id}" in log
     wait_until(logged, timeout=10, what="the sign-in and the console's requests in the front's log")
     assert limited.key not in (service.log_dir / "front.log").read_text(errors="replace")
+
+
+def test_an_unknown_console_address_answers_the_consoles_own_page(service, tenant):
+    client = signed_in_client(service, tenant.key)
+    for path in ("/console/nothing-here", "/console/messages/not-a-message-id", "/console/campaigns/123"):
+        answer = client.get(path)
+        assert answer.status_code == 404 and "text/html" in answer.headers["content-type"], path
+        assert "Sign out" in answer.text  # the console's page, for the signed-in person
+    assert httpx.get(service.base_url + "/console/nothing-here").status_code == 303  # no session: sign in first
