@@ -99,7 +99,12 @@ async def check_rate(caller: Caller) -> None:
 async def check_operator_rate(operator_id: str) -> None:
     """An operator's console requests, in a request window of their own at the default
     per-key limit (an operator has no key)."""
-    await _hit_windows(f"operator:{operator_id}", [rate_windows.Charge("req", settings().rate_limit_per_minute)])
+    await check_attempts(f"operator:{operator_id}", settings().rate_limit_per_minute)
+
+
+async def check_attempts(subject: str, per_minute: int) -> None:
+    """A request window of `subject`'s own (429 past `per_minute`)."""
+    await _hit_windows(subject, [rate_windows.Charge("req", per_minute)])
 
 
 async def count_emails(caller: Caller, emails: int) -> None:

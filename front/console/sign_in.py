@@ -11,10 +11,12 @@ from collections.abc import Awaitable, Callable
 
 from quart import g, make_response, redirect, request
 
+from mongo import operators
 from pipelines.core.clock import iso
 from pipelines.core.errors import Forbidden, NotFound, Unauthorized
 from pipelines.workflows import console_sessions
 
+from .. import auth
 from ..runtime import db
 from . import bp
 from .guard import (
@@ -30,6 +32,8 @@ from .guard import (
 )
 
 log = logging.getLogger("postroom.console")
+# Sign-in attempts a minute for one operator name, right or wrong.
+OPERATOR_ATTEMPTS_PER_MINUTE = 10
 
 
 async def _sign_in_form(operator: bool, status: int = 200, problem: str | None = None):
@@ -77,10 +81,16 @@ async def operator_sign_in_page():
     return await _sign_in_form(True)
 
 
+async def _operator(form) -> console_sessions.Opened:
+    """Password guesses against one name are limited (429 past OPERATOR_ATTEMPTS_PER_MINUTE)."""
+    name = form.get("name", "")
+    await auth.check_attempts(f"operator-sign-in:{operators.operator_id(name)}", OPERATOR_ATTEMPTS_PER_MINUTE)
+    return await console_sessions.sign_in_operator(db(), name, form.get("password", ""))
+
+
 @page(bp, "/operator/sign-in", area=None, methods=("POST",))
 async def operator_sign_in():
-    return await _signed_in(True, lambda form: console_sessions.sign_in_operator(
-        db(), form.get("name", ""), form.get("password", "")))
+    return await _signed_in(True, _operator)
 
 
 @page(bp, "/sign-out", area=None, methods=("POST",))

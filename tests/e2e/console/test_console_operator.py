@@ -78,3 +78,12 @@ def test_operators_and_workspace_keys_reach_only_their_own_pages(service, operat
     workspace = signed_in_client(service, service.tenant().key)
     assert workspace.get("/console/operator").status_code == 403
     assert httpx.get(service.base_url + "/console/operator").headers["location"] == "/console/operator/sign-in"
+
+
+def test_password_guesses_against_one_name_are_limited(service):
+    name = f"guessed-{uuid.uuid4().hex[:6]}"
+    run_postroom(service.env, "operator", "create", name, "--password-stdin", stdin=PASSWORD + "\n")
+    statuses = [operator_client(service, name, f"guess number {i}")[1].status_code for i in range(10)]
+    assert statuses == [401] * 10
+    _, refused = operator_client(service, name)  # the right password, past the limit
+    assert refused.status_code == 429 and "retry-after" in refused.headers
