@@ -68,12 +68,12 @@ def _email_limit(caller: Caller) -> int:
     return caller.key.get("email_rate_limit") or settings().email_rate_limit_per_minute
 
 
-async def _hit_windows(caller: Caller, charges: list[rate_windows.Charge]) -> None:
-    """Count the charges in the key's windows, in order, up to the first that does not
-    fit (rate_windows.hit_together); their states feed the response headers. 429 naming
-    the window that refused."""
+async def _hit_windows(subject: str, charges: list[rate_windows.Charge]) -> None:
+    """Count the charges in the windows of `subject` (a key's id), in order, up to the first
+    that does not fit (rate_windows.hit_together); their states feed the response headers.
+    429 naming the window that refused."""
     now = time.time()
-    states = await rate_windows.hit_together(db(), caller.key_id, charges, now=now)
+    states = await rate_windows.hit_together(db(), subject, charges, now=now)
     g.rate_state = states.get("req", g.get("rate_state"))
     g.email_rate_state = states.get("email", g.get("email_rate_state"))
     for charge in charges:
@@ -92,8 +92,19 @@ async def check_rate(caller: Caller) -> None:
     email_limit = _email_limit(caller)
     if request.endpoint == SINGLE_SEND_ENDPOINT and email_limit >= 1:
         charges.append(rate_windows.Charge("email", email_limit))
-    await _hit_windows(caller, charges)
+    await _hit_windows(caller.key_id, charges)
     g.emails_counted = len(charges) - 1
+
+
+async def check_operator_rate(operator_id: str) -> None:
+    """An operator's console requests, in a request window of their own at the default
+    per-key limit (an operator has no key)."""
+    await check_attempts(f"operator:{operator_id}", settings().rate_limit_per_minute)
+
+
+async def check_attempts(subject: str, per_minute: int) -> None:
+    """A request window of `subject`'s own (429 past `per_minute`)."""
+    await _hit_windows(subject, [rate_windows.Charge("req", per_minute)])
 
 
 async def count_emails(caller: Caller, emails: int) -> None:
@@ -109,7 +120,7 @@ async def count_emails(caller: Caller, emails: int) -> None:
     if emails > limit:
         raise ValidationFailed(f"messages: {emails} emails are more than this key may send in a minute "
                                f"({limit}); split them into batches of at most {limit}.", path="messages")
-    await _hit_windows(caller, [rate_windows.Charge("email", limit, emails)])
+    await _hit_windows(caller.key_id, [rate_windows.Charge("email", limit, emails)])
 
 
 async def give_back_emails(emails: int) -> None:

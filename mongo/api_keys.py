@@ -48,6 +48,11 @@ async def recent_by_key(db: AsyncDatabase, key: str) -> ApiKey | None:
     return await _RECENT.read(db, digest, lambda: db.api_keys.find_one({"hash": digest}))
 
 
+async def recent_by_id(db: AsyncDatabase, key_id: str) -> ApiKey | None:
+    """The key by its id, kept as `recent_by_key` keeps it (a console session's key)."""
+    return await _RECENT.read(db, ("id", key_id), lambda: db.api_keys.find_one({"_id": key_id}))
+
+
 async def list_for(db: AsyncDatabase, workspace_id: str | None = None) -> list[dict]:
     """The keys (of one workspace, or all), oldest first: ApiKey without its `hash`."""
     query = {"workspace_id": workspace_id} if workspace_id else {}

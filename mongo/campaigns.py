@@ -11,6 +11,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from pipelines.campaigns import progress
 from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
 from pipelines.core.clock import ms_of, now_iso, now_ms
@@ -19,10 +20,14 @@ from pipelines.messages import delivery_status
 from pipelines.messages.delivery_status import NEVER_MS
 
 from . import campaign_parts, messages
-from .documents import get_owned
+from .documents import get_owned, newest_first
 
 INDEXES: dict[str, list] = {
     "campaigns": [IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
+                  # the console's list (documents.newest_first): equalities and the integer, sorted by it
+                  IndexModel([("workspace_id", ASCENDING), ("created_ms", DESCENDING)], name="ws_created_ms"),
+                  IndexModel([("workspace_id", ASCENDING), ("status", ASCENDING), ("created_ms", DESCENDING)],
+                             name="ws_status_created_ms"),
                   # what the scheduler ranges over: integers (a date-like string in a filter makes the
                   # embedded store read the whole collection), each in an index of its own
                   IndexModel([("send_at_ms", ASCENDING)], name="send_at_ms"),
@@ -57,6 +62,25 @@ async def list_page(db: AsyncDatabase, workspace_id: str, status: str | None,
     items = await db.campaigns.find(query, sort=[("created_at", -1), ("_id", 1)],
                                     skip=offset, limit=limit).to_list()
     return items, await db.campaigns.count_documents(query)
+
+
+async def newest(db: AsyncDatabase, workspace_id: str, status: str | None, after: tuple[int, str] | None,
+                 limit: int) -> list[Campaign]:
+    """The console's list: newest first after the cursor `after`, without a count, from
+    `ws_created_ms` / `ws_status_created_ms` (documents.newest_first)."""
+    return await newest_first(db.campaigns, {"workspace_id": workspace_id, **({"status": status} if status else {})},
+                              after, limit)
+
+
+async def message_histories(db: AsyncDatabase, workspace_id: str, campaign_id: str, limit: int) -> list[dict]:
+    """The campaign's latest `limit` messages, each with what its progress chart reads
+    (pipelines/campaigns/progress.py): an aggregate answered from GET /email's
+    `ws_campaign_created_ms` index (a `find` on `campaign_id` reads every message here)."""
+    pipeline: list[dict] = [
+                {"$match": {"workspace_id": workspace_id, "campaign_id": campaign_id, "created_ms": {"$gte": 0}}},
+                {"$sort": {"created_ms": -1}}, {"$limit": limit},
+                {"$project": {field: 1 for field in progress.FIELDS}}]
+    return await (await db.messages.aggregate(pipeline)).to_list()
 
 
 def _times(changes: dict) -> dict:

@@ -78,3 +78,40 @@ async def update_owned(collection: AsyncCollection, workspace_id: str, doc_id: s
 async def delete_owned(collection: AsyncCollection, workspace_id: str, doc_id: str) -> bool:
     result = await collection.delete_one({"_id": doc_id, "workspace_id": workspace_id})
     return result.deleted_count == 1
+
+
+
+async def _newest(collection: AsyncCollection, match: dict, limit: int, field: str,
+                  projection: dict | None) -> list[Any]:
+    pipeline: list[dict] = [{"$match": match}, {"$sort": {field: -1, "_id": -1}}, {"$limit": limit}]
+    if projection:
+        pipeline.append({"$project": projection})
+    return await (await collection.aggregate(pipeline)).to_list()
+
+
+async def newest_first(collection: AsyncCollection, where: dict, after: tuple[int, str] | None,
+                       limit: int, *, field: str = "created_ms", projection: dict | None = None) -> list[Any]:
+    """Up to `limit` documents of `where`, newest first by their integer `field` (default
+    `created_ms`; then `_id`), after the cursor `after` (the last shown: its `field`, `_id`;
+    None: from the newest). Aggregates whose equalities and one integer range, sorted by
+    that integer, the embedded store answers from a compound index `(…equalities, field)`
+    (docs/store-notes.md) — where a `find` on the same reads every document. As GET /email
+    pages: the ties on the cursor's millisecond first, then the older ones; never an `$or`."""
+    if after is None:
+        return await _newest(collection, {**where, field: {"$gte": 0}}, limit, field, projection)
+    ties = await _newest(collection, {**where, field: after[0], "_id": {"$lt": after[1]}}, limit, field, projection)
+    if len(ties) >= limit:
+        return ties[:limit]
+    return ties + await _newest(collection, {**where, field: {"$gte": 0, "$lt": after[0]}}, limit - len(ties),
+                                field, projection)
+
+
+def cursor_of(doc: dict) -> str:
+    """A console page's cursor: the last shown document's `created_ms` and `_id`."""
+    return f"{int(doc['created_ms'])}:{doc['_id']}"
+
+
+def cursor_position(cursor: str | None) -> tuple[int, str] | None:
+    """`cursor_of`'s cursor read back; None for none, or for one that is not ours."""
+    created_ms, _, doc_id = (cursor or "").partition(":")
+    return (int(created_ms), doc_id) if created_ms.isdigit() and doc_id else None

@@ -16,13 +16,16 @@ from . import (
     bounces,
     campaign_parts,
     campaigns,
+    console_sessions,
     contact_import,
     contacts,
+    domain_stats,
     domains,
     forms,
     inbound_reports,
     lists,
     message_search,
+    operators,
     outbox,
     segments,
     send_limits,
@@ -58,7 +61,8 @@ for _carrier in outbox.CARRIERS:
 
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
-                 automations, automation_runs, forms, message_search, attachments]
+                 automations, automation_runs, forms, message_search, attachments, console_sessions, operators,
+                 domain_stats]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -11,16 +11,21 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from pipelines.audience.addresses import match_key
-from pipelines.core.clock import now_iso
+from pipelines.core.clock import ms_of, now_iso
 from pipelines.core.documents import Suppression
 from pipelines.messages.mail_streams import MARKETING, blocked_addresses
 
 from . import grouped_reads
+from .documents import newest_first
 
 INDEXES: dict[str, list] = {
     "suppressions": [
         IndexModel([("workspace_id", ASCENDING), ("created_at", DESCENDING)], name="ws_created"),
         IndexModel([("workspace_id", ASCENDING), ("reason", ASCENDING)], name="ws_reason"),
+        # the console's pages: an aggregate's equalities and a range on the integer, sorted by it
+        IndexModel([("workspace_id", ASCENDING), ("created_ms", DESCENDING)], name="ws_created_ms"),
+        IndexModel([("workspace_id", ASCENDING), ("reason", ASCENDING), ("created_ms", DESCENDING)],
+                   name="ws_reason_created_ms"),
     ],
 }
 
@@ -32,9 +37,10 @@ def _key(workspace_id: str, email: str) -> str:
 
 def document(workspace_id: str, email: str, reason: str, *, source: str = "api",
              detail: str | None = None) -> Suppression:
+    now = now_iso()
     return {"_id": _key(workspace_id, email), "workspace_id": workspace_id, "email": email,
             "email_key": match_key(email), "reason": reason, "source": source,
-            "detail": detail or "", "created_at": now_iso()}
+            "detail": detail or "", "created_at": now, "created_ms": ms_of(now)}
 
 
 async def add(db: AsyncDatabase, workspace_id: str, email: str, reason: str, *,
@@ -68,6 +74,14 @@ async def list_page(db: AsyncDatabase, workspace_id: str, *, reason: str | None,
     docs = await db.suppressions.find(query, sort=[("created_at", -1), ("_id", 1)],
                                       skip=offset, limit=limit).to_list()
     return docs, total
+
+
+async def newest(db: AsyncDatabase, workspace_id: str, *, reason: str | None, after: tuple[int, str] | None,
+                 limit: int) -> list[Suppression]:
+    """The console's page: newest first after the cursor `after`, without a count, from
+    `ws_created_ms` / `ws_reason_created_ms` (documents.newest_first)."""
+    where = {"workspace_id": workspace_id, **({"reason": reason} if reason else {})}
+    return await newest_first(db.suppressions, where, after, limit)
 
 
 async def reasons_among(db: AsyncDatabase, workspace_id: str, emails: list[str]) -> dict[str, str]:

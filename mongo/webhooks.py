@@ -27,7 +27,7 @@ from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscr
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
 from . import documents, grouped_reads, versions
-from .documents import get_owned
+from .documents import get_owned, newest_first
 
 INDEXES: dict[str, list] = {
     "webhooks": [IndexModel([("workspace_id", ASCENDING), ("active", ASCENDING), ("created_at", DESCENDING)],
@@ -36,7 +36,10 @@ INDEXES: dict[str, list] = {
         IndexModel([("webhook_id", ASCENDING), ("created_at", DESCENDING)], name="webhook_created"),
         IndexModel([("status", ASCENDING), ("next_attempt_at", ASCENDING)], name="status_due"),
         IndexModel([("lane_due", ASCENDING)], name="lane_due"),
-        IndexModel([("due_ms", ASCENDING)], name="due_ms")],
+        IndexModel([("due_ms", ASCENDING)], name="due_ms"),
+        # the console's recent failures (documents.newest_first)
+        IndexModel([("workspace_id", ASCENDING), ("status", ASCENDING), ("failed_ms", DESCENDING)],
+                   name="ws_status_failed_ms")],
     "webhook_attempts": [IndexModel([("delivery_id", ASCENDING), ("attempt", ASCENDING)], name="delivery")],
     "webhook_lanes": [IndexModel([("wake_ms", ASCENDING)], name="wake_ms")],
 }
@@ -288,6 +291,17 @@ async def list_for_webhook(db: AsyncDatabase, workspace_id: str, webhook_id: str
         where, {"body": 0}, sort=[("created_at", DESCENDING), ("_id", ASCENDING)],
         skip=offset, limit=limit).to_list()
     return docs, await db.webhook_deliveries.count_documents(where)
+
+
+async def recent_failures(db: AsyncDatabase, workspace_id: str, limit: int) -> list[dict]:
+    """The workspace's deliveries that failed for good, the latest first, without their bodies."""
+    return await newest_first(db.webhook_deliveries, {"workspace_id": workspace_id, "status": "failed"}, None, limit,
+                              field="failed_ms", projection={"body": 0})
+
+
+async def delivery_of(db: AsyncDatabase, workspace_id: str, delivery_id: str) -> dict | None:
+    """The workspace's delivery, without its body."""
+    return await db.webhook_deliveries.find_one({"_id": delivery_id, "workspace_id": workspace_id}, {"body": 0})
 
 
 async def attempts_for(db: AsyncDatabase, delivery_ids: list[str]) -> dict[str, list[dict]]:

@@ -15,7 +15,18 @@ from pipelines.core import api_keys
 from pipelines.core.settings import Settings
 from pipelines.messages.sender import workspace_local_part
 
-from . import config, contacts_cli, embedded_store, inbound, logs, settings_cli, status_cli, store_cli, worker_pool
+from . import (
+    config,
+    contacts_cli,
+    embedded_store,
+    inbound,
+    logs,
+    operator_cli,
+    settings_cli,
+    status_cli,
+    store_cli,
+    worker_pool,
+)
 from .cli_support import one_or_missing, run_store
 
 
@@ -193,7 +204,7 @@ def cmd_queues(args) -> int:
 
 # Command modules of later features, each adding its commands with add_commands(subparsers).
 EXTRA_COMMANDS = [inbound.add_commands, settings_cli.add_commands, contacts_cli.add_commands,
-                  status_cli.add_commands, store_cli.add_commands]
+                  status_cli.add_commands, store_cli.add_commands, operator_cli.add_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("--workspace", required=True)
     kc.add_argument("--name", default="default")
     kc.add_argument("--sandbox", action="store_true", help="a tm_test_ key: never sends real mail")
-    kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write (default *)")
+    kc.add_argument("--permissions", help="comma-separated, e.g. contacts:read,email:write; `console` lets "
+                                          "the key sign in to the console (default *)")
     kc.add_argument("--rate-limit", dest="rate_limit", type=int,
                     help="API requests per minute (default: POSTROOM_RATE_LIMIT_PER_MINUTE)")
     kc.add_argument("--email-rate-limit", dest="email_rate_limit", type=int,

@@ -1,77 +1,24 @@
-"""Queue inspection: ready/unacked counts per queue, from RabbitMQ's management API when
-it answers, otherwise from passive declares (which know only the ready count); without
-RabbitMQ, the in-process broker of a `postroom up` on this store, from the counts its
-worker's heartbeat carries (actors/heartbeat.py)."""
+"""Queue inspection for `postroom queues` and `postroom status` (actors/queue_inspection.py):
+RabbitMQ's counts, or without RabbitMQ those of the `postroom up` running on an in-process
+broker against this store."""
 
 from __future__ import annotations
 
-from urllib.parse import quote, unquote, urlsplit
-
-import httpx
-import pika
-
-from actors.broker import QUEUES
-from actors.heartbeat import IN_PROCESS_QUEUES_FIELD, IN_PROCESS_QUEUES_SECONDS
+from actors.queue_inspection import IN_PROCESS_FRESH_SECONDS, IN_PROCESS_SOURCE, in_process_rows, inspect
 from mongo import processes
 from pipelines.core.clock import in_seconds
 
 from .cli_support import run_store
 
-IN_PROCESS_SOURCE = "in-process broker"
-# Counts older than a few missed beats are of an `up` that stopped: not shown as current.
-IN_PROCESS_FRESH_SECONDS = 5 * IN_PROCESS_QUEUES_SECONDS
+__all__ = ["IN_PROCESS_SOURCE", "fresh_beats", "in_process", "inspect"]
 
 
-def _names() -> list[str]:
-    names = []
-    for q in QUEUES:
-        names += [q, f"{q}.DQ", f"{q}.XQ"]
-    return names
-
-
-def inspect(amqp_url: str, management_port: int = 15672) -> list[dict]:
-    parts = urlsplit(amqp_url)
-    # the URL's path is the percent-encoded vhost (`/%2F` is "/"); the management API takes it encoded once
-    vhost = unquote((parts.path or "/")[1:]) or "/"
-    user, password = parts.username or "guest", parts.password or "guest"
-    try:
-        response = httpx.get(f"http://{parts.hostname}:{management_port}/api/queues/{quote(vhost, safe='')}",
-                             auth=(user, password), timeout=2.0)
-        if response.status_code == 200:
-            by_name = {q["name"]: q for q in response.json()}
-            return [{"queue": n, "ready": by_name.get(n, {}).get("messages_ready", 0),
-                     "unacked": by_name.get(n, {}).get("messages_unacknowledged", 0),
-                     "consumers": by_name.get(n, {}).get("consumers", 0), "source": "management"}
-                    for n in _names()]
-    except httpx.HTTPError:
-        pass
-    rows = []
-    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
-    try:
-        for name in _names():
-            channel = connection.channel()
-            try:
-                ok = channel.queue_declare(queue=name, passive=True)
-                rows.append({"queue": name, "ready": ok.method.message_count, "unacked": None,
-                             "consumers": ok.method.consumer_count, "source": "passive-declare"})
-                channel.close()
-            except pika.exceptions.ChannelClosedByBroker:
-                rows.append({"queue": name, "ready": None, "unacked": None, "consumers": None,
-                             "source": "not declared yet"})
-    finally:
-        connection.close()
-    return rows
+def fresh_beats(settings) -> list[dict]:
+    """The heartbeats recent enough to carry an in-process broker's current counts."""
+    return run_store(settings, lambda db: processes.recent(db, in_seconds(-IN_PROCESS_FRESH_SECONDS)))
 
 
 def in_process(settings) -> list[dict] | None:
     """The queues of the `postroom up` running on an in-process broker against this store,
     as its worker last counted them; None when no such `up` beat lately."""
-    seen = run_store(settings, lambda db: processes.recent(db, in_seconds(-IN_PROCESS_FRESH_SECONDS)))
-    beat = next((p for p in seen if p.get(IN_PROCESS_QUEUES_FIELD)), None)  # newest first
-    if beat is None:
-        return None
-    counted = {row["queue"]: row for row in beat[IN_PROCESS_QUEUES_FIELD]}
-    consumed = set(beat.get("queues") or [])
-    return [{"queue": n, "ready": counted.get(n, {}).get("ready", 0), "unacked": counted.get(n, {}).get("unacked", 0),
-             "consumers": int(not n.endswith(".XQ") and n.removesuffix(".DQ") in consumed),
-             "source": IN_PROCESS_SOURCE} for n in _names()]
+    return in_process_rows(fresh_beats(settings))

@@ -28,16 +28,10 @@ HOUR_SECONDS = 3600
 
 
 def _queue_rows(settings) -> tuple[list[dict], str]:
-    from .queues import in_process, inspect  # local import: the broker stack (ops/cli.py cmd_up)
-    if not settings.amqp_url:
-        rows = in_process(settings)
-        if rows is None:
-            return [], "no RabbitMQ (POSTROOM_AMQP_URL unset) and no `postroom up` with its in-process broker running"
-        return [r for r in rows if not r["queue"].endswith(".XQ")], ""
-    try:
-        return [r for r in inspect(settings.amqp_url) if not r["queue"].endswith(".XQ")], ""
-    except Exception as error:  # noqa: BLE001 - the rest of the screen is still worth showing
-        return [], f"RabbitMQ did not answer: {error}"
+    from actors.queue_inspection import counts_or_note  # local import: the broker stack (ops/cli.py cmd_up)
+
+    from .queues import fresh_beats  # local import: beside the one above
+    return counts_or_note(settings.amqp_url, [] if settings.amqp_url else fresh_beats(settings))
 
 
 def gather_status(settings, window_seconds: float) -> dict:

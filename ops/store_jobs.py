@@ -6,14 +6,15 @@ import time
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import contact_removal, forms, idempotency, outbox, rate_windows, send_limits
+from mongo import console_sessions, contact_removal, forms, idempotency, outbox, rate_windows, send_limits
 from pipelines.core.settings import Settings
 from pipelines.workflows import message_retention
 
 
 async def purge_expired(db: AsyncDatabase, settings: Settings) -> int:
-    """Rate windows and Idempotency-Key records past their lifetime."""
-    return await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
+    """Rate windows, Idempotency-Key records and console sessions past their lifetime."""
+    return (await rate_windows.purge_expired(db) + await idempotency.purge_expired(db)
+            + await console_sessions.purge_expired(db))
 
 
 async def relay_stranded(db: AsyncDatabase, settings: Settings) -> int:

@@ -5,11 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the suite uses: RabbitMQ (normally already running), Chromium for the
-# recipient-page browser tests, libfaketime for the scheduler run on a test-controlled
-# clock. Installed only when missing.
+# recipient-page and console browser tests, npm to fetch axe-core for the console's,
+# libfaketime for the scheduler run on a test-controlled clock. Installed only when missing.
 need_apt=()
 command -v rabbitmq-server >/dev/null 2>&1 || need_apt+=(rabbitmq-server)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need_apt+=(faketime)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -29,6 +30,13 @@ python3 -m venv .venv
 flufl_version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('flufl.bounce'))")
 if [ ! -f ".cache/flufl-bounce-sdist/flufl_bounce-${flufl_version}.tar.gz" ]; then
   .venv/bin/pip download -q --no-binary :all: --no-deps "flufl.bounce==${flufl_version}" -d .cache/flufl-bounce-sdist
+fi
+
+# The console's browser tests run axe-core (the npm package, version pinned in
+# tests/support/axe.py) on every page: fetched from the npm registry into the cache dir.
+axe_version=$(.venv/bin/python -c "from tests.support.axe import AXE_VERSION; print(AXE_VERSION)")
+if [ ! -f ".cache/axe-core/axe-core-${axe_version}.tgz" ]; then
+  mkdir -p .cache/axe-core && (cd .cache/axe-core && npm pack -q "axe-core@${axe_version}" >/dev/null)
 fi
 
 # The suite starts a few hundred Python processes (fronts, workers, stores); where the

@@ -1,5 +1,6 @@
 """One blueprint module per resource group; a blueprint is named after its permission area."""
 
+from .. import console
 from . import (
     analytics,
     api_key,
@@ -26,7 +27,7 @@ from . import (
 # Registered in this order; a feature adds its blueprint here.
 BLUEPRINTS = [health.bp, api_key.bp, email.bp, contacts.bp, tags.bp, lists.bp, segments.bp, webhooks.bp,
               templates.bp, domains.bp, suppressions.bp, bounces.bp, analytics.bp, campaigns.bp, tracking.bp,
-              conversions.bp, automations.bp, pages.bp, forms.bp, form_pages.bp]
+              conversions.bp, automations.bp, pages.bp, forms.bp, form_pages.bp, console.bp]
 
 
 def register_all(app) -> None:

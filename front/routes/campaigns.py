@@ -75,10 +75,21 @@ list_route(bp, "/campaigns", "list_campaigns", CampaignQuery, campaign_store.lis
            view=views.campaign)
 
 
+async def with_counts(campaign_id: str) -> dict:
+    """The caller's campaign (404 when not theirs) with its status counts counted now when
+    it is small enough (GET /campaigns/:id, the console's campaign page)."""
+    return await manage_campaigns.with_live_counts(db(), await owned(campaign_store, campaign_id, "campaign"))
+
+
+async def cancel_owned(campaign_id: str) -> dict:
+    """The caller's campaign, cancelled (POST /campaigns/:id/cancel, the console's button)."""
+    doc = await owned(campaign_store, campaign_id, "campaign")
+    return await enqueue(lambda publisher: cancel_campaign.cancel(db(), publisher, doc))
+
+
 @bp.get("/campaigns/<uuid:campaign_id>")
 async def read(campaign_id: str):
-    doc = await owned(campaign_store, campaign_id, "campaign")
-    return one(views.campaign(await manage_campaigns.with_live_counts(db(), doc)))
+    return one(views.campaign(await with_counts(campaign_id)))
 
 
 @bp.post("/campaigns/<uuid:campaign_id>/send/api")
@@ -102,5 +113,4 @@ async def schedule(campaign_id: str, data: ScheduleCampaign):
 
 @bp.post("/campaigns/<uuid:campaign_id>/cancel")
 async def cancel(campaign_id: str):
-    doc = await owned(campaign_store, campaign_id, "campaign")
-    return one(views.campaign(await enqueue(lambda publisher: cancel_campaign.cancel(db(), publisher, doc))))
+    return one(views.campaign(await cancel_owned(campaign_id)))

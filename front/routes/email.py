@@ -257,26 +257,36 @@ class EmailQuery(PageQuery):
             since_ms=ms_of(self.since) if self.since else None, until_ms=ms_of(self.until) if self.until else None)
 
 
+async def find_messages(workspace_id: str, params: EmailQuery) -> tuple[message_search.Page, str | None]:
+    """A page of the workspace's messages for `params`, newest first, and the cursor of
+    the next page (None on the last). GET /email and the console's messages page."""
+    found = await message_search.list_page(
+        db(), workspace_id, params.filters(), limit=params.limit, offset=params.offset,
+        after=_after(params.cursor) if params.cursor else None)
+    items = found.items
+    # a cursor's page says only whether it was full: the total counts every match, not those after it
+    more = len(items) == params.limit and (params.cursor is not None or params.offset + len(items) < found.total)
+    return found, _cursor(items[-1]) if items and more else None
+
+
+async def message_detail(message_id: str) -> dict:
+    """The caller's message with its whole timeline, oldest first (404 when not theirs)."""
+    doc = await owned(message_store, message_id, "message")
+    return timeline.detail(doc, await bounce_store.of_message(db(), doc["workspace_id"], doc["_id"]))
+
+
 @bp.get("/email")
 @query(EmailQuery)
 async def list_emails(params: EmailQuery):
     """The workspace's messages, newest first."""
-    filters = params.filters()
-    found = await message_search.list_page(
-        db(), caller().workspace_id, filters, limit=params.limit, offset=params.offset,
-        after=_after(params.cursor) if params.cursor else None)
-    items = found.items
-    answer = page([timeline.list_item(d) for d in items], total=found.total, limit=params.limit,
+    found, next_cursor = await find_messages(caller().workspace_id, params)
+    answer = page([timeline.list_item(d) for d in found.items], total=found.total, limit=params.limit,
                   offset=params.offset)
-    # a cursor's page says only whether it was full: the total counts every match, not those after it
-    more = len(items) == params.limit and (params.cursor is not None or answer["pagination"]["has_more"])
-    answer["pagination"].update(has_more=more, next_cursor=_cursor(items[-1]) if items and more else None,
-                                total_exact=found.exact)
+    answer["pagination"].update(has_more=next_cursor is not None, next_cursor=next_cursor, total_exact=found.exact)
     return answer
 
 
 @bp.get("/email/<message:message_id>")
 async def get_email(message_id: str):
     """One message with its whole timeline, oldest first."""
-    doc = await owned(message_store, message_id, "message")
-    return one(timeline.detail(doc, await bounce_store.of_message(db(), doc["workspace_id"], doc["_id"])))
+    return one(await message_detail(message_id))

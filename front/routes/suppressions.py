@@ -51,11 +51,17 @@ async def add_suppression(data: AddSuppression):
     return one(views.suppression(doc), 201)
 
 
-@bp.delete("/suppressions/<path:email>")
-async def remove_suppression(email: str):
+async def lift(workspace_id: str, email: str) -> str:
+    """The address (normalised) taken off the workspace's list; 404 when it was not on it.
+    DELETE /suppressions/:email and the console's remove button."""
     try:
         address = normalize(email)
     except ValueError:
         raise NotFound(NOT_LISTED) from None
-    await found(manage_suppressions.remove(db(), caller().workspace_id, address), NOT_LISTED)
-    return one({"email": address, "deleted": True})
+    await found(manage_suppressions.remove(db(), workspace_id, address), NOT_LISTED)
+    return address
+
+
+@bp.delete("/suppressions/<path:email>")
+async def remove_suppression(email: str):
+    return one({"email": await lift(caller().workspace_id, email), "deleted": True})

@@ -17,6 +17,9 @@ AREAS = (
     "tracking", "conversions", "forms",
 )
 ALL_PERMISSIONS = tuple(f"{a}:{m}" for a in AREAS for m in ("read", "write"))
+# Signing in to the console (front/console/) with this key: a permission of its own, with no
+# read/write halves; what the console then shows and does still needs the areas' permissions.
+CONSOLE = "console"
 
 
 def generate_key(sandbox: bool) -> str:
@@ -32,12 +35,13 @@ def looks_like_key(key: str) -> bool:
 
 
 def is_valid_permission(name: str) -> bool:
-    if name == "*":
+    if name in ("*", CONSOLE):
         return True
     area, _, mode = name.partition(":")
     return area in AREAS and mode in {"read", "write", "*"}
 
 
 def grants(permissions: list[str], needed: str) -> bool:
+    """`needed` is "<area>:<mode>" or CONSOLE (granted by itself or by "*")."""
     area = needed.split(":", 1)[0]
     return "*" in permissions or needed in permissions or f"{area}:*" in permissions

@@ -181,6 +181,7 @@ class Campaign(EngagementCounters):
     status: str                          # draft, scheduled, sending, sent, cancelled, failed
     send_at: str | None
     created_at: str
+    created_ms: int                      # its integer twin: the console's list ranges over it
     updated_at: str
     total_recipients: int
     batches_queued: int                  # fan-out batches to make (campaign_fanout.batch_count)
@@ -313,6 +314,7 @@ class WebhookDelivery(TypedDict):
     updated_at: str
     delivered_at: NotRequired[str]
     failed_at: NotRequired[str]          # when the last attempt gave up (webhooks/delivery.outcome_of)
+    failed_ms: NotRequired[int]          # its integer twin: the console's recent failures range over it
     version: NotRequired[int]            # mongo/versions.FIELD: bumped by every write
     # an operator's replay (mongo/webhooks.reopen_failed): attempts count from 0 again
     replays: NotRequired[int]
@@ -418,6 +420,7 @@ class Suppression(TypedDict):
     source: str                          # api, bounce, complaint, unsubscribe, ...
     detail: str
     created_at: str
+    created_ms: int                      # its integer twin: the console's list ranges over it
 
 
 class BounceRecord(TypedDict):

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 
 from pipelines.audience.recipients import envelope
 from pipelines.core.clock import iso, parse_iso, utcnow
-from pipelines.messages import retry_schedule
+from pipelines.messages import deliverability, retry_schedule
 from pipelines.messages.delivery_status import Transition, fail, forward, retry
 from pipelines.messages.labels import event_labels
 from pipelines.messages.mail_streams import MARKETING_KINDS
@@ -80,6 +80,8 @@ class OutcomePlan:
     next_attempts: dict = dataclasses.field(default_factory=dict)  # message id → retry_schedule.NextAttempt
     bounces: list = dataclasses.field(default_factory=list)       # synchronous 5xx, per recipient
     analytics: dict = dataclasses.field(default_factory=dict)     # {(workspace_id, day): Counter}
+    # per destination domain (pipelines/messages/deliverability.py): {(workspace_id, day, domain): Counter}
+    domains: dict = dataclasses.field(default_factory=dict)
 
     def retries_by_broker_delay(self) -> dict[int, list[str]]:
         """The retries that ride the broker, grouped by their delay in ms."""
@@ -298,6 +300,7 @@ def plan_outcomes(results: list[tuple[dict, dict[str, Outcome] | None]], *, now:
             plan.finished.append((message, "failed"))
             continue
         attempt = _Attempt.of(message, outcomes, now, lifetime_seconds, scale)
+        deliverability.count_attempt(plan.domains, message["workspace_id"], at, outcomes)
         plan.bounces += [{"message": message, "email": recipient, "code": outcome.code, "text": outcome.text}
                          for recipient, outcome in attempt.permanent.items() if not outcome.local]
         _PLAN[attempt.verdict()](plan, attempt, at, rendered_at.get(message["_id"]))

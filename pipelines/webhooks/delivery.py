@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
-from pipelines.core.clock import in_seconds, now_iso, utcnow
+from pipelines.core.clock import in_seconds, ms_of, now_iso, utcnow
 from pipelines.core.documents import WebhookDelivery
 from pipelines.messages import retry_schedule
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, lane_due
@@ -75,7 +75,7 @@ def outcome_of(delivery: WebhookDelivery, result: AttemptResult, scale: float) -
     # a permanent failure (a URL the sender cannot read, a refused target) is not retried
     following = None if result.permanent else retry_schedule.after_failure(number, scale)
     if following is None:
-        changes.update(status="failed", failed_at=now, due_ms=NEVER_MS, lane_due=OFF_LANE)
+        changes.update(status="failed", failed_at=now, failed_ms=ms_of(now), due_ms=NEVER_MS, lane_due=OFF_LANE)
         return AttemptOutcome(attempt, changes)
     # Every wait, short or long, is kept in the store: the lane's next turn is due then
     # (the scheduler wakes it), so no broker message waits for one delivery.

@@ -17,13 +17,13 @@ from collections.abc import Callable
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import analytics, bounces, contacts, inbound_reports, messages, outbox, suppressions, tracking
+from mongo import analytics, bounces, contacts, domain_stats, inbound_reports, messages, outbox, suppressions, tracking
 from pipelines.bounces import effects as bounce_effects
 from pipelines.bounces.parsing import Bounce, match, parse_report, sent_to
 from pipelines.bounces.parsing.classify import SOFT_COUNTED
 from pipelines.core.clock import in_seconds, now_iso
 from pipelines.core.documents import BounceRecord
-from pipelines.messages import delivery_status
+from pipelines.messages import deliverability, delivery_status
 from pipelines.messages.labels import event_labels
 from pipelines.messages.mime import message_id_from_verp
 
@@ -156,6 +156,10 @@ async def _apply(db: AsyncDatabase, doc: BounceRecord, effects: bounce_effects.E
         await tracking.record_complaint(db, ws, doc["message_id"] or None)
     if not counted:  # counters are not idempotent: bump only with the first insert
         await analytics.bump(db, ws, doc["created_at"][:10], **effects.counters)
+        if doc["source"] != "smtp":  # the send step counted a synchronous rejection for its domain
+            await domain_stats.bump_many(db, deliverability.count_report(
+                ws, doc["created_at"], doc["email"], complaint=doc["kind"] == "complaint",
+                delayed=doc.get("action") == "delayed"))
 
 
 async def record_rejections(db: AsyncDatabase, rejected: list[dict]) -> list[str]:

@@ -8,7 +8,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import campaigns
 from pipelines.campaigns import stats as campaign_stats
-from pipelines.core.clock import now_iso
+from pipelines.core.clock import ms_of, now_iso
 from pipelines.core.documents import Campaign, Workspace
 from pipelines.core.errors import Conflict
 from pipelines.core.ids import new_uuid
@@ -34,7 +34,8 @@ async def create(db: AsyncDatabase, settings: Settings, workspace: Workspace, fi
         "list_id": fields["list_id"], "segment_id": fields["segment_id"], "from_email": fields["from_email"],
         "from_name": fields["from_name"], "reply_to": fields["reply_to"], "track_opens": fields["track_opens"],
         "track_clicks": fields["track_clicks"],
-        "status": "draft", "send_at": None, "created_at": now, "updated_at": now, "total_recipients": 0,
+        "status": "draft", "send_at": None, "created_at": now, "created_ms": ms_of(now), "updated_at": now,
+        "total_recipients": 0,
         "batches_queued": 0, "batches_done": 0, "messages_created": 0, "fanout_done": False,
         "status_counts": {}, "stats_at": None, **campaign_stats.ZERO_COUNTERS,
     }

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
-from mongo import analytics, batches, campaigns, messages, outbox, send_limits
+from mongo import analytics, batches, campaigns, domain_stats, messages, outbox, send_limits
 from mongo.messages import Held
 from pipelines.audience import recipients
 from pipelines.audience.recipients import owed_recipients
@@ -276,6 +276,7 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     await _persist(lease_end, claim.record, db, transitions)
     await _persist(lease_end, batches.record_finished, db, plan.finished)
     await _persist(lease_end, analytics.bump_many, db, plan.analytics)
+    await _persist(lease_end, domain_stats.bump_many, db, plan.domains)
     await _persist(lease_end, record_rejections, db, plan.bounces)
     await _persist(lease_end, claim.record, db, retries)
     if plan.retry_ids:

@@ -77,7 +77,7 @@ def in_process_rows(env) -> dict[str, dict]:
 @pytest.mark.e2e
 def test_queues_shows_the_in_process_broker_of_a_running_up_with_ready_and_unacked_counts(request, tmp_path):
     sink = SmtpSink().start()
-    sink.slow_down("slow.example", 6)  # the job sending it stays taken (unacked) meanwhile (the counts travel every 2 s)
+    sink.slow_down("slow.example", 6)  # its job stays taken (unacked) meanwhile; the counts travel every 2 s
     env = {**request.getfixturevalue("bare_env"), "POSTROOM_SMTP_URL": sink.url}
     log_dir = tmp_path / "logs"
     log_dir.mkdir()

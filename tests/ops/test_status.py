@@ -8,12 +8,11 @@ import uuid
 import pytest
 
 from mongo import messages as message_store
-from mongo import webhooks as webhook_store
 from pipelines.core.clock import now_iso
 from pipelines.messages import delivery_status
 from pipelines.messages.retry_schedule import MAX_ATTEMPTS
-from pipelines.webhooks.events import plan_deliveries
 from tests.ops.test_inbound_admin import left_unparseable
+from tests.support import webhook_deliveries
 from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
 from tests.support.services import run_postroom
@@ -71,17 +70,7 @@ def test_a_webhook_delivery_failed_for_good_is_listed_and_replayed_to_the_receiv
     hook = hook.json()["data"]
     receiver.trust(hook["id"], hook["secret"])
     receiver.fail_next(1, status=503)
-    # a delivery on its last attempt, as after two days of failures
-    event = {"_id": str(uuid.uuid4()), "workspace_id": tenant.workspace_id, "event": "contact.created",
-             "data": {"contact": {"id": "c-9", "email": "zed@example.org"}}, "timestamp": now_iso()}
-
-    async def seed(db):
-        subscription = await webhook_store.get(db, tenant.workspace_id, hook["id"])
-        [delivery] = plan_deliveries(event, [subscription], now_iso())
-        delivery["attempt_count"] = MAX_ATTEMPTS - 1
-        await webhook_store.insert_deliveries(db, [delivery])
-        return delivery["_id"]
-    delivery_id = service.store.call(seed(service.store.db))
+    delivery_id = webhook_deliveries.on_last_attempt(service, tenant.workspace_id, hook["id"])
 
     listed = wait_until(lambda: [d for d in postroom_json(service, "webhooks", "failed", "--workspace",
                                                           tenant.workspace_id) if d["id"] == delivery_id],

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from pipelines.core.api_keys import (
     ALL_PERMISSIONS,
     AREAS,
+    CONSOLE,
     generate_key,
     grants,
     hash_key,
@@ -43,13 +44,13 @@ def test_every_area_has_read_and_write_permissions():
     assert {"email", "contacts", "campaigns", "webhooks", "templates"} <= set(AREAS)
 
 
-@pytest.mark.parametrize("name", ["*", "email:read", "email:write", "email:*", "contacts:*"])
+@pytest.mark.parametrize("name", ["*", "email:read", "email:write", "email:*", "contacts:*", "console"])
 def test_valid_permission_names(name):
     assert is_valid_permission(name)
 
 
 @pytest.mark.parametrize("name", ["", "email", "email:", ":read", "email:send", "mail:read", "email:read:x",
-                                  "Email:read", "**"])
+                                  "Email:read", "**", "console:read", "console:*"])
 def test_invalid_permission_names(name):
     assert not is_valid_permission(name)
 
@@ -76,3 +77,9 @@ def test_read_does_not_imply_write():
     assert not grants(["email:read"], "email:write")
     assert not grants(["email:write"], "email:read")
 
+
+
+def test_console_is_granted_by_itself_or_by_star_only():
+    assert grants(["console"], CONSOLE) and grants(["*"], CONSOLE)
+    assert not grants(list(ALL_PERMISSIONS), CONSOLE)
+    assert not any(grants(["console"], needed) for needed in ALL_PERMISSIONS)

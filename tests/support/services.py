@@ -95,9 +95,10 @@ def postroom_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "ops.cli", *args]
 
 
-def run_postroom(env: dict, *args: str, expect: int = 0) -> subprocess.CompletedProcess:
-    """Run a `postroom` command to its end; its exit code must be `expect`."""
-    result = subprocess.run(postroom_command(*args), env=env, capture_output=True, text=True, timeout=120)
+def run_postroom(env: dict, *args: str, expect: int = 0, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run a `postroom` command to its end (given `stdin`); its exit code must be `expect`."""
+    result = subprocess.run(postroom_command(*args), env=env, capture_output=True, text=True, timeout=120,
+                            input=stdin)
     assert result.returncode == expect, (args, result.returncode, result.stdout, result.stderr[-2000:])
     return result
 
