@@ -62,5 +62,6 @@ fi
 # a test file runs whole in one of them (`--dist loadfile`: its module-scoped stacks, fronts
 # and seeded stores start once, not once in each; xdist_group marks do nothing under pytest 9,
 # whose node ids xdist 3.8 can no longer suffix with the group); tests marked `quiet` (they
-# measure time) take the run alone (tests/support/quiet_turns.py).
-exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-2}" --dist loadfile "$@"
+# measure time) take the run alone (tests/support/quiet_turns.py); files in the order
+# tests/conftest.py gives them (the ones with processes first).
+exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-2}" --dist loadfile --no-loadscope-reorder "$@"

@@ -184,3 +184,10 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "live_service" in item.fixturenames:
             item.add_marker(pytest.mark.e2e)
+    # Files with processes in them (e2e) first, the fast ones after: with `--dist loadfile
+    # --no-loadscope-reorder` (ops/test.sh) the parallel processes take files in this order,
+    # so the run ends on short files both processes share, not on one long file while the
+    # other process idles (xdist's own order, most tests first, put the few-test crash and
+    # stop files last).
+    slow_files = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("e2e")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_files)
