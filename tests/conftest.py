@@ -184,10 +184,23 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "live_service" in item.fixturenames:
             item.add_marker(pytest.mark.e2e)
-    # Files with processes in them (e2e) first, the fast ones after: with `--dist loadfile
-    # --no-loadscope-reorder` (ops/test.sh) the parallel processes take files in this order,
-    # so the run ends on short files both processes share, not on one long file while the
-    # other process idles (xdist's own order, most tests first, put the few-test crash and
-    # stop files last).
-    slow_files = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("e2e")}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_files)
+    items[:] = _interleaved_by_file(items)
+
+
+def _interleaved_by_file(items: list) -> list:
+    """The files with processes in them (e2e) spread evenly among the fast ones, slow first:
+    with `--dist loadfile --no-loadscope-reorder` (ops/test.sh) the parallel processes
+    take files in this order, so a process waiting on its stack's mail leaves the CPU to
+    fast files in the other, and the run ends on short files both share (xdist's own
+    order, most tests first, left the few-test crash and stop files to the end, run by
+    one process while the other idled)."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    slow = [f for f, its in files.items() if any(i.get_closest_marker("e2e") for i in its)]
+    fast = [f for f in files if f not in slow]
+    order, per_slow = [], max(1, len(fast) // max(1, len(slow)))
+    for n, name in enumerate(slow):
+        order += [name, *fast[n * per_slow:(n + 1) * per_slow]]
+    order += fast[len(slow) * per_slow:]
+    return [item for name in order for item in files[name]]

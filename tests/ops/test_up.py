@@ -30,7 +30,10 @@ def bare_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("POSTROOM_")}
     env["POSTROOM_DATA_DIR"] = str(tmp_path / "var")
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    return env
+    yield env
+    # a CLI command run beside (or after) `up` starts the data dir's store detached, and
+    # it outlives the test unless stopped
+    embedded_store.stop_recorded(Path(env["POSTROOM_DATA_DIR"]))
 
 
 def start_up(env, log_dir: Path, name: str) -> tuple[Process, str]:
