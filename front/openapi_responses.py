@@ -105,6 +105,8 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "campaigns.send": m.CampaignSending,
     "campaigns.schedule": m.Campaign,
     "campaigns.cancel": m.Campaign,
+    "campaigns.pause": m.Campaign,
+    "campaigns.resume": m.Campaign,
     "domains.add_domain": m.Domain,
     "domains.list_domains": m.Domain,
     "domains.get_domain": m.Domain,

@@ -425,7 +425,7 @@ class Campaign(Answer):
     template_id: str
     list_id: str | None
     segment_id: str | None
-    status: str = Field(description="draft, scheduled, sending, sent, cancelled or failed.")
+    status: str = Field(description="draft, scheduled, sending, paused (beside the spec), sent, cancelled or failed.")
     from_email: str | None
     from_name: str | None
     reply_to: str | None

@@ -9,9 +9,14 @@ store one insert, not an insert, a claim and an outcome update.
 `due_ms` (integer epoch ms, indexed: the embedded store answers a range over one integer
 field from its index) is when an open part's lease ends: past it, its job is taken for
 lost and the scheduler hands the part to a new one (a new token; the old job, if it ever
-runs, finds the part no longer its own)."""
+runs, finds the part no longer its own). A part whose job found its campaign paused is
+`held`: `due_ms` NEVER_MS (no job, none lost), until the resume (or a cancel) hands it to a
+new job (take_over)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
@@ -80,10 +85,31 @@ async def lapsed(db: AsyncDatabase, limit: int = 200) -> list[dict]:
     return [p for p in found if not p["done"]]
 
 
-async def take_over(db: AsyncDatabase, part: dict, token: str, lease_until: str) -> bool:
-    """A lapsed part claimed under a new token (guarded on the old one: once only)."""
+async def take_over(db: AsyncDatabase, part: Mapping[str, Any], token: str, lease_until: str, *,
+                    revival: bool = True) -> bool:
+    """A lapsed or held part claimed under a new token (guarded on the old one: once
+    only); `revival`: its job was lost (counted), not held by a pause."""
+    update: dict = {"$set": {"lease_token": token, "lease_until": lease_until, "due_ms": ms_of(lease_until),
+                             "held": False}}
+    if revival:
+        update["$inc"] = {"revivals": 1}
     result = await db.campaign_parts.update_one(
-        {"_id": part["_id"], "lease_token": part["lease_token"], "done": False},
-        {"$set": {"lease_token": token, "lease_until": lease_until, "due_ms": ms_of(lease_until)},
-         "$inc": {"revivals": 1}})
+        {"_id": part["_id"], "lease_token": part["lease_token"], "done": False}, update)
     return result.modified_count == 1
+
+
+async def hold(db: AsyncDatabase, part_id: str, token: str) -> bool:
+    """Our part held while its campaign is paused (guarded on our claim): no job has it,
+    the scheduler leaves it alone, the resume hands it on."""
+    result = await db.campaign_parts.update_one(
+        {"_id": part_id, "lease_token": token, "done": False},
+        {"$set": {"held": True, "due_ms": NEVER_MS, "held_at": now_iso()}})
+    return result.modified_count == 1
+
+
+async def held(db: AsyncDatabase, campaign_id: str) -> list[dict]:
+    """The campaign's open parts held by a pause (the `campaign_open` index; without their
+    contact ids)."""
+    found = await db.campaign_parts.find({"campaign_id": campaign_id, "done": False},
+                                         {"contact_ids": 0}).to_list()
+    return [p for p in found if p.get("held")]

@@ -12,7 +12,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
 from pipelines.campaigns import progress
-from pipelines.campaigns.fanout import CANCELLABLE, SCHEDULABLE, STARTABLE
+from pipelines.campaigns.fanout import CANCELLABLE, PAUSABLE, RESUMABLE, SCHEDULABLE, STARTABLE
 from pipelines.campaigns.stats import COUNTERS, PENDING_STATUSES
 from pipelines.core.clock import ms_of, now_iso, now_ms
 from pipelines.core.documents import Campaign
@@ -35,10 +35,12 @@ INDEXES: dict[str, list] = {
                   # finish_campaigns' and refunds' finds: one field each (the embedded store
                   # reads every campaign for a find no single-field index answers)
                   IndexModel([("status", ASCENDING)], name="status"),
-                  IndexModel([("refund_due_ms", ASCENDING)], name="refund_due_ms")],
+                  IndexModel([("refund_due_ms", ASCENDING)], name="refund_due_ms"),
+                  IndexModel([("release_due_ms", ASCENDING)], name="release_due_ms")],
     "messages": [IndexModel([("campaign_id", ASCENDING), ("status", ASCENDING)], name="campaign_status")],
 }
 CANCELLED = "campaign cancelled"  # the history detail of a message its campaign's cancel stopped
+PAUSED = "campaign paused"  # the history detail of a message parked while its campaign is paused
 
 
 async def insert(db: AsyncDatabase, doc: Campaign) -> Campaign:
@@ -115,10 +117,47 @@ async def schedule(db: AsyncDatabase, workspace_id: str, campaign_id: str, send_
 
 
 async def cancel(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> Campaign | None:
-    """scheduled/sending → cancelled (guarded): the campaign as cancelled, or None."""
+    """scheduled/sending/paused → cancelled (guarded): the campaign as cancelled, or None.
+    Its parts held by a pause are due to be handed on (`release_due_ms`), so their jobs
+    record their recipients cancelled."""
     return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
                                "status": {"$in": list(CANCELLABLE)}},
-                          {"status": "cancelled", "cancelled_at": now_iso()})
+                          {"status": "cancelled", "cancelled_at": now_iso(), "release_due_ms": now_ms()})
+
+
+async def pause(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> Campaign | None:
+    """sending → paused (guarded): the campaign as paused, or None."""
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(PAUSABLE)}},
+                          {"status": "paused", "paused_at": now_iso()})
+
+
+async def resume(db: AsyncDatabase, workspace_id: str, campaign_id: str) -> Campaign | None:
+    """paused → sending (guarded): the campaign as sending again, or None. Its held parts
+    are due to be handed on (`release_due_ms`) until the resume has done it
+    (`parts_released`), so a front that dies in between leaves them to the scheduler."""
+    return await _guarded(db, {"_id": campaign_id, "workspace_id": workspace_id,
+                               "status": {"$in": list(RESUMABLE)}},
+                          {"status": "sending", "resumed_at": now_iso(), "release_due_ms": now_ms()})
+
+
+async def status_of(db: AsyncDatabase, campaign_id: str) -> str | None:
+    """The campaign's status now (one `_id` read), None when it is gone."""
+    found = await db.campaigns.find_one({"_id": campaign_id}, {"status": 1})
+    return None if found is None else found["status"]
+
+
+async def releases_due(db: AsyncDatabase, before_ms: int, limit: int = 50) -> list[Campaign]:
+    """Campaigns resumed or cancelled before `before_ms` whose held parts were not all
+    handed on (the resume's front died in between)."""
+    return await db.campaigns.find({"release_due_ms": {"$lt": before_ms}}, {"_id": 1, "release_due_ms": 1},
+                                   limit=limit).to_list()
+
+
+async def parts_released(db: AsyncDatabase, campaign_id: str, due_ms: int) -> None:
+    """The held parts due at `due_ms` were handed on (guarded on it: a later resume's stays due)."""
+    await db.campaigns.update_one({"_id": campaign_id, "release_due_ms": due_ms},
+                                  {"$set": {"release_due_ms": NEVER_MS}})
 
 
 async def mark_refund_due(db: AsyncDatabase, campaign_id: str) -> None:
@@ -183,7 +222,8 @@ async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[Campaign]:
 
 
 async def sending(db: AsyncDatabase, limit: int = 200) -> list[Campaign]:
-    return await db.campaigns.find({"status": "sending"}, limit=limit).to_list()
+    """Campaigns sending, or paused (what they had in flight still lands: their stats follow)."""
+    return await db.campaigns.find({"status": {"$in": ["sending", "paused"]}}, limit=limit).to_list()
 
 
 async def recently_finished(db: AsyncDatabase, since_ms: int, limit: int = 200) -> list[Campaign]:
@@ -241,19 +281,34 @@ async def cancel_unsent(db: AsyncDatabase, campaign_id: str) -> int:
                                      for d in docs])
 
 
-async def withhold_cancelled(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
+async def withhold_stopped(db: AsyncDatabase, docs: list[dict]) -> list[dict]:
     """For the render and send steps: messages of cancelled campaigns are marked
-    `cancelled` and left out; the rest are returned. One query per call, none when no
-    message belongs to a campaign."""
+    `cancelled`, those of paused campaigns parked (delivery_status.park: queued, waiting
+    in the store for the resume), and both left out; the rest are returned. One query per
+    call, none when no message belongs to a campaign."""
     campaign_ids = {d["campaign_id"] for d in docs if d.get("campaign_id")}
     if not campaign_ids:
         return docs
-    cancelled = {c["_id"] for c in await db.campaigns.find(
-        {"_id": {"$in": list(campaign_ids)}, "status": "cancelled"}, {"_id": 1}).to_list()}
-    if not cancelled:
+    stopped = {c["_id"]: c["status"] for c in await db.campaigns.find(
+        {"_id": {"$in": list(campaign_ids)}, "status": {"$in": ["cancelled", "paused"]}}, {"status": 1}).to_list()}
+    if not stopped:
         return docs
+    mine = [d for d in docs if d.get("campaign_id") in stopped]
     await messages.apply(db, [delivery_status.cancel(d["_id"], current=d["status"], detail=CANCELLED,
                                                      claim=d.get("lease_token"))
-                              for d in docs if d.get("campaign_id") in cancelled
-                              and delivery_status.can_move(d["status"], "cancelled")])
-    return [d for d in docs if d.get("campaign_id") not in cancelled]
+                              for d in mine if stopped[d["campaign_id"]] == "cancelled"
+                              and delivery_status.can_move(d["status"], "cancelled")]
+                         + [delivery_status.park(d["_id"], current=d["status"], claim=d.get("lease_token") or "")
+                            for d in mine if stopped[d["campaign_id"]] == "paused"
+                            and d["status"] in delivery_status.sources("park")])
+    return [d for d in docs if d.get("campaign_id") not in stopped]
+
+
+async def unpark(db: AsyncDatabase, campaign_id: str) -> int:
+    """A resumed campaign's parked messages are due now: the scheduler's due-retry pass
+    (release_due_messages.promote_due_retries) renders them again. How many."""
+    at = now_iso()
+    result = await db.messages.update_many(
+        {"campaign_id": campaign_id, "status": "queued", "parked": True},
+        {"$set": {"next_attempt_at": at, "due_ms": ms_of(at), "parked": False}})
+    return result.modified_count

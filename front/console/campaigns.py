@@ -1,5 +1,6 @@
 """Campaigns: the list, a campaign's progress (counts and a chart over time, watched live
-by an opt-in page refresh) and its cancel button (the API's own cancel)."""
+by an opt-in page refresh) and its pause, resume and cancel buttons (the API's own
+workflows)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from mongo import campaigns as campaign_store
 from mongo.documents import cursor_of, cursor_position
 from pipelines import views
 from pipelines.campaigns import progress
-from pipelines.campaigns.fanout import CANCELLABLE
+from pipelines.campaigns.fanout import CANCELLABLE, PAUSABLE, RESUMABLE
 from pipelines.core.clock import ms_of, now_ms
 
-from ..routes.campaigns import CampaignStatus, cancel_owned, with_counts
+from ..routes.campaigns import CampaignStatus, cancel_owned, pause_owned, resume_owned, with_counts
 from ..runtime import caller, db
 from . import bp
 from .charts import step_chart
@@ -28,8 +29,13 @@ from .guard import page, render
 CHART_MESSAGES = 2_000
 # A watched page (opt-in, ?watch=1) loads itself again this often while the campaign runs.
 WATCH_SECONDS = 5
-# A campaign can be watched until it is done: before it starts, while it sends.
-RUNNING = ("draft", "scheduled", "sending")
+# A campaign can be watched until it is done: before it starts, while it sends or is paused.
+RUNNING = ("draft", "scheduled", "sending", "paused")
+# What the page says after a button (`?done=`), as a status message.
+DONE = {"cancelled": "The campaign was cancelled: nothing more of it is sent.",
+        "paused": "The campaign was paused: nothing more of it is sent until it is resumed "
+                  "(messages already handed to the mail server still arrive).",
+        "resumed": "The campaign was resumed: its remaining recipients are being sent to."}
 
 
 class CampaignFilter(BaseModel):
@@ -66,11 +72,24 @@ async def campaign(campaign_id: str):
     watching = request.args.get("watch") == "1" and doc["status"] in RUNNING
     return await render("campaign.html", title=f"Campaign {shown['name']}", campaign=shown, chart=chart,
                         progress=found, capped=found.messages >= CHART_MESSAGES, series=progress.SERIES,
-                        cancellable=doc["status"] in CANCELLABLE, running=doc["status"] in RUNNING,
-                        watching=watching, watch_seconds=WATCH_SECONDS, cancelled=request.args.get("cancelled"))
+                        cancellable=doc["status"] in CANCELLABLE, pausable=doc["status"] in PAUSABLE,
+                        resumable=doc["status"] in RESUMABLE, running=doc["status"] in RUNNING,
+                        watching=watching, watch_seconds=WATCH_SECONDS, done=DONE.get(request.args.get("done", "")))
 
 
 @page(bp, "/campaigns/<uuid:campaign_id>/cancel", area="campaigns", methods=("POST",))
 async def cancel(campaign_id: str):
     await cancel_owned(campaign_id)
-    return redirect(f"/console/campaigns/{campaign_id}?cancelled=1", 303)
+    return redirect(f"/console/campaigns/{campaign_id}?done=cancelled", 303)
+
+
+@page(bp, "/campaigns/<uuid:campaign_id>/pause", area="campaigns", methods=("POST",))
+async def pause(campaign_id: str):
+    await pause_owned(campaign_id)
+    return redirect(f"/console/campaigns/{campaign_id}?done=paused", 303)
+
+
+@page(bp, "/campaigns/<uuid:campaign_id>/resume", area="campaigns", methods=("POST",))
+async def resume(campaign_id: str):
+    await resume_owned(campaign_id)
+    return redirect(f"/console/campaigns/{campaign_id}?done=resumed", 303)

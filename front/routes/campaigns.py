@@ -1,4 +1,5 @@
-"""Campaigns: create, list, read (with stats and rates), send, schedule, cancel."""
+"""Campaigns: create, list, read (with stats and rates), send, schedule, cancel, and pause
+and resume (beside the spec: docs/campaigns.md)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from quart import Blueprint
 from mongo import campaigns as campaign_store
 from pipelines import views
 from pipelines.core.clock import future_within, iso
+from pipelines.core.documents import Campaign
 from pipelines.core.errors import ValidationFailed
-from pipelines.workflows import cancel_campaign, manage_campaigns, start_campaign
+from pipelines.workflows import cancel_campaign, manage_campaigns, pause_campaign, start_campaign
 
 from ..enqueue import enqueue
 from ..idempotency import idempotent
@@ -28,7 +30,7 @@ bp = Blueprint("campaigns", __name__, url_prefix="/api/v1")
 
 MAX_SCHEDULE_AHEAD = dt.timedelta(days=365)
 
-CampaignStatus = Literal["draft", "scheduled", "sending", "sent", "cancelled", "failed"]
+CampaignStatus = Literal["draft", "scheduled", "sending", "paused", "sent", "cancelled", "failed"]
 
 
 class CreateCampaign(Strict):
@@ -84,7 +86,18 @@ async def with_counts(campaign_id: str) -> dict:
 async def cancel_owned(campaign_id: str) -> dict:
     """The caller's campaign, cancelled (POST /campaigns/:id/cancel, the console's button)."""
     doc = await owned(campaign_store, campaign_id, "campaign")
-    return await enqueue(lambda publisher: cancel_campaign.cancel(db(), publisher, doc))
+    return await enqueue(lambda publisher: cancel_campaign.cancel(db(), settings(), publisher, doc))
+
+
+async def pause_owned(campaign_id: str) -> Campaign:
+    """The caller's campaign, paused (POST /campaigns/:id/pause, the console's button)."""
+    return await pause_campaign.pause(db(), await owned(campaign_store, campaign_id, "campaign"))
+
+
+async def resume_owned(campaign_id: str) -> Campaign:
+    """The caller's campaign, sending again (POST /campaigns/:id/resume, the console's button)."""
+    doc = await owned(campaign_store, campaign_id, "campaign")
+    return await enqueue(lambda publisher: pause_campaign.resume(db(), settings(), publisher, doc))
 
 
 @bp.get("/campaigns/<uuid:campaign_id>")
@@ -114,3 +127,13 @@ async def schedule(campaign_id: str, data: ScheduleCampaign):
 @bp.post("/campaigns/<uuid:campaign_id>/cancel")
 async def cancel(campaign_id: str):
     return one(views.campaign(await cancel_owned(campaign_id)))
+
+
+@bp.post("/campaigns/<uuid:campaign_id>/pause")
+async def pause(campaign_id: str):
+    return one(views.campaign(await pause_owned(campaign_id)))
+
+
+@bp.post("/campaigns/<uuid:campaign_id>/resume")
+async def resume(campaign_id: str):
+    return one(views.campaign(await resume_owned(campaign_id)))

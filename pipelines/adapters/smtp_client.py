@@ -34,6 +34,7 @@ import re
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 from urllib.parse import unquote, urlsplit
@@ -68,8 +69,11 @@ class _Starts:
     def drain(self) -> None:
         self._draining = True
 
-    def _may_start(self, start_by: float | None) -> bool:
-        return not self._draining and (start_by is None or time.monotonic() <= start_by)
+    def _may_start(self, start_by: float | None, halted: Callable[[], bool] | None = None) -> bool:
+        """`halted`: the caller's own stop (a campaign part's job whose campaign was
+        paused or cancelled: pipelines/workflows/pause_campaign.watch)."""
+        return (not self._draining and (start_by is None or time.monotonic() <= start_by)
+                and not (halted is not None and halted()))
 
 
 class CaptureTransport(_Starts):
@@ -79,8 +83,9 @@ class CaptureTransport(_Starts):
         self.folder = folder
 
     async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str,
-                   start_by: float | None = None, crlf_only: bool = False) -> dict[str, Outcome] | None:
-        if not self._may_start(start_by):
+                   start_by: float | None = None, crlf_only: bool = False,
+                   halted: Callable[[], bool] | None = None) -> dict[str, Outcome] | None:
+        if not self._may_start(start_by, halted):
             return None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -429,25 +434,26 @@ class SmtpTransport(_Starts):
         return None
 
     async def send(self, mail_from: str, recipients: list[str], data: bytes, name: str = "",
-                   start_by: float | None = None, crlf_only: bool = False) -> dict[str, Outcome] | None:
+                   start_by: float | None = None, crlf_only: bool = False,
+                   halted: Callable[[], bool] | None = None) -> dict[str, Outcome] | None:
         """Each recipient's outcome; None when a connection slot came free only after
         `start_by` (time.monotonic()), or once the transport drains: the transaction was
         not started. The whole transaction,
         connecting included, takes at most the timeout. `crlf_only`: `data` is known to end
         every line CRLF (composed by pipelines/mime), so it is not checked."""
         try:
-            return await self._send(mail_from, recipients, data, start_by, crlf_only)
+            return await self._send(mail_from, recipients, data, start_by, crlf_only, halted)
         except Exception as error:  # the promise: never raise; the caller sees outcomes only
             return unexpected(recipients, error)
 
-    async def _send(self, mail_from: str, recipients: list[str], data: bytes,
-                    start_by: float | None, crlf_only: bool = False) -> dict[str, Outcome] | None:
+    async def _send(self, mail_from: str, recipients: list[str], data: bytes, start_by: float | None,
+                    crlf_only: bool = False, halted: Callable[[], bool] | None = None) -> dict[str, Outcome] | None:
         wire, outcomes = _wire_forms(recipients)
         if not wire:
             return outcomes
         smtputf8 = not (data.isascii() and mail_from.isascii() and all(a.isascii() for a in wire))
         async with self._slots:
-            if not self._may_start(start_by):
+            if not self._may_start(start_by, halted):
                 return None
             return {**outcomes, **await self._transaction(mail_from, wire, data, smtputf8, crlf_only)}
 

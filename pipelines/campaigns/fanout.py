@@ -6,9 +6,15 @@ States (the spec shows only `draft`):
     draft ──schedule──▶ scheduled ──(send_at due)──┐
       │                    │                       ▼
       └──────send/api──────┴──────────────────▶ sending ──every message final──▶ sent
+                           │                    │     ▲
+                           │                  pause  resume
+                           │                    ▼     │
+                           │                     paused
                            │                       │
-                           └──────cancel───────────┴──▶ cancelled
+                           └──────cancel───────────┴──▶ cancelled   (from sending too)
     scheduled ──audience or template gone at send_at──▶ failed
+
+Pause and resume are not in the spec (issue #37 asks for them: docs/campaigns.md).
 
 A recipient's message `_id` is derived from (campaign, contact), so a part that runs
 twice (a redelivered broker message, a worker restarted after a crash) inserts nothing
@@ -30,10 +36,12 @@ BATCH_SIZE = 500
 # claim, one insert of their messages; a fan-out batch is cut into several so workers share it.
 PART_SIZE = 100
 
-STATUSES = ("draft", "scheduled", "sending", "sent", "cancelled", "failed")
+STATUSES = ("draft", "scheduled", "sending", "paused", "sent", "cancelled", "failed")
 STARTABLE = ("draft", "scheduled")          # send/api and the scheduler start these
 SCHEDULABLE = ("draft", "scheduled")        # scheduling again moves send_at
-CANCELLABLE = ("scheduled", "sending")
+CANCELLABLE = ("scheduled", "sending", "paused")
+PAUSABLE = ("sending",)
+RESUMABLE = ("paused",)
 
 
 def message_id(campaign_id: str, contact_id: str) -> str:

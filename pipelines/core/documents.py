@@ -178,7 +178,7 @@ class Campaign(EngagementCounters):
     reply_to: str | None
     track_opens: bool
     track_clicks: bool
-    status: str                          # draft, scheduled, sending, sent, cancelled, failed
+    status: str                          # draft, scheduled, sending, paused, sent, cancelled, failed
     send_at: str | None
     created_at: str
     created_ms: int                      # its integer twin: the console's list ranges over it
@@ -210,6 +210,10 @@ class Campaign(EngagementCounters):
     refund_due_ms: NotRequired[int]      # NEVER_MS once refunded: the scheduler's index
     plan_refunded: NotRequired[int]
     refunded_at: NotRequired[str]
+    # pause and resume (pipelines/workflows/pause_campaign.py)
+    paused_at: NotRequired[str]
+    resumed_at: NotRequired[str]
+    release_due_ms: NotRequired[int]     # a resume's or cancel's release of held parts, to repeat; NEVER_MS done
 
 
 class CampaignPart(TypedDict):
@@ -224,6 +228,9 @@ class CampaignPart(TypedDict):
     lease_until: str
     due_ms: int                          # the lease's end: then the scheduler hands it on again
     created_at: str
+    revivals: NotRequired[int]           # handed to a new job after its job was lost
+    held: NotRequired[bool]              # held by its campaign's pause: no job until the resume
+    held_at: NotRequired[str]
 
 
 class Contact(OutboxCarrier):

@@ -57,6 +57,8 @@ EVENTS: dict[str, Move] = {
                          "its rendered send job never reached the broker (unclaimed, or a born claim given back)"),
     "revive": Move(("sending",), "queued", "the watchdog: still `sending` past its lease (`lease_ms` < now)"),
     "requeue_stale": Move(("queued",), "queued", "the watchdog: `queued` and untouched too long, rendered again"),
+    "park": Move(("queued", "sending"), "queued",
+                 "its campaign is paused: unclaimed, waiting in the store until the resume makes it due"),
     "deliver": Move(("queued", "sending", "sent"), "delivered",
                     "the receiving server accepted a recipient (`sent` recorded on the way)"),
     "bounce": Move(("queued", "sending"), "bounced", "a receiving server refused every recipient (5xx) when sent"),
@@ -324,6 +326,21 @@ def revive(message_id: str, *, lapsed_before: int) -> Transition:
     return Transition(message_id, "revive", fields={"lease_token": UNCLAIMED},
                       detail="send lease expired; sending again", guard=lapsed(lapsed_before),
                       inc={"revivals": 1}, entry="deferred", stamped=False)
+
+
+# The `next_attempt_at` of a message parked while its campaign is paused: past any
+# scheduler range (its `due_ms` never comes) until the resume sets it to now.
+PARKED_AT = "9999-12-31T00:00:00.000Z"
+
+
+def park(message_id: str, *, current: str, claim: str) -> Transition:
+    """A paused campaign's message, held (`current`, under `claim`) but not tried: back to
+    `queued`, unclaimed, waiting in the store like a retry (watch: the watchdog leaves it
+    alone) until its campaign resumes (`parked`: what the resume finds it by, beside the
+    campaign's index; no date-like string in that filter); no attempt counted, no history."""
+    return Transition(message_id, "park", (current,),
+                      {"lease_token": UNCLAIMED, "next_attempt_at": PARKED_AT, "parked": True},
+                      guard={"lease_token": claim}, stamped=False)
 
 
 def give_up(message_id: str, why: str, *, lapsed_before: int | None = None) -> Transition:

@@ -1,7 +1,8 @@
 """What the scheduler does for campaigns each pass (ops/campaign_jobs.py): start scheduled
 ones when due, finish sending ones when every message is final (emitting
 campaign.completed), keep stats snapshots fresh, revive a fan-out whose broker message was
-lost and parts whose job was lost, and give a cancelled campaign's unsent recipients back
+lost and parts whose job was lost (and, a while after a resume or cancel, the parts a
+pause held: pause_campaign.py), and give a cancelled campaign's unsent recipients back
 to the plan. (Messages whose render or send job was lost are revived for every kind of
 message by the watchdog, pipelines/workflows/message_watchdog.py.)"""
 
@@ -17,7 +18,7 @@ from pipelines.core.documents import Campaign
 from pipelines.core.errors import PostroomError
 from pipelines.core.settings import Settings
 from pipelines.messages import send_jobs, throttle
-from pipelines.workflows import render_chunk, start_campaign
+from pipelines.workflows import pause_campaign, render_chunk, start_campaign
 from pipelines.workflows.publisher import Publisher
 
 log = logging.getLogger("postroom.scheduler")
@@ -59,9 +60,14 @@ def _stale(timestamp: str | None, seconds: float) -> bool:
 
 async def finish_campaigns(db: AsyncDatabase, publisher: Publisher) -> int:
     """Each sending campaign: a stalled fan-out nudged, a campaign whose messages are all
-    final completed, the others' stats refreshed when stale. How many completed."""
+    final completed, the others' stats refreshed when stale (a paused one's too). How
+    many completed."""
     finished = 0
     for campaign in await campaigns.sending(db):
+        if campaign["status"] == "paused":  # what it had in flight still lands: only its stats follow
+            if _stale(campaign.get("stats_at"), STATS_REFRESH_SECONDS):
+                await campaigns.refresh_status_counts(db, campaign["_id"])
+            continue
         if not campaign["fanout_done"]:
             await _nudge_stalled_fanout(db, publisher, campaign)
         elif not await campaigns.has_pending_messages(db, campaign["_id"]):
@@ -97,26 +103,51 @@ async def _complete(db: AsyncDatabase, campaign: Campaign) -> int:
 async def revive_lapsed_parts(db: AsyncDatabase, settings: Settings, publisher: Publisher) -> int:
     """Campaign parts (mongo/campaign_parts.py) whose job's lease ran out undone (its
     worker died and its broker message is gone, or it was never published): each goes to
-    a new job under a new claim. A job still holding the old claim, if it ever runs,
-    finds the part no longer its own; recipients recorded already are not sent again.
+    a new job under a new claim (pause_campaign.hand_on, as a resume hands on the parts a
+    pause held). A job still holding the old claim, if it ever runs, finds the part no
+    longer its own; recipients recorded already are not sent again.
     A part handed back POSTROOM_MESSAGE_MAX_REVIVALS times is stored as single messages
-    (render_chunk.unpack_part), which the message watchdog then sees to one by one."""
+    (render_chunk.unpack_part), which the message watchdog then sees to one by one.
+    Then the parts held by a pause of campaigns resumed or cancelled a while ago are
+    handed on again (release_due_parts)."""
     revived = 0
+    again: list[dict] = []
     for part in await campaign_parts.lapsed(db):
-        token = send_jobs.new_claim_token()
-        if not await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
-            continue
         about = {"campaign_id": part["campaign_id"], "workspace_id": part.get("workspace_id")}
         if int(part.get("revivals") or 0) >= settings.message_max_revivals:
+            token = send_jobs.new_claim_token()
+            if not await campaign_parts.take_over(db, part, token, in_seconds(settings.send_lease_seconds)):
+                continue
             log.error("campaign part %s handed back %d times; its recipients go on as single messages",
                       part["_id"], settings.message_max_revivals, extra=about)
             await render_chunk.unpack_part(db, publisher, part["_id"], token)
+            revived += 1
         else:
             log.warning("campaign part %s was not finished within its lease; rendering it again", part["_id"],
                         extra=about)
-            await publisher.render_parts([part["_id"]], token=token)
-        revived += 1
+            again.append(part)
+    revived += len(await pause_campaign.hand_on(db, settings, publisher, again))
+    await release_due_parts(db, settings, publisher)
     return revived
+
+
+# A resume (or cancel) hands on the parts its campaign's pause held at once; this long
+# after it, the scheduler does it again, then forgets it: a front that died in between,
+# or a job that held a part or parked a message just as the resume came, leaves nothing
+# behind.
+RELEASE_AGAIN_SECONDS = 30
+
+
+async def release_due_parts(db: AsyncDatabase, settings: Settings, publisher: Publisher) -> int:
+    """Campaigns resumed or cancelled RELEASE_AGAIN_SECONDS ago or more: their held parts
+    and parked messages released again (pause_campaign.release), then the release done."""
+    released = 0
+    for due in await campaigns.releases_due(db, ms_in(-RELEASE_AGAIN_SECONDS)):
+        campaign = await campaigns.load(db, due["_id"])
+        if campaign is not None:
+            released += await pause_campaign.release(db, settings, publisher, campaign)
+        await campaigns.parts_released(db, due["_id"], due["release_due_ms"])
+    return released
 
 
 async def refresh_finished_stats(db: AsyncDatabase) -> int:

@@ -53,7 +53,7 @@ async def schedule(db: AsyncDatabase, campaign: Campaign, send_at: str) -> Campa
 async def with_live_counts(db: AsyncDatabase, campaign: Campaign) -> Campaign:
     """The campaign with its status counts counted now (and kept) when it has sent and is
     small enough; else as stored."""
-    if campaign["status"] in ("sending", "sent", "cancelled") \
+    if campaign["status"] in ("sending", "paused", "sent", "cancelled") \
             and campaign.get("total_recipients", 0) <= LIVE_STATS_MAX_RECIPIENTS:
         return {**campaign, "status_counts": await campaigns.refresh_status_counts(db, campaign["_id"]),
                 "stats_at": now_iso()}

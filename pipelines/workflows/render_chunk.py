@@ -43,6 +43,7 @@ from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
 from pipelines.messages import delivery_status, mail_streams
 from pipelines.messages.attachments import store_key
 from pipelines.templates.render_message import RenderContext, RenderResult
+from pipelines.workflows import pause_campaign
 from pipelines.workflows.dkim_keys import signers_for
 from pipelines.workflows.publisher import Publisher, PublishFailed
 from pipelines.workflows.send_chunk import Claim, Sent, claim_messages, deliver
@@ -68,7 +69,7 @@ async def render_chunk(db: AsyncDatabase, settings: Settings, publisher: Publish
         docs = claim.messages
     else:
         docs = [m for m in await messages.load(db, message_ids) if m["status"] == "queued"]
-        docs = await campaigns.withhold_cancelled(db, docs)  # a cancelled campaign renders no more
+        docs = await campaigns.withhold_stopped(db, docs)  # a cancelled or paused campaign renders no more
     # suppressed since accepted (a scheduled email's wait, a campaign's queue): not sent
     return await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, born,
                                      withhold=withhold_suppressed)
@@ -81,7 +82,9 @@ async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publishe
     as its outcome leaves it (messages.insert_moved) — sent, failed, suppressed, deferred
     for a retry (then an ordinary stored message), or cancelled with its campaign. A part
     run again (a redelivered job) skips the recipients already recorded, so only what was
-    in flight when its worker died can go twice. A worker without `transport` (a
+    in flight when its worker died can go twice. A paused campaign's part is held
+    (pause_campaign.py), and one whose campaign is paused or cancelled while it sends
+    starts no new SMTP transaction and is held with the rest unrecorded. A worker without `transport` (a
     render-only pool) stores the messages under the part's claim and renders them as
     render_chunk does."""
     part = await campaign_parts.load(db, part_id)
@@ -90,6 +93,9 @@ async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publishe
     lease_end = await _part_lease(db, settings, part)
     campaign = await campaigns.load(db, part["campaign_id"])
     if lease_end is None or campaign is None:
+        return None
+    if campaign["status"] == "paused":  # held, its recipients unrecorded, until the resume
+        await pause_campaign.hold_part(db, settings, publisher, part)
         return None
     sendable, docs = await _part_messages(db, campaign, part)
     claim = Claim(token, lease_end, docs, unstored=True)
@@ -102,8 +108,12 @@ async def render_part(db: AsyncDatabase, settings: Settings, publisher: Publishe
         sent = await render_chunk(db, settings, publisher, render, [m["_id"] for m in docs], born=[token])
     else:
         people = {(campaign["workspace_id"], c["email"].lower()): c for c in sendable}
-        sent = await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, [token],
-                                         contacts=people)
+        async with pause_campaign.watch(db, campaign["_id"]) as stopped:
+            sent = await _render_and_deliver(db, settings, publisher, render, docs, claim, transport, [token],
+                                             contacts=people, halted=stopped)
+        if stopped():  # paused or cancelled meanwhile: what did not start stays unrecorded
+            await pause_campaign.hold_part(db, settings, publisher, part)
+            return sent
     await _finish_part(db, campaign, part, len(sendable))
     return sent
 
@@ -156,10 +166,12 @@ async def _part_lease(db: AsyncDatabase, settings: Settings, part: CampaignPart)
 
 async def _render_and_deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, render: Renderer,
                               docs: list[dict], claim: Claim | None, transport, born: Sequence[str], *,
-                              withhold=None, contacts: dict | None = None) -> Sent | None:
+                              withhold=None, contacts: dict | None = None,
+                              halted: Callable[[], bool] | None = None) -> Sent | None:
     """Render the held messages `docs` (`claim`: held for delivery here, else handed to
     send jobs) and deliver them. `withhold`: takes out recipients suppressed since they
-    were accepted; `contacts`: the recipients' contacts, when the caller read them."""
+    were accepted; `contacts`: the recipients' contacts, when the caller read them;
+    `halted`: once it says so, no SMTP transaction starts (send_chunk.deliver)."""
     def record(transitions):
         return claim.record(db, transitions) if claim else messages.apply(db, transitions)
     sandbox = [m for m in docs if m.get("sandbox")]
@@ -185,7 +197,7 @@ async def _render_and_deliver(db: AsyncDatabase, settings: Settings, publisher: 
         return None
     mime = {r["_id"]: r for r in result.rendered}
     rendered = dataclasses.replace(claim, messages=[m for m in real if m["_id"] in mime])
-    return await deliver(db, settings, publisher, transport, rendered, mime)
+    return await deliver(db, settings, publisher, transport, rendered, mime, halted=halted)
 
 
 async def files_of(db: AsyncDatabase, docs: list[dict]) -> dict[str, bytes]:

@@ -34,7 +34,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
@@ -130,7 +130,7 @@ async def claim_messages(db: AsyncDatabase, settings: Settings, message_ids: lis
                             - SEND_LEASE_MARGIN_SECONDS)
     claimed = await messages.claim_for_sending(db, claiming, token, settings.send_lease_seconds, whole=whole,
                                                born=converting)
-    held = await campaigns.withhold_cancelled(db, kept + claimed)  # a cancelled campaign sends no more
+    held = await campaigns.withhold_stopped(db, kept + claimed)  # a cancelled or paused campaign sends no more
     return Claim(token, lease_end, held, whole=whole)
 
 
@@ -155,9 +155,11 @@ async def _born_claims(db: AsyncDatabase, message_ids: list[str], born: set[str]
 
 
 async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport, claim: Claim,
-                  mime: dict[str, dict]) -> Sent:
+                  mime: dict[str, dict], *, halted: Callable[[], bool] | None = None) -> Sent:
     """Send the claimed messages' MIME (`mime`: by message id) under the limits and record
-    the outcomes."""
+    the outcomes. `halted` (a campaign part's job: its campaign paused or cancelled): once
+    it says so, no transaction starts, and the part's messages not started are left
+    unrecorded (the part is held and runs again: render_chunk.render_part)."""
     claimed = claim.messages
     if not claimed:
         return Sent([], [], 0)
@@ -169,7 +171,7 @@ async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, t
     # transaction that could outlast it, so only a dead worker's in-flight mail goes twice.
     start_by = claim.lease_end - settings.smtp_timeout_seconds
     try:
-        answers = await asyncio.gather(*(_deliver(transport, m, mime.get(m["_id"]), start_by)
+        answers = await asyncio.gather(*(_deliver(transport, m, mime.get(m["_id"]), start_by, halted)
                                          for m in admission.admitted), return_exceptions=True)
     finally:
         await _release(throttle, admission)
@@ -178,7 +180,8 @@ async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, t
                          lifetime_seconds=settings.send_retry_lifetime_seconds, scale=settings.send_retry_scale,
                          rendered_at={mid: r["rendered_at"] for mid, r in mime.items() if r.get("rendered_at")})
     await _apply(job, plan)
-    await _requeue(job, [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED], 0)
+    if not (claim.unstored and halted is not None and halted()):
+        await _requeue(job, [m["_id"] for m, outcomes in results if outcomes is NOT_STARTED], 0)
     retried = set(plan.retry_ids)
     return Sent(plan.finished, [m for m in claimed if m["_id"] in retried], len(admission.held))
 
@@ -238,7 +241,8 @@ async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
 NOT_STARTED = object()  # _deliver's outcome for a transaction not started in time
 
 
-async def _deliver(transport, message: dict, rendered: dict | None, start_by: float):
+async def _deliver(transport, message: dict, rendered: dict | None, start_by: float,
+                   halted: Callable[[], bool] | None = None):
     if not rendered:
         return None
     # the claimed message says who is still owed (a retry after a partial delivery)
@@ -246,8 +250,10 @@ async def _deliver(transport, message: dict, rendered: dict | None, start_by: fl
     owed = [r for r in rendered["recipients"] if r in still_owed]
     if not owed:  # every recipient settled already: nothing to send, the outcome decides
         return {}
+    halt = {"halted": halted} if halted is not None else {}
     outcomes = await transport.send(rendered["mail_from"], owed, rendered["data"].encode("utf-8"),
-                                    message["_id"], start_by=start_by, crlf_only=rendered.get("crlf_only", False))
+                                    message["_id"], start_by=start_by, crlf_only=rendered.get("crlf_only", False),
+                                    **halt)
     return NOT_STARTED if outcomes is None else outcomes
 
 

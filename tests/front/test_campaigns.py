@@ -127,7 +127,7 @@ def test_campaigns_are_listed_by_status_with_pagination_and_only_for_the_workspa
     assert only_drafts["data"][0]["status"] == "draft"
     scheduled = tenant.get("/campaigns", params={"status": "scheduled"}).json()["data"]
     assert [c["id"] for c in scheduled] == [drafts[0]["id"]]
-    assert_error(tenant.get("/campaigns", params={"status": "paused"}), 400, "validation_error", "status")
+    assert_error(tenant.get("/campaigns", params={"status": "archived"}), 400, "validation_error", "status")
 
 
 def test_unknown_and_foreign_campaigns_answer_404(service, tenant):
@@ -174,3 +174,30 @@ def test_cancel_applies_to_scheduled_campaigns_only_and_repeats_harmlessly(tenan
     assert tenant.post(path).json()["data"]["status"] == "cancelled"
     assert_error(send(tenant, campaign["id"]), 409, "conflict")
     assert_error(tenant.post(f"/campaigns/{campaign['id']}/schedule", json={"send_at": later}), 409, "conflict")
+
+
+def test_pause_and_resume_refuse_a_campaign_that_is_not_sending_or_paused(tenant, template, members):
+    campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
+    path = f"/campaigns/{campaign['id']}"
+    assert_error(tenant.post(f"{path}/pause"), 409, "conflict")  # a draft
+    assert_error(tenant.post(f"{path}/resume"), 409, "conflict")
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
+    tenant.post(f"{path}/schedule", json={"send_at": later})
+    assert_error(tenant.post(f"{path}/pause"), 409, "conflict")  # scheduled
+    assert_error(tenant.post(f"{path}/resume"), 409, "conflict")
+    tenant.post(f"{path}/cancel")
+    assert_error(tenant.post(f"{path}/pause"), 409, "conflict")  # cancelled
+    assert_error(tenant.post(f"{path}/resume"), 409, "conflict")
+    assert tenant.get(path).json()["data"]["status"] == "cancelled"
+
+
+def test_another_workspaces_campaign_answers_404_to_pause_and_resume(service, tenant, template, members):
+    campaign = make_campaign(tenant, template_id=template["id"], list_id=members["id"])
+    stranger = service.tenant()
+    for action in ("pause", "resume"):
+        assert_error(stranger.post(f"/campaigns/{campaign['id']}/{action}"), 404, "not_found")
+    assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "draft"
+
+
+def test_paused_is_a_status_the_list_filters_by(tenant):
+    assert tenant.get("/campaigns", params={"status": "paused"}).status_code == 200

@@ -172,10 +172,10 @@ TEMPLATE_BODIES = [("POST", "/api/v1/templates"), ("PATCH", "/api/v1/templates/{
 GRAMMAR_FIELDS = {"dynamic": ("source", "products"), "conditional": ("condition", "plan == 'pro'")}
 
 
-def teach_block_grammar(api) -> None:
-    """A generated `dynamic` or `conditional` block gets a valid `source` or `condition`
-    (merge-tag syntax, a rule no schema here says), at every depth, so templates holding
-    them are exercised rather than refused; nothing else in the body changes."""
+def with_block_grammar(body):
+    """`body` with every generated `dynamic` or `conditional` block given a valid `source`
+    or `condition` (merge-tag syntax, a rule no schema here says), at every depth; nothing
+    else changes."""
     def fill(value):
         if isinstance(value, dict):
             grammar = GRAMMAR_FIELDS.get(value.get("type"))
@@ -186,10 +186,16 @@ def teach_block_grammar(api) -> None:
             return [fill(item) for item in value]
         return value
 
+    if isinstance(body, dict) and isinstance(body.get("json_structure"), dict):
+        return {**body, "json_structure": fill(body["json_structure"])}
+    return body
+
+
+def teach_block_grammar(api) -> None:
+    """Templates holding `dynamic` or `conditional` blocks are exercised rather than
+    refused (with_block_grammar on their generated bodies)."""
     def map_body(ctx, body):
-        if isinstance(body, dict) and isinstance(body.get("json_structure"), dict):
-            return {**body, "json_structure": fill(body["json_structure"])}
-        return body
+        return with_block_grammar(body)
 
     for method, path in TEMPLATE_BODIES:
         api.hooks.hook("map_body").apply_to(method=method, path=path)(map_body)
@@ -278,6 +284,13 @@ def test_stateful_runs_follow_links_with_no_5xx_and_only_documented_answers(own_
     answered, problems = collections.Counter(), []
 
     class Scenarios(api.as_state_machine()):
+        def before_call(self, case):
+            # a body can reach a step without passing the map_body hooks (seen: a POST
+            # /templates whose dynamic block had no `source`, answered 400, ST202)
+            if (case.method.upper(), case.operation.path) in TEMPLATE_BODIES:
+                case.body = with_block_grammar(case.body)
+            super().before_call(case)
+
         def get_call_kwargs(self, case):
             return {"base_url": own_stack.base_url, "headers": auth, "timeout": 30}
 

@@ -10,6 +10,7 @@ from pipelines.messages.delivery_status import (
     ALL,
     EVENTS,
     FINAL,
+    NEVER_MS,
     Refused,
     Transition,
     can_move,
@@ -21,11 +22,13 @@ from pipelines.messages.delivery_status import (
     give_up,
     hold,
     move,
+    park,
     promote,
     retry,
     revive,
     sources_for,
     table_markdown,
+    watch,
 )
 
 
@@ -96,3 +99,12 @@ def test_the_claims_are_guarded_on_the_lease_token_or_its_lapse():
 def test_docs_show_the_table_as_it_is():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "email.md").read_text()
     assert table_markdown() in "\n".join(line.strip() for line in docs.splitlines())  # (indented in a list)
+
+
+def test_a_paused_campaigns_message_is_parked_where_neither_watchdog_nor_due_pass_finds_it():
+    parked = park("m1", current="sending", claim="tok")
+    assert parked.to == "queued" and parked.sources == ("sending",) and parked.guard == {"lease_token": "tok"}
+    assert parked.fields["lease_token"] == "" and parked.fields["parked"] is True and not parked.inc
+    times = watch(parked.to, "2026-11-28T12:00:00.000Z", parked.fields)
+    assert times["stall_ms"] == NEVER_MS  # not stale: the watchdog leaves it alone
+    assert times["due_ms"] > 200_000_000_000_000  # year 9999: the due-retry pass never reaches it

@@ -177,6 +177,11 @@ class SmtpSink:
         with self.handler.lock:
             return self.handler.max_in_flight[domain.lower()]
 
+    def in_flight(self, domain: str) -> int:
+        """Messages to `domain` whose DATA is being received now (started, not answered)."""
+        with self.handler.lock:
+            return self.handler.in_flight[domain.lower()]
+
     def reject(self, address: str, code: int = 550, text: str = "5.1.1 user unknown") -> None:
         with self.handler.lock:
             self.handler.rejects[address.lower()] = (code, text)

@@ -1,5 +1,6 @@
 """A campaign watched in the console until it is done, its progress chart and counts;
-cancelled from the console; refused across workspaces."""
+paused and resumed, and cancelled, from the console; refused across workspaces and without
+the CSRF token."""
 
 import datetime as dt
 import re
@@ -8,8 +9,9 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.campaigns import list_with_contacts, make_campaign, make_template, send
+from tests.support.campaigns import list_with_contacts, make_campaign, make_template, send, wait_campaign
 from tests.support.console import csrf_of, go_to, new_page, screenshots, sign_in, signed_in_client
+from tests.support.polling import wait_until
 
 RECIPIENTS = 12
 
@@ -81,12 +83,54 @@ def test_another_workspace_can_neither_see_nor_cancel_a_campaign(service, tenant
     assert stranger.get(f"/console/campaigns/{campaign['id']}").status_code == 404
     assert campaign["name"] not in stranger.get("/console/campaigns").text
     token = csrf_of(stranger.get("/console/campaigns").text)
-    assert stranger.post(f"/console/campaigns/{campaign['id']}/cancel", data={"csrf": token}).status_code == 404
+    for action in ("cancel", "pause", "resume"):
+        assert stranger.post(f"/console/campaigns/{campaign['id']}/{action}",
+                             data={"csrf": token}).status_code == 404
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "scheduled"
 
 
-def test_cancelling_without_the_csrf_token_changes_nothing(service, tenant):
+def test_cancelling_pausing_or_resuming_without_the_csrf_token_changes_nothing(service, tenant):
     campaign = _scheduled(tenant)
     client = signed_in_client(service, tenant.key)
-    assert client.post(f"/console/campaigns/{campaign['id']}/cancel", data={"csrf": "forged"}).status_code == 403
+    for action in ("cancel", "pause", "resume"):
+        assert client.post(f"/console/campaigns/{campaign['id']}/{action}", data={"csrf": "forged"}).status_code == 403
+        assert client.post(f"/console/campaigns/{campaign['id']}/{action}").status_code == 403
     assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "scheduled"
+
+
+PAUSED_RECIPIENTS = 60
+
+
+def test_a_person_pauses_and_resumes_a_sending_campaign(service, tenant, browser, screenshot_dir):
+    domain = f"paused-{uuid.uuid4().hex[:6]}.example"
+    addresses = [f"r{i:02d}@{domain}" for i in range(PAUSED_RECIPIENTS)]
+    members, _ = list_with_contacts(tenant, addresses)
+    campaign = make_campaign(tenant, template_id=make_template(tenant)["id"], list_id=members["id"],
+                             name=f"Paused {uuid.uuid4().hex[:4]}")
+    service.smtp.slow_down(domain, 1.0)  # mid-send for a minute at most: the pause lands
+    try:
+        page = new_page(browser)
+        sign_in(page, service, tenant.key)
+        page.goto(f"{service.base_url}/console/campaigns/{campaign['id']}")
+        assert page.get_by_role("button", name="Pause campaign").count() == 0  # a draft
+        assert send(tenant, campaign["id"]).status_code == 202
+        page.reload()
+        assert page.locator("#campaign-status").inner_text() == "sending"
+        page.get_by_role("button", name="Pause campaign").click()
+        expect(page.get_by_role("status")).to_have_text(re.compile("The campaign was paused"))
+        assert page.locator("#campaign-status").inner_text() == "paused"
+        assert page.get_by_role("button", name="Pause campaign").count() == 0
+        expect(page.get_by_role("button", name="Resume campaign")).to_be_visible()
+        expect(page.get_by_role("button", name="Cancel campaign")).to_be_visible()
+        screenshots(page, screenshot_dir, "campaign-paused")
+        assert tenant.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "paused"
+    finally:
+        service.smtp.slow_down(domain, 0)
+    page.get_by_role("button", name="Resume campaign").click()
+    expect(page.get_by_role("status")).to_have_text(re.compile("The campaign was resumed"))
+    assert page.locator("#campaign-status").inner_text() in ("sending", "sent")
+    page.close()
+    wait_campaign(tenant, campaign["id"], "sent", timeout=60)
+    counts = wait_until(lambda: (lambda c: c if all(c[a] for a in addresses) else None)(
+        service.smtp.recipient_counts()), timeout=10, what="every recipient at the sink")
+    assert {counts[a] for a in addresses} == {1}
