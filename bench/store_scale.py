@@ -40,7 +40,7 @@ from pathlib import Path
 
 from pymongo import AsyncMongoClient, monitoring
 
-from mongo import bounces, message_search, messages, operations, outbox, webhooks
+from mongo import bounces, campaigns, domain_stats, message_search, messages, operations, outbox, suppressions, webhooks
 from mongo.indexes import prepare_store
 from pipelines.core.clock import in_seconds, ms_of, now_iso, now_ms
 from pipelines.messages import delivery_status
@@ -187,7 +187,9 @@ FILLERS: dict[str, Callable[[int, str], dict]] = {
     "idempotency": _small("idem", lambda i, at: {"state": "done", "expires_at": in_seconds(86_400),
                                                   "expires_ms": NEVER_MS - 1, "response": {"status": 202}}),
     "campaigns": _small("cmp", lambda i, at: {"status": "sent", "send_at": at, "send_at_ms": NEVER_MS,
-                                               "updated_at": at, "updated_ms": 0}),
+                                               "updated_at": at, "updated_ms": 0, "created_ms": ms_of(at)}),
+    "suppressions": _small("sup", lambda i, at: {"email": f"s{i}@example.org", "reason": "manual",
+                                                  "created_ms": ms_of(at)}),
     "campaign_parts": _small("cpart", lambda i, at: {"due_ms": NEVER_MS, "contact_ids": []}),
     # a tag on every message (GET /email?tag=): its key, as intake writes it (message_search.insert_keys)
     "message_keys": lambda i, at: {"_id": f"msg_fill_{i:07d}|tag:t{i % 10}", "workspace_id": WORKSPACE,
@@ -442,8 +444,30 @@ def api_shapes() -> list[Shape]:
             Shape("retention: a pass with nothing old (message bodies and messages)", retention, workspace)]
 
 
+def console_shapes() -> list[Shape]:
+    """The console's pages' reads (front/console/): newest-first pages without a count, a
+    campaign's chart, the failed webhook deliveries, the deliverability days."""
+    def read(name: str, call: Callable[[object], Awaitable[list]], most: int) -> Shape:
+        async def run(db, settings):
+            found = await call(db)
+            assert len(found) <= most, (name, len(found))
+        return Shape(f"console: {name}", run)
+
+    month_ago = now_ms() - 30 * 86_400_000
+    return [read("campaigns page", lambda db: campaigns.newest(db, WORKSPACE, None, None, 50), 50),
+            read("campaigns page of a status (none)",
+                 lambda db: campaigns.newest(db, WORKSPACE, "sending", None, 50), 0),
+            read("a campaign's chart (no messages)",
+                 lambda db: campaigns.message_histories(db, WORKSPACE, "cmp_x", 2000), 0),
+            read("suppressions page",
+                 lambda db: suppressions.newest(db, WORKSPACE, reason=None, after=None, limit=50), 50),
+            read("failed webhook deliveries (none)", lambda db: webhooks.recent_failures(db, WORKSPACE, 20), 0),
+            read("deliverability over 30 days", lambda db: domain_stats.since(db, WORKSPACE, month_ago),
+                 domain_stats.MAX_ROWS)]
+
+
 def all_shapes() -> list[Shape]:
-    return message_shapes() + outbox_shapes() + webhook_shapes() + scheduler_shapes() + api_shapes()
+    return message_shapes() + outbox_shapes() + webhook_shapes() + scheduler_shapes() + api_shapes() + console_shapes()
 
 
 def off_path_shapes() -> list[Shape]:

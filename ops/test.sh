@@ -57,11 +57,12 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/15672) 2>/dev/null; then
   fi
 fi
 
-# In two parallel processes (pytest-xdist; three overloaded these 2 cores: a broker health
-# check and a crash test timed out in one clean-clone run), each with its own store, vhost and processes;
-# a test file runs whole in one of them (`--dist loadfile`: its module-scoped stacks, fronts
-# and seeded stores start once, not once in each; xdist_group marks do nothing under pytest 9,
-# whose node ids xdist 3.8 can no longer suffix with the group); tests marked `quiet` (they
-# measure time) take the run alone (tests/support/quiet_turns.py); files in the order
-# tests/conftest.py gives them (the ones with processes first).
-exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-2}" --dist loadfile --no-loadscope-reorder "$@"
+# In three parallel processes (pytest-xdist; `POSTROOM_TEST_PROCESSES` changes it), each
+# with its own store, vhost and processes: many e2e tests wait on their stacks' mail, so a
+# third process uses the CPU two leave idle (2026-11-28: 7 min 13 s against 8 min 3 s).
+# A test file runs whole in one of them (`--dist loadfile`: its module-scoped stacks,
+# fronts and seeded stores start once; xdist_group marks do nothing under pytest 9, whose
+# node ids xdist 3.8 can no longer suffix with the group), files in the order
+# tests/conftest.py gives them (the ones with processes spread among the fast ones);
+# tests marked `quiet` (they measure time) take the run alone (tests/support/quiet_turns.py).
+exec .venv/bin/python -m pytest -n "${POSTROOM_TEST_PROCESSES:-3}" --dist loadfile --no-loadscope-reorder "$@"
