@@ -222,8 +222,15 @@ async def due_scheduled(db: AsyncDatabase, limit: int = 50) -> list[Campaign]:
 
 
 async def sending(db: AsyncDatabase, limit: int = 200) -> list[Campaign]:
-    """Campaigns sending, or paused (what they had in flight still lands: their stats follow)."""
-    return await db.campaigns.find({"status": {"$in": ["sending", "paused"]}}, limit=limit).to_list()
+    """Campaigns sending, or paused (what they had in flight still lands: their stats follow).
+    One equality a status: the embedded store answers `status: {$in: …}` by reading every
+    campaign (bench.store_scale's finish_campaigns tick, 1.6 → 15 ms from 1,000 to 20,000)."""
+    found: list[Campaign] = []
+    for status in ("sending", "paused"):
+        found += await db.campaigns.find({"status": status}, limit=limit - len(found)).to_list()
+        if len(found) >= limit:
+            break
+    return found
 
 
 async def recently_finished(db: AsyncDatabase, since_ms: int, limit: int = 200) -> list[Campaign]:
