@@ -23,8 +23,8 @@ from tests.support.campaigns import campaign_to_stored, send, wait_campaign
 from tests.support.polling import wait_until
 from tests.support.private_stack import SHORT_LEASE_ENV, private_stack
 
-RECIPIENTS = 600
-KILL_AFTER_RECEIVED = 150
+RECIPIENTS = 1000
+KILL_AFTER_RECEIVED = 250
 
 
 @pytest.fixture

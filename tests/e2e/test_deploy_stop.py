@@ -29,9 +29,9 @@ from tests.support.http_receiver import HttpReceiver
 from tests.support.polling import wait_until
 from tests.support.private_stack import private_stack
 
-RECIPIENTS = 500
-TRANSACTIONAL = 60
-STOP_AFTER_RECEIVED = 150
+RECIPIENTS = 1000
+TRANSACTIONAL = 100
+STOP_AFTER_RECEIVED = 250
 DOMAIN = "deploy.example"
 SINK_SECONDS_A_MESSAGE = 0.05   # slow enough that the stop lands mid-send
 EVENTS = ("email.sent", "email.delivered")
