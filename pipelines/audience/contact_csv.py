@@ -129,7 +129,7 @@ def typed(text: str, declared: str | None):
         return float(text)
     if declared is None:
         return text
-    raise ValueError(f"{text!r} is not a {declared}")
+    raise ValueError(f"{text!r} is not {'an' if declared[0] in 'aeiou' else 'a'} {declared}")
 
 
 def parse_row(line: int, columns: list[Column], cells: list[str]) -> ContactRow | RowError:
