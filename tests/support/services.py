@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 
+from ops import embedded_store
+
 AMQP_HOST, AMQP_PORT = "127.0.0.1", 5672
 
 
@@ -126,7 +128,7 @@ class Process:
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(postroom_command(*args), env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=embedded_store.stop_with_parent)
 
     def tail(self, lines: int = 40) -> str:
         try:
