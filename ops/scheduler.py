@@ -2,12 +2,13 @@
 
 Each job is `async def job(db, settings) -> int` (how much it did), a one-call shell over a
 workflow (pipelines/workflows/) or a guarded write in mongo/. Features add theirs to
-ALL_JOBS below; this module keeps the loop: a pass runs every job in order, one failing
-job never stops the others, and a stop lets the pass in hand finish briefly."""
+EVERY_PASS or TIDY below; this module keeps the loop: a pass runs its jobs in order, one
+failing job never stops the others, and a stop lets the pass in hand finish briefly."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 
 from dramatiq.errors import BrokerConnectionError
@@ -48,23 +49,32 @@ async def pick_up_accepted(db: AsyncDatabase, settings: Settings, started_ms: in
 
 # Run in this order each pass. relay_stranded before dispatch_outbox: events a dead front
 # left in their documents are relayed before the outbox is fanned out.
-ALL_JOBS = [
-    promote_due_messages, promote_due_retries, requeue_stalled_messages, store_jobs.purge_expired,
-    store_jobs.relay_stranded, store_jobs.purge_lapsed_slots,
+EVERY_PASS = [
+    promote_due_messages, promote_due_retries, requeue_stalled_messages,
     webhook_jobs.dispatch_outbox, webhook_jobs.wake_due_lanes,
-    campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.refresh_finished_stats,
-    campaign_jobs.refund_cancelled_campaigns, campaign_jobs.revive_lapsed_parts,
+    campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.revive_lapsed_parts,
+    metrics_server.measure_scheduler_lag,
+    automation_jobs.read_events_for_automations, automation_jobs.hand_due_runs_to_engine,
+]
+# Upkeep whose work is minutes or hours old when it is due (purges, expiries, events a dead
+# process left STRANDED_AFTER_SECONDS ago, minute-precise date triggers, gauges scraped every
+# few seconds): every TIDY_EVERY_PASSES-th pass, the first pass included. Run on every pass
+# they were more than half of an idle pass's store commands (22 a pass; bench/RESULTS.md).
+TIDY = [
+    store_jobs.relay_stranded, store_jobs.purge_expired, store_jobs.purge_lapsed_slots,
+    campaign_jobs.refresh_finished_stats, campaign_jobs.refund_cancelled_campaigns,
     inbound.requeue_stale_reports,
     store_jobs.purge_unrestorable, store_jobs.expire_signups, store_jobs.apply_message_retention,
-    metrics_server.measure_scheduler_lag, metrics_server.measure_backlogs, metrics_server.measure_automation_runs,
-    automation_jobs.read_events_for_automations, automation_jobs.hand_due_runs_to_engine,
+    metrics_server.measure_backlogs, metrics_server.measure_automation_runs,
     automation_jobs.start_date_triggered_runs,
 ]
+TIDY_EVERY_PASSES = 10
+ALL_JOBS = [*TIDY[:1], *EVERY_PASS, *TIDY[1:]]
 
 
-async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
+async def run_once(db: AsyncDatabase, settings: Settings, *, tidy: bool = True) -> dict[str, int]:
     done = {}
-    for job in ALL_JOBS:
+    for job in ALL_JOBS if tidy else EVERY_PASS:
         try:
             done[job.__name__] = await job(db, settings)
         except ConnectionFailure as error:  # every job needs the store: try them all next tick
@@ -83,8 +93,8 @@ async def run_once(db: AsyncDatabase, settings: Settings) -> dict[str, int]:
 STOP_GRACE_SECONDS = 2.0
 
 
-async def _pass_unless_stopped(db: AsyncDatabase, settings: Settings, stop: asyncio.Event) -> None:
-    running = asyncio.ensure_future(run_once(db, settings))
+async def _pass_unless_stopped(db: AsyncDatabase, settings: Settings, stop: asyncio.Event, *, tidy: bool) -> None:
+    running = asyncio.ensure_future(run_once(db, settings, tidy=tidy))
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -107,11 +117,13 @@ async def run_forever(settings: Settings, stop: asyncio.Event) -> None:
             await pick_up_accepted(db, settings, started_ms)
         except Exception as error:  # the watchdog still finds them, later
             log.warning("scheduler start: accepted mail not picked up (%s); the watchdog will", one_line(error))
-        while not stop.is_set():
-            await _pass_unless_stopped(db, settings, stop)
+        for pass_number in itertools.count():
             if stop.is_set():
                 break
-            try:  # after the pass: a reader of `passes` knows every job ran since it looked
+            await _pass_unless_stopped(db, settings, stop, tidy=pass_number % TIDY_EVERY_PASSES == 0)
+            if stop.is_set():
+                break
+            try:  # after the pass: a reader of `passes` knows every EVERY_PASS job ran since it looked
                 await processes.beat(db, "scheduler", name)
             except Exception as error:  # a heartbeat is informative; the next pass tries again
                 log.warning("scheduler heartbeat not written: %s", one_line(error))

@@ -3,7 +3,8 @@ after whatever we are checking did not happen, instead of sleeping for a guessed
 
 - `scheduler_passes(service, n)`: `n` more scheduler passes finished (the scheduler counts
   its passes in the store, mongo/processes.py). With n ≥ 2 at least one whole pass ran
-  after the call, so anything a scheduler job would do has been done by then.
+  after the call, so anything an EVERY_PASS job (ops/scheduler.py) would do has been done
+  by then; the upkeep jobs (TIDY) run every TIDY_EVERY_PASSES-th pass: n = that + 1.
 - `mail_barrier(service)`: a sentinel email, sent now from a workspace of its own, has
   reached the SMTP sink. It orders because every job the checked action published is
   already on the render or send queue: the sentinel's render job goes on the same FIFO
