@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -48,3 +50,21 @@ def paged(found: tuple[list, int], params: PageQuery, shape: Callable[[Any], Any
     items, total = found
     return page([shape(d) for d in items] if shape else items, total=total, limit=params.limit,
                 offset=params.offset)
+
+
+def encode_cursor(position_ms: int, doc_id: str) -> str:
+    """A list's `next_cursor`: the last item's integer time and id (GET /email,
+    GET /inbound/messages), opaque to clients."""
+    return base64.urlsafe_b64encode(f"{position_ms}:{doc_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """`encode_cursor`'s position; ValueError for anything this API did not give."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        position_ms, doc_id = raw.split(":", 1)
+        if not position_ms.isdigit() or not doc_id:
+            raise ValueError
+        return int(position_ms), doc_id
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ValueError("not a cursor this API gave (pass pagination.next_cursor as it is)") from None

@@ -26,7 +26,7 @@ from pipelines.core.clock import now_iso, now_ms
 from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscription
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
-from . import documents, grouped_reads, versions
+from . import documents, grouped_reads, inbound_routes, versions
 from .documents import get_owned, newest_first
 
 INDEXES: dict[str, list] = {
@@ -58,6 +58,12 @@ async def create(db: AsyncDatabase, workspace_id: str, *, events: list[str], tar
 
 async def get(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> WebhookSubscription | None:
     return await get_owned(db.webhooks, workspace_id, webhook_id, active=True)
+
+
+async def delivery_target(db: AsyncDatabase, workspace_id: str, lane_id: str) -> WebhookSubscription | None:
+    """What a lane delivers to: its active subscription, or the active inbound route
+    whose lane it is (mongo/inbound_routes.py: a route is a subscription of its own)."""
+    return await get(db, workspace_id, lane_id) or await inbound_routes.get(db, workspace_id, lane_id)
 
 
 async def list_active(db: AsyncDatabase, workspace_id: str, *, event: str | None, limit: int,

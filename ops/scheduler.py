@@ -54,7 +54,7 @@ ALL_JOBS = [
     webhook_jobs.dispatch_outbox, webhook_jobs.wake_due_lanes,
     campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.refresh_finished_stats,
     campaign_jobs.refund_cancelled_campaigns, campaign_jobs.revive_lapsed_parts,
-    inbound.requeue_stale_reports,
+    inbound.requeue_stale_reports, inbound.requeue_stale_inbound, inbound.apply_inbound_retention,
     store_jobs.purge_unrestorable, store_jobs.expire_signups, store_jobs.apply_message_retention,
     metrics_server.measure_scheduler_lag, metrics_server.measure_backlogs, metrics_server.measure_automation_runs,
     automation_jobs.read_events_for_automations, automation_jobs.hand_due_runs_to_engine,

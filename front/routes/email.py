@@ -3,8 +3,6 @@ API: the workspace's messages (GET /email) and one message's timeline (GET /emai
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import re
 from typing import Annotated, Any, Literal
@@ -27,7 +25,7 @@ from ..auth import count_emails, give_back_emails
 from ..email_fields import Attachments, Headers, Metadata, Recipients, ReplyTo, Tags
 from ..idempotency import idempotent, request_seed
 from ..lookup import owned
-from ..pagination import PageQuery, page
+from ..pagination import PageQuery, decode_cursor, encode_cursor, page
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, JsonObject, Strict
@@ -184,19 +182,7 @@ MetadataValue = Annotated[str, StringConstraints(max_length=500)]
 
 
 def _cursor(doc: dict) -> str:
-    created_ms, message_id = message_search.after_cursor(doc)
-    return base64.urlsafe_b64encode(f"{created_ms}:{message_id}".encode()).decode().rstrip("=")
-
-
-def _after(cursor: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_ms, message_id = raw.split(":", 1)
-        if not created_ms.isdigit() or not message_id:
-            raise ValueError
-        return int(created_ms), message_id
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ValueError("not a cursor this API gave (pass pagination.next_cursor as it is)") from None
+    return encode_cursor(*message_search.after_cursor(doc))
 
 
 class EmailQuery(PageQuery):
@@ -243,7 +229,7 @@ class EmailQuery(PageQuery):
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
         if value is not None:
-            _after(value)
+            decode_cursor(value)
         return value
 
     def filters(self) -> message_search.Filters:
@@ -262,7 +248,7 @@ async def find_messages(workspace_id: str, params: EmailQuery) -> tuple[message_
     the next page (None on the last). GET /email and the console's messages page."""
     found = await message_search.list_page(
         db(), workspace_id, params.filters(), limit=params.limit, offset=params.offset,
-        after=_after(params.cursor) if params.cursor else None)
+        after=decode_cursor(params.cursor) if params.cursor else None)
     items = found.items
     # a cursor's page says only whether it was full: the total counts every match, not those after it
     more = len(items) == params.limit and (params.cursor is not None or params.offset + len(items) < found.total)

@@ -1,0 +1,139 @@
+"""Inbound mail (docs/inbound.md): the workspace's inbound address, its routes (a pattern
+on the recipient → a URL posted `email.received`, signed as webhooks are), and the
+messages received, parsed and raw. Permissions `inbound:read` / `inbound:write`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from quart import Blueprint, Response
+
+from mongo import inbound_messages as message_store
+from mongo import inbound_routes as route_store
+from pipelines import views
+from pipelines.core.clock import ms_of
+from pipelines.core.errors import ValidationFailed
+from pipelines.inbound_routes.addresses import MAX_PATTERN_LENGTH, pattern_problem
+from pipelines.workflows import manage_inbound_routes
+
+from ..lookup import owned
+from ..pagination import PageQuery, decode_cursor, encode_cursor, page
+from ..resource_routes import delete_route, list_route, read_route
+from ..responses import one
+from ..runtime import caller, db, settings
+from ..types import Strict, Uuid
+from ..validation import body, query
+from .bounces import Since, Until
+from .webhooks import TargetUrl, check_target
+
+bp = Blueprint("inbound", __name__, url_prefix="/api/v1")
+
+Pattern = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_LENGTH), Field(
+    description="Which recipients the route takes, matched lower-cased: `*` (all), an address (also with any "
+                "`+tag`), or an address with `*` wildcards (`<token>+ticket-*@inbound.example`, "
+                "`*@support.acme.example`).")]
+Address = Annotated[str, StringConstraints(min_length=3, max_length=254)]
+
+
+class CreateRoute(Strict):
+    pattern: Pattern
+    url: TargetUrl
+    priority: int = Field(100, ge=0, le=1000, description="Routes are tried by priority (lower first), then "
+                                                           "oldest first; the first whose pattern matches "
+                                                           "takes the message. Default 100.")
+    description: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        problem = pattern_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value.lower()
+
+
+class MessageQuery(PageQuery):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    route_id: Uuid | None = Field(None, description="Only messages this route took.")
+    recipient: Address | None = Field(None, description="Only messages to this address, `+tag` included (any "
+                                                        "letter case).")
+    from_: Address | None = Field(None, alias="from", description="Only messages whose From address is this "
+                                                                  "(any letter case).")
+    since: Since | None = Field(None, description="Received at or after this moment: an ISO 8601 date (start "
+                                                  "of that day, UTC) or date-time (no offset means UTC).")
+    until: Until | None = Field(None, description="Received before this moment: an ISO 8601 date-time, or a "
+                                                  "date meaning the end of that day (UTC).")
+    cursor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="The previous page's `pagination.next_cursor`: the next page, stable while new mail "
+                          "arrives.")
+
+    @field_validator("cursor")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_cursor(value)
+        return value
+
+    def filters(self) -> message_store.Filters:
+        if self.since and self.until and self.since >= self.until:
+            raise ValidationFailed("until: must be later than since.", path="until")
+        if self.cursor and self.offset:
+            raise ValidationFailed("offset: give a cursor or an offset, not both.", path="offset")
+        return message_store.Filters(route_id=self.route_id, recipient=self.recipient, sender=self.from_,
+                                     since_ms=ms_of(self.since) if self.since else None,
+                                     until_ms=ms_of(self.until) if self.until else None)
+
+
+@bp.get("/inbound/address")
+async def inbound_address():
+    """The workspace's inbound address on the operator's inbound domain (made on first use)."""
+    return one(await manage_inbound_routes.address(db(), settings(), caller().workspace_id))
+
+
+@bp.post("/inbound/routes")
+@body(CreateRoute)
+async def create_route(data: CreateRoute):
+    """A route: mail to a matching recipient is posted to `url` as `email.received`, signed
+    with the route's secret (returned only here). 201."""
+    check_target(data.url, "url")
+    route, secret = await manage_inbound_routes.create_route(
+        db(), settings(), caller().workspace_id, pattern=data.pattern, target_url=data.url, priority=data.priority,
+        description=data.description)
+    return one({**views.inbound_route(route), "secret": secret}, 201)
+
+
+list_route(bp, "/inbound/routes", "list_routes", PageQuery, route_store.list_page, view=views.inbound_route,
+           summary="The workspace's routes in the order they are tried.")
+read_route(bp, "/inbound/routes/<uuid:route_id>", "get_route", route_store, "inbound route", views.inbound_route,
+           summary="One route.")
+delete_route(bp, "/inbound/routes/<uuid:route_id>", "delete_route", manage_inbound_routes.delete_route,
+             "inbound route")
+
+
+@bp.get("/inbound/messages")
+@query(MessageQuery)
+async def list_messages(params: MessageQuery):
+    """Messages received at the workspace's inbound addresses, newest first."""
+    after = decode_cursor(params.cursor) if params.cursor else None
+    items, total = await message_store.page(db(), caller().workspace_id, params.filters(), limit=params.limit,
+                                            offset=params.offset, after=after)
+    more = len(items) == params.limit and (after is not None or params.offset + len(items) < total)
+    answer = page([views.inbound_message(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    answer["pagination"].update(has_more=more, next_cursor=encode_cursor(items[-1]["received_ms"], items[-1]["_id"])
+                                if items and more else None)
+    return answer
+
+
+@bp.get("/inbound/messages/<uuid:message_id>")
+async def get_message(message_id: str):
+    """One received message: envelope, verdicts (SPF, DKIM, DMARC) and the parsed message."""
+    return one(views.inbound_message(await owned(message_store, message_id, "inbound message"), full=True))
+
+
+@bp.get("/inbound/messages/<uuid:message_id>/raw")
+async def raw_message(message_id: str):
+    """The message as received (message/rfc822, an `.eml` download)."""
+    doc = await owned(message_store, message_id, "inbound message")
+    return Response(await message_store.raw(db(), doc), status=200, content_type="message/rfc822",
+                    headers={"Content-Disposition": f'attachment; filename="{message_id}.eml"'})
