@@ -1,0 +1,103 @@
+"""Header values of a received message, decoded and made safe to pass on: encoded words
+(RFC 2047) in any charset Python knows, raw 8-bit (UTF-8, else Windows-1252), and never a
+CR, LF or NUL in what comes out (pipelines/templates/text.py `header_text`), so a value
+copied into another message's header cannot add a header of its own."""
+
+from __future__ import annotations
+
+import email.header
+import email.utils
+import re
+from datetime import UTC
+
+from pipelines.core.documents import InboundAddress
+from pipelines.templates.text import header_text
+
+_SURROGATES = re.compile(r"[\udc80-\udcff]")
+_MESSAGE_ID = re.compile(r"<[^<>\s]+>")
+MAX_ADDRESSES = 1000  # per header: more is hostile; the rest are dropped
+FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most often is
+
+
+def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | None]:
+    """`data` as text in `charset`; unknown or wrong: UTF-8, else Windows-1252. The second
+    value says what went wrong, None when nothing did."""
+    if charset:
+        try:
+            return data.decode(charset), None
+        except LookupError:
+            problem = f"unknown charset {charset!r}"
+        except (UnicodeDecodeError, ValueError):
+            problem = f"text is not valid {charset}"
+    else:
+        problem = None
+    try:
+        return data.decode("utf-8"), problem
+    except UnicodeDecodeError:
+        text = data.decode(FALLBACK_CHARSET, "replace")
+        return text, problem or "8-bit text without a charset (read as Windows-1252)"
+
+
+def _unescape(value: str) -> str:
+    """compat32 hands raw 8-bit header bytes on as surrogate escapes: read them as text."""
+    if not _SURROGATES.search(value):
+        return value
+    return bytes_to_text(value.encode("ascii", "surrogateescape"))[0]
+
+
+def decode_value(value: object) -> str:
+    """A header's value as one clean line of text: encoded words decoded, unknown charsets
+    and broken base64 read as well as they can be, CR/LF/NUL never kept."""
+    if isinstance(value, email.header.Header):
+        value = str(value)
+    text = _unescape(str(value))
+    try:
+        chunks = email.header.decode_header(text)
+    except (email.errors.HeaderParseError, ValueError, LookupError):
+        return header_text(text)
+    out = []
+    for chunk, charset in chunks:
+        out.append(bytes_to_text(chunk, charset)[0] if isinstance(chunk, bytes) else chunk)
+    return header_text("".join(out))
+
+
+def addresses(values: list[str]) -> list[InboundAddress]:
+    """Every address of the headers `values` (To, Cc…): display names decoded, the
+    address itself cleaned; entries without an address are left out."""
+    raw = [_unescape(str(v)) for v in values]
+    try:
+        pairs = email.utils.getaddresses(raw)
+    except (ValueError, TypeError, IndexError):
+        return []
+    found: list[InboundAddress] = []
+    for name, address in pairs[:MAX_ADDRESSES]:
+        address = header_text(address).replace(" ", "")
+        if address:
+            found.append({"address": address, "name": decode_value(name) or None})
+    return found
+
+
+def date_iso(value: str | None) -> str | None:
+    """The Date header as ISO-8601 (a date without a zone taken as UTC); None unreadable."""
+    if not value:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(decode_value(value))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.isoformat()
+
+
+def message_ids(value: str | None) -> list[str]:
+    """The <id> tokens of Message-ID, In-Reply-To or References, in order."""
+    return _MESSAGE_ID.findall(decode_value(value)) if value else []
+
+
+def first_message_id(value: str | None) -> str | None:
+    """One message id: the first <id>, else the cleaned value itself (some senders leave the <> out)."""
+    if not value:
+        return None
+    found = message_ids(value)
+    return found[0] if found else (decode_value(value) or None)
