@@ -46,9 +46,9 @@ from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.adapters.smtp_client import ehlo_choice
 from pipelines.core.clock import now_iso
 from pipelines.core.ids import new_uuid
+from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
 from pipelines.inbound.parsing import refusal_for
 from pipelines.inbound_routes.flood import FloodGate, sender_keys
-from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
 from pipelines.messages.dkim import txt_value
 from pipelines.messages.mime import message_id_from_verp
 from pipelines.messages.unsubscribe_headers import message_id_from_mailto

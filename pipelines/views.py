@@ -274,6 +274,7 @@ def inbound_message(doc: dict, *, full: bool = False) -> dict:
            "auto_submitted": bool(doc.get("auto_submitted")), "size_bytes": doc["size_bytes"],
            "authentication_summary": summary if isinstance(summary, str) else None}
     if full:
-        out.update({"envelope": received_event.envelope(doc), "authentication": doc.get("authentication"), "message": doc.get("parsed"),
+        out.update({"envelope": received_event.envelope(doc), "authentication": doc.get("authentication"),
+                    "message": doc.get("parsed"),
                     "processed_at": doc.get("processed_at")})
     return out

@@ -53,7 +53,7 @@ async def accept(db: AsyncDatabase, *, raw: bytes, mail_from: str, client_ip: st
     """Store the message once per `(recipient, workspace id)`, raw and with its envelope;
     the new messages' ids, each to be processed."""
     at = now_iso()
-    docs = []
+    docs: list[dict] = []
     for address, workspace_id in recipients:
         found = recipient(address)
         assert found is not None  # accepted at RCPT by workspace_for

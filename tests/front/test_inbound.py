@@ -1,0 +1,224 @@
+"""Inbound mail's API (issue 36): the workspace's inbound address, routes (validation of
+every field, list, get, delete, permissions) and received messages (filters, cursor
+pages, the parsed message, the raw download) — and the same cross-workspace matrix as
+every resource: another workspace's route or message answers 404 everywhere and is never
+listed."""
+
+import re
+import uuid
+
+import pytest
+
+from tests.front.test_webhooks import UNSENDABLE_URLS
+from tests.support.api import assert_error
+from tests.support.inbound_mail import address_of, mail, make_route, received
+
+HOOK = "https://hooks.example.com/inbound"
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+
+# -- the address ------------------------------------------------------------------------------
+def test_a_workspace_gets_one_random_inbound_address_on_the_operators_domain(service, tenant):
+    first = tenant.get("/inbound/address")
+    assert first.status_code == 200, first.text
+    data = first.json()["data"]
+    token, _, domain = data["address"].partition("@")
+    assert domain == "inbound.postroom.test" == data["domain"]
+    assert re.fullmatch(r"[a-z2-7]{16}", token) and tenant.workspace_id.replace("-", "") not in token
+    assert data["tagged_example"] == f"{token}+ticket-42@{domain}"
+    assert tenant.get("/inbound/address").json()["data"] == data  # made once, then kept
+    assert service.tenant().get("/inbound/address").json()["data"]["address"] != data["address"]
+
+
+# -- routes -------------------------------------------------------------------------------------
+def test_creating_a_route_answers_201_with_its_secret_shown_once(tenant):
+    created = tenant.post("/inbound/routes", json={"pattern": "Support+*@Inbound.Example", "url": HOOK,
+                                                   "priority": 5, "description": "tickets"})
+    assert created.status_code == 201, created.text
+    route = created.json()["data"]
+    assert route["pattern"] == "support+*@inbound.example" and route["url"] == HOOK
+    assert route["priority"] == 5 and route["description"] == "tickets" and route["created_at"].endswith("Z")
+    assert route["secret"].startswith("whsec_")
+    shown = tenant.get(f"/inbound/routes/{route['id']}").json()["data"]
+    assert shown == {k: v for k, v in route.items() if k != "secret"}
+    assert [r["id"] for r in tenant.get("/inbound/routes").json()["data"]] == [route["id"]]
+
+
+def test_routes_are_listed_in_the_order_they_are_tried(tenant):
+    late = make_route(tenant, HOOK, "*")
+    early = make_route(tenant, HOOK, "a@inbound.example", priority=1)
+    same = make_route(tenant, HOOK, "b@inbound.example")
+    answer = tenant.get("/inbound/routes", params={"limit": 2}).json()
+    assert [r["id"] for r in answer["data"]] == [early["id"], late["id"]]
+    assert answer["pagination"] == {"total": 3, "limit": 2, "offset": 0, "has_more": True}
+    assert [r["id"] for r in tenant.get("/inbound/routes", params={"offset": 2}).json()["data"]] == [same["id"]]
+
+
+@pytest.mark.parametrize("payload, path", [
+    ({"url": HOOK}, "pattern"),
+    ({"pattern": "*"}, "url"),
+    ({"pattern": 5, "url": HOOK}, "pattern"),
+    ({"pattern": None, "url": HOOK}, "pattern"),
+    ({"pattern": "", "url": HOOK}, "pattern"),
+    ({"pattern": "a" * 250 + "@x.example", "url": HOOK}, "pattern"),
+    ({"pattern": "two words@x.example", "url": HOOK}, "pattern"),
+    ({"pattern": "<a@x.example>", "url": HOOK}, "pattern"),
+    ({"pattern": "a@x.example\r\nBcc: b@y.example", "url": HOOK}, "pattern"),
+    ({"pattern": "no-at-sign", "url": HOOK}, "pattern"),
+    ({"pattern": "*", "url": 7}, "url"),
+    ({"pattern": "*", "url": ""}, "url"),
+    ({"pattern": "*", "url": "ftp://hooks.example.com/x"}, "url"),
+    ({"pattern": "*", "url": "https://user:pass@hooks.example.com/x"}, "url"),
+    ({"pattern": "*", "url": "https://hooks.example.com/" + "x" * 2048}, "url"),
+    ({"pattern": "*", "url": HOOK, "priority": -1}, "priority"),
+    ({"pattern": "*", "url": HOOK, "priority": 1001}, "priority"),
+    ({"pattern": "*", "url": HOOK, "priority": "1"}, "priority"),
+    ({"pattern": "*", "url": HOOK, "description": "d" * 201}, "description"),
+    ({"pattern": "*", "url": HOOK, "secret": "mine"}, "secret"),
+])
+def test_invalid_route_bodies_name_the_offending_field_and_create_nothing(tenant, payload, path):
+    assert_error(tenant.post("/inbound/routes", json=payload), 400, "validation_error", path)
+    assert tenant.get("/inbound/routes").json()["data"] == []
+
+
+@pytest.mark.parametrize("url", UNSENDABLE_URLS)
+def test_urls_the_sender_cannot_read_are_refused_as_for_webhooks(tenant, url):
+    assert_error(tenant.post("/inbound/routes", json={"pattern": "*", "url": url}), 400, "validation_error", "url")
+
+
+def test_a_route_body_must_be_a_json_object(tenant):
+    assert_error(tenant.post("/inbound/routes", json=["*"]), 400, "validation_error")
+    assert_error(tenant.client.post("/inbound/routes", content=b"pattern=*"), 400, "validation_error")
+
+
+def test_deleting_a_route_removes_it_and_a_second_delete_is_404(tenant):
+    route = make_route(tenant, HOOK)
+    answer = tenant.delete(f"/inbound/routes/{route['id']}")
+    assert answer.status_code == 200 and answer.json()["data"] == {"id": route["id"], "deleted": True}
+    assert_error(tenant.get(f"/inbound/routes/{route['id']}"), 404, "not_found")
+    assert_error(tenant.delete(f"/inbound/routes/{route['id']}"), 404, "not_found")
+    assert tenant.get("/inbound/routes").json()["data"] == []
+
+
+@pytest.mark.parametrize("path", [f"/inbound/routes/{UNKNOWN}", f"/inbound/messages/{UNKNOWN}",
+                                  f"/inbound/messages/{UNKNOWN}/raw", "/inbound/routes/not-an-id",
+                                  "/inbound/messages/not-an-id"])
+def test_unknown_or_malformed_ids_answer_404(tenant, path):
+    assert_error(tenant.get(path), 404, "not_found")
+
+
+def test_permissions_are_the_inbound_area(service, tenant):
+    reader = service.extra_key(tenant, permissions=["inbound:read"])
+    other_area = service.extra_key(tenant, permissions=["webhooks:*"])
+    assert reader.get("/inbound/routes").status_code == 200
+    assert reader.get("/inbound/address").status_code == 200
+    assert_error(reader.post("/inbound/routes", json={"pattern": "*", "url": HOOK}), 403, "forbidden")
+    route = make_route(tenant, HOOK)
+    assert_error(reader.delete(f"/inbound/routes/{route['id']}"), 403, "forbidden")
+    for path in ("/inbound/routes", "/inbound/messages", "/inbound/address"):
+        assert_error(other_area.get(path), 403, "forbidden")
+
+
+# -- messages -----------------------------------------------------------------------------------
+@pytest.fixture
+def inbox(service, tenant):
+    """Two messages received by the tenant: one taken by a route, one by none."""
+    route = make_route(tenant, HOOK, address_of(tenant))
+    first = received(service, tenant, mail(to=address_of(tenant), attachment=("notes.txt", "text/plain", b"hi")),
+                     address_of(tenant, "ticket-42"))
+    second = received(service, tenant, mail(sender="bob@other.example", to="x@y.example", subject="Other"),
+                      f"nobody@{address_of(tenant).split('@')[1]}", mail_from="bob@other.example")
+    return {"route": route, "first": first, "second": second}
+
+
+def test_a_received_message_is_listed_and_shown_parsed_with_its_envelope_and_verdicts(service, tenant, inbox):
+    listed = tenant.get("/inbound/messages").json()
+    assert [m["id"] for m in listed["data"]] == [inbox["second"], inbox["first"]]
+    first = listed["data"][1]
+    assert first["recipient"] == address_of(tenant, "ticket-42") and first["tag"] == "ticket-42"
+    assert first["from"] == "ann@sender.example" and first["subject"] == "Re: your ticket"
+    assert first["route_id"] == inbox["route"]["id"] and first["status"] == "processed"
+    assert listed["data"][0]["route_id"] is None  # matched no route: stored, listed, not delivered
+    detail = tenant.get(f"/inbound/messages/{inbox['first']}").json()["data"]
+    assert detail["envelope"] == {"mail_from": "ann@sender.example", "rcpt_to": address_of(tenant, "ticket-42"),
+                                  "client_ip": "192.0.2.10", "helo": "mx.sender.example"}
+    assert detail["message"]["from"]["address"] == "ann@sender.example"
+    assert detail["message"]["text"].strip() == "Thanks, that worked."
+    [attachment] = detail["message"]["attachments"]
+    assert attachment["filename"] == "notes.txt" and attachment["size"] == 2 and "content_b64" not in attachment
+    assert set(detail["authentication"]) >= {"spf", "dkim", "dmarc", "summary"}
+    assert detail["authentication_summary"] == detail["authentication"]["summary"]
+
+
+def test_the_raw_message_downloads_as_received(tenant, service):
+    raw = mail(to=address_of(tenant), text="exactly these bytes\n")
+    message_id = received(service, tenant, raw, address_of(tenant))
+    answer = tenant.get(f"/inbound/messages/{message_id}/raw")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("message/rfc822")
+    assert answer.headers["content-disposition"] == f'attachment; filename="{message_id}.eml"'
+    assert answer.content == raw
+
+
+def test_messages_are_filtered_by_route_recipient_sender_and_time(tenant, inbox):
+    def ids(**params):
+        return [m["id"] for m in tenant.get("/inbound/messages", params=params).json()["data"]]
+    assert ids(route_id=inbox["route"]["id"]) == [inbox["first"]]
+    assert ids(recipient=address_of(tenant, "TICKET-42").upper()) == [inbox["first"]]
+    assert ids(**{"from": "BOB@other.example"}) == [inbox["second"]]
+    assert ids(since="2000-01-01", until="2000-01-02") == []
+    assert ids(since="2000-01-01") == [inbox["second"], inbox["first"]]
+    assert ids(route_id=UNKNOWN) == []
+
+
+def test_messages_page_by_cursor(tenant, inbox):
+    first = tenant.get("/inbound/messages", params={"limit": 1}).json()
+    assert first["pagination"]["has_more"] is True and first["pagination"]["total"] == 2
+    after = tenant.get("/inbound/messages", params={"limit": 1, "cursor": first["pagination"]["next_cursor"]}).json()
+    assert [m["id"] for m in first["data"] + after["data"]] == [inbox["second"], inbox["first"]]
+    # as GET /email: a cursor's page says only whether it was full; the one after the last is empty
+    end = tenant.get("/inbound/messages", params={"limit": 1, "cursor": after["pagination"]["next_cursor"]}).json()
+    assert end["data"] == [] and end["pagination"]["next_cursor"] is None and end["pagination"]["has_more"] is False
+
+
+@pytest.mark.parametrize("params, path", [
+    ({"route_id": "nope"}, "route_id"), ({"since": "yesterday"}, "since"), ({"until": ""}, "until"),
+    ({"since": "2026-03-02", "until": "2026-03-01"}, "until"), ({"cursor": "not-ours"}, "cursor"),
+    ({"cursor": "MTox", "offset": 1}, "offset"), ({"limit": 0}, "limit"), ({"recipient": "a" * 300}, "recipient"),
+])
+def test_bad_message_filters_name_their_parameter(tenant, params, path):
+    assert_error(tenant.get("/inbound/messages", params=params), 400, "validation_error", path)
+
+
+# -- another workspace --------------------------------------------------------------------------
+def test_another_workspace_neither_sees_nor_touches_routes_or_messages(service, tenant, inbox):
+    other = service.tenant()
+    route_id, message_id = inbox["route"]["id"], inbox["first"]
+    for response in (other.get(f"/inbound/routes/{route_id}"), other.delete(f"/inbound/routes/{route_id}"),
+                     other.get(f"/inbound/messages/{message_id}"), other.get(f"/inbound/messages/{message_id}/raw")):
+        assert_error(response, 404, "not_found")
+    assert other.get("/inbound/routes").json()["pagination"]["total"] == 0
+    assert other.get("/inbound/messages").json()["pagination"]["total"] == 0
+    assert other.get("/inbound/messages", params={"route_id": route_id}).json()["data"] == []
+    assert other.get("/inbound/messages", params={"recipient": address_of(tenant, "ticket-42")}).json()["data"] == []
+    # and the owner still has both
+    assert tenant.get(f"/inbound/routes/{route_id}").status_code == 200
+    assert tenant.get(f"/inbound/messages/{message_id}").status_code == 200
+
+
+def test_a_route_of_another_workspace_never_takes_this_workspaces_mail(service, tenant):
+    other = service.tenant()
+    theirs = make_route(other, HOOK, "*")
+    message_id = received(service, tenant, mail(to=address_of(tenant)), address_of(tenant))
+    assert tenant.get(f"/inbound/messages/{message_id}").json()["data"]["route_id"] is None
+
+    async def deliveries(db):
+        return await db.webhook_deliveries.find({"webhook_id": theirs["id"]}).to_list()
+    assert service.store.run(deliveries) == []
+
+
+def test_mail_to_an_address_shaped_like_a_token_finds_no_workspace(service):
+    from pipelines.workflows.receive_inbound import workspace_for
+    settings_like = type("S", (), {"inbound_domain": "inbound.postroom.test"})()
+    made_up = f"{uuid.uuid4().hex[:16]}@inbound.postroom.test"
+    assert service.store.run(workspace_for, settings_like, made_up) is None
