@@ -34,6 +34,7 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "webhooks.create_webhook": (201,),
     "webhooks.create_trigger": (201,),
     "inbound.create_route": (201,),
+    "inbound.add_domain": (201,),
     "tracking.product_view": (201,),
     "conversions.create": (201,),
     "forms.create_form": (201,),
@@ -155,6 +156,11 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "inbound.delete_route": m.Deleted,
     "inbound.list_messages": m.InboundMessage,
     "inbound.get_message": m.InboundMessageDetail,
+    "inbound.add_domain": m.InboundDomain,
+    "inbound.list_domains": m.InboundDomain,
+    "inbound.get_domain": m.InboundDomain,
+    "inbound.verify_domain": m.InboundDomainCheck,
+    "inbound.delete_domain": m.Deleted,
 }
 
 

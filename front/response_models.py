@@ -464,6 +464,7 @@ class DnsRecord(Answer):
                                     "(pending before the first check).")
     checked_at: Timestamp | None = None
     txt_value: str | None = None
+    priority: int | None = Field(None, description="An MX record's preference.")
 
 
 class DkimKey(Answer):
@@ -619,6 +620,21 @@ class InboundAddress(Answer):
                                      "is the workspace's.")
     domain: str
     tagged_example: str
+
+
+class InboundDomain(Answer):
+    id: str
+    domain: str
+    verified: bool
+    verified_at: Timestamp | None
+    dns_records: list[DnsRecord] = Field(description="An MX (purpose inbound_mx, with its priority) and a TXT "
+                                                     "(purpose verification) to publish.")
+    created_at: Timestamp
+    last_checked_at: Timestamp | None
+
+
+class InboundDomainCheck(InboundDomain):
+    failed_records: list[str] = Field(description="Purposes of the records not (yet) found as published.")
 
 
 class InboundRoute(Answer):

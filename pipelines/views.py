@@ -278,3 +278,9 @@ def inbound_message(doc: dict, *, full: bool = False) -> dict:
                     "message": doc.get("parsed"),
                     "processed_at": doc.get("processed_at")})
     return out
+
+
+def inbound_domain(doc: dict) -> dict:
+    return {"id": doc["_id"], "domain": doc["domain"], "verified": bool(doc["verified"]),
+            "verified_at": doc.get("verified_at"), "dns_records": doc["records"], "created_at": doc["created_at"],
+            "last_checked_at": doc.get("last_checked_at")}

@@ -7,24 +7,27 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
-from quart import Blueprint, Response
+from quart import Blueprint
 
+from mongo import inbound_domains as domain_store
 from mongo import inbound_messages as message_store
 from mongo import inbound_routes as route_store
 from pipelines import views
+from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.core.clock import ms_of
 from pipelines.core.errors import ValidationFailed
 from pipelines.inbound_routes.addresses import MAX_PATTERN_LENGTH, pattern_problem
-from pipelines.workflows import manage_inbound_routes
+from pipelines.workflows import manage_inbound_domains, manage_inbound_routes
 
-from ..lookup import owned
+from ..lookup import found, no_such, owned
 from ..pagination import PageQuery, decode_cursor, encode_cursor, page
 from ..resource_routes import delete_route, list_route, read_route
-from ..responses import one
+from ..responses import one, streamed
 from ..runtime import caller, db, settings
 from ..types import Strict, Uuid
 from ..validation import body, query
 from .bounces import Since, Until
+from .domains import DomainName, refuse_service_domains
 from .webhooks import TargetUrl, check_target
 
 bp = Blueprint("inbound", __name__, url_prefix="/api/v1")
@@ -51,6 +54,11 @@ class CreateRoute(Strict):
         if problem:
             raise ValueError(problem)
         return value.lower()
+
+
+class AddInboundDomain(Strict):
+    domain: DomainName = Field(description="A domain to receive mail at, e.g. `replies.acme.example` (lower-cased; "
+                                           "no trailing dot): every address at it is the workspace's once verified.")
 
 
 class MessageQuery(PageQuery):
@@ -135,5 +143,34 @@ async def get_message(message_id: str):
 async def raw_message(message_id: str):
     """The message as received (message/rfc822, an `.eml` download)."""
     doc = await owned(message_store, message_id, "inbound message")
-    return Response(await message_store.raw(db(), doc), status=200, content_type="message/rfc822",
-                    headers={"Content-Disposition": f'attachment; filename="{message_id}.eml"'})
+    return streamed(await message_store.raw(db(), doc), "message/rfc822", f"{message_id}.eml", 200)
+
+
+@bp.post("/inbound/domains")
+@body(AddInboundDomain)
+async def add_domain(data: AddInboundDomain):
+    """A domain of the workspace's own to receive at: the answer lists the records to
+    publish (an MX to the operator's inbound host, a verification TXT). 201."""
+    refuse_service_domains(data.domain)
+    return one(views.inbound_domain(await manage_inbound_domains.add(db(), settings(), caller().workspace_id,
+                                                                     data.domain)), 201)
+
+
+list_route(bp, "/inbound/domains", "list_domains", PageQuery, domain_store.list_page, view=views.inbound_domain,
+           summary="The workspace's inbound domains, oldest first.")
+read_route(bp, "/inbound/domains/<uuid:domain_id>", "get_domain", domain_store, "inbound domain",
+           views.inbound_domain, summary="One inbound domain with its records' last check.")
+
+
+@bp.post("/inbound/domains/<uuid:domain_id>/verify")
+async def verify_domain(domain_id: str):
+    """Look the records up; once both hold the workspace receives at the domain (409 when
+    another workspace proved it first)."""
+    doc = await owned(domain_store, domain_id, "inbound domain")
+    checked = await manage_inbound_domains.verify(db(), DnsPythonResolver(settings().dns_resolver), doc)
+    saved = await found(checked.domain, no_such("inbound domain"))
+    return one({**views.inbound_domain(saved), "failed_records": checked.failed_records})
+
+
+delete_route(bp, "/inbound/domains/<uuid:domain_id>", "delete_domain", manage_inbound_domains.delete,
+             "inbound domain")

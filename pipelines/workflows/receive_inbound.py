@@ -22,7 +22,7 @@ import asyncio
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from mongo import inbound_addresses, inbound_messages, inbound_routes, outbox
+from mongo import inbound_addresses, inbound_domains, inbound_messages, inbound_routes, outbox
 from mongo import webhooks as webhook_store
 from pipelines.core.clock import ms_of, now_iso, now_ms
 from pipelines.core.ids import new_uuid
@@ -42,10 +42,15 @@ RETENTION_PASS = 500
 
 
 async def workspace_for(db: AsyncDatabase, settings: Settings, address: str) -> str | None:
-    """The workspace an inbound address belongs to; None when it is none of ours."""
+    """The workspace an inbound address belongs to: by its token on the operator's inbound
+    domain, or by a domain the workspace verified; None when it is none of ours."""
     found = recipient(address)
-    mine = None if found is None else token_of(found, settings.inbound_domain)
-    return None if mine is None else await inbound_addresses.workspace_of(db, mine)
+    if found is None:
+        return None
+    if found.domain == settings.inbound_domain.lower():
+        mine = token_of(found, settings.inbound_domain)
+        return None if mine is None else await inbound_addresses.workspace_of(db, mine)
+    return await inbound_domains.owner(db, found.domain)
 
 
 async def accept(db: AsyncDatabase, *, raw: bytes, mail_from: str, client_ip: str, helo: str,

@@ -218,7 +218,75 @@ def test_a_route_of_another_workspace_never_takes_this_workspaces_mail(service, 
 
 
 def test_mail_to_an_address_shaped_like_a_token_finds_no_workspace(service):
+    from pipelines.core.settings import Settings
     from pipelines.workflows.receive_inbound import workspace_for
-    settings_like = type("S", (), {"inbound_domain": "inbound.postroom.test"})()
     made_up = f"{uuid.uuid4().hex[:16]}@inbound.postroom.test"
-    assert service.store.run(workspace_for, settings_like, made_up) is None
+    assert service.store.run(workspace_for, Settings(), made_up) is None
+
+
+# -- inbound domains ----------------------------------------------------------------------------
+def publish(dns_server, domain: dict, *, mx: str | None = None, txt: bool = True) -> None:
+    by_purpose = {r["purpose"]: r for r in domain["dns_records"]}
+    if txt:
+        dns_server.set(by_purpose["verification"]["name"], "TXT", by_purpose["verification"]["value"])
+    mx_record = by_purpose["inbound_mx"]
+    dns_server.set(mx_record["name"], "MX", f"{mx_record['priority']} {mx or mx_record['value']}")
+
+
+def add_domain(tenant, name: str) -> dict:
+    response = tenant.post("/inbound/domains", json={"domain": name})
+    assert response.status_code == 201, response.text
+    return response.json()["data"]
+
+
+def test_an_inbound_domain_lists_its_mx_and_verification_records(tenant):
+    name = f"replies-{uuid.uuid4().hex[:6]}.acme.example"
+    domain = add_domain(tenant, name.upper() + ".")
+    assert domain["domain"] == name and domain["verified"] is False and domain["verified_at"] is None
+    by_purpose = {r["purpose"]: r for r in domain["dns_records"]}
+    assert by_purpose["inbound_mx"] | {"status": "pending"} == {
+        "type": "MX", "name": name, "value": "inbound.postroom.test", "priority": 10, "purpose": "inbound_mx",
+        "verified": False, "status": "pending"}
+    assert by_purpose["verification"]["name"] == f"_postroom-inbound.{name}"
+    assert tenant.get(f"/inbound/domains/{domain['id']}").json()["data"] == domain
+    assert [d["id"] for d in tenant.get("/inbound/domains").json()["data"]] == [domain["id"]]
+    assert_error(tenant.post("/inbound/domains", json={"domain": name}), 409, "duplicate", "domain")
+
+
+@pytest.mark.parametrize("payload, path", [({}, "domain"), ({"domain": 5}, "domain"), ({"domain": "no spaces.x"},
+                                           "domain"), ({"domain": "inbound.postroom.test"}, "domain"),
+                                           ({"domain": "x.inbound.postroom.test"}, "domain"),
+                                           ({"domain": "bounces.postroom.test"}, "domain"),
+                                           ({"domain": "a.example", "mx": "x"}, "mx")])
+def test_invalid_inbound_domains_are_refused_with_their_path(tenant, payload, path):
+    assert_error(tenant.post("/inbound/domains", json=payload), 400, "validation_error", path)
+
+
+def test_a_verified_domain_receives_for_its_workspace_and_only_the_first_to_prove_it(service, tenant, dns_server):
+    from pipelines.core.settings import Settings
+    from pipelines.workflows.receive_inbound import workspace_for
+    name = f"replies-{uuid.uuid4().hex[:6]}.acme.example"
+    domain = add_domain(tenant, name)
+    publish(dns_server, domain, mx="mx.elsewhere.example")
+    checked = tenant.post(f"/inbound/domains/{domain['id']}/verify").json()["data"]
+    assert checked["verified"] is False and checked["failed_records"] == ["inbound_mx"]
+    assert service.store.run(workspace_for, Settings(), f"anyone@{name}") is None
+    publish(dns_server, domain)
+    checked = tenant.post(f"/inbound/domains/{domain['id']}/verify").json()["data"]
+    assert checked["verified"] is True and checked["failed_records"] == [] and checked["verified_at"]
+    assert service.store.run(workspace_for, Settings(), f"Anyone+7@{name.upper()}") == tenant.workspace_id
+
+    # another workspace naming the same domain cannot take it, even with its own TXT published
+    other = service.tenant()
+    theirs = add_domain(other, name)
+    publish(dns_server, theirs)
+    assert_error(other.post(f"/inbound/domains/{theirs['id']}/verify"), 409, "conflict", "domain")
+    assert service.store.run(workspace_for, Settings(), f"anyone@{name}") == tenant.workspace_id
+    for response in (other.get(f"/inbound/domains/{domain['id']}"), other.delete(f"/inbound/domains/{domain['id']}"),
+                     other.post(f"/inbound/domains/{domain['id']}/verify")):
+        assert_error(response, 404, "not_found")
+
+    # removed: its mail is refused again
+    assert tenant.delete(f"/inbound/domains/{domain['id']}").json()["data"] == {"id": domain["id"], "deleted": True}
+    assert service.store.run(workspace_for, Settings(), f"anyone@{name}") is None
+    assert_error(tenant.get(f"/inbound/domains/{domain['id']}"), 404, "not_found")
