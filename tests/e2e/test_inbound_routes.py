@@ -4,7 +4,8 @@ zone, parses and routes it; the route's real HTTP receiver gets `email.received`
 with the route's secret (checked with docs/webhooks.md's helper), field by field. A
 tampered copy fails DKIM; an over-size message is refused at MAIL FROM (552, SIZE
 announced); an unknown recipient at RCPT (550); another workspace's route never receives
-it (barrier: that workspace's own message, sent after, is the only one its receiver gets)."""
+it (barrier: that workspace's own message, sent after, is the only one its receiver gets). A
+workspace webhook subscribed to `email.received` gets the same event."""
 
 import asyncio
 import base64
@@ -15,7 +16,7 @@ import dkim
 import pytest
 
 from pipelines.messages.dkim import generate_key_pair
-from tests.support.http_receiver import HttpReceiver
+from tests.support.http_receiver import HttpReceiver, subscribe
 from tests.support.inbound import inbound_port, rcpt_answer, wait_listening
 from tests.support.inbound_mail import address_of, mail, make_route
 
@@ -25,7 +26,7 @@ SUBJECT = "Re: Ticket 42 — ça marche"
 
 @pytest.fixture
 def receivers():
-    started = [HttpReceiver().start(), HttpReceiver().start()]
+    started = [HttpReceiver().start(), HttpReceiver().start(), HttpReceiver().start()]
     yield started
     for receiver in started:
         receiver.stop()
@@ -50,8 +51,9 @@ def received_by(receiver, n: int):
 
 
 def test_a_dkim_signed_reply_reaches_the_routes_receiver_signed_parsed_and_verified(service, dns_server, receivers):
-    ours, theirs = receivers
+    ours, theirs, hooks = receivers
     tenant, other = service.tenant(), service.tenant()
+    subscribe(tenant, hooks, "email.received")  # a workspace webhook gets every email.received too
     key = generate_key_pair()
     dns_server.set("s1._domainkey.sender.example", "TXT", key.txt_value)
     route = make_route(tenant, ours.url, address_of(tenant).replace("@", "+ticket-*@"))
@@ -83,6 +85,11 @@ def test_a_dkim_signed_reply_reaches_the_routes_receiver_signed_parsed_and_verif
     [verdict] = data["authentication"]["dkim"]
     assert (verdict["result"], verdict["domain"], verdict["selector"]) == ("pass", "sender.example", "s1")
     assert "dkim=pass" in data["authentication"]["summary"]
+
+    # the workspace's webhook got the same event, signed with its own secret
+    [hooked] = received_by(hooks, 1)
+    assert hooked.verified is True and hooked.body == got.body
+    assert hooked.headers["x-service-delivery-id"].split(":")[0] == got.headers["x-service-delivery-id"].split(":")[0]
 
     # the API shows the same message, and its raw bytes as received
     shown = tenant.get(f"/inbound/messages/{data['inbound_message_id']}").json()["data"]

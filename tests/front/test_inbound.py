@@ -290,3 +290,31 @@ def test_a_verified_domain_receives_for_its_workspace_and_only_the_first_to_prov
     assert tenant.delete(f"/inbound/domains/{domain['id']}").json()["data"] == {"id": domain["id"], "deleted": True}
     assert service.store.run(workspace_for, Settings(), f"anyone@{name}") is None
     assert_error(tenant.get(f"/inbound/domains/{domain['id']}"), 404, "not_found")
+
+
+# -- auto-replies and retention -----------------------------------------------------------------
+def test_an_auto_reply_is_stored_and_marked_and_nothing_answers_it(service, tenant):
+    make_route(tenant, HOOK)
+    raw = mail(to=address_of(tenant), subject="Out of office", headers={"Auto-Submitted": "auto-replied"})
+    message_id = received(service, tenant, raw, address_of(tenant))
+    shown = tenant.get(f"/inbound/messages/{message_id}").json()["data"]
+    assert shown["auto_submitted"] is True and shown["message"]["auto_submitted"] is True
+
+    async def sent_to_sender(db):  # we never write mail back to whoever sent it
+        return await db.messages.count_documents({"workspace_id": tenant.workspace_id})
+    assert service.store.run(sent_to_sender) == 0
+
+
+def test_retention_deletes_old_messages_with_their_raw_bytes(service, tenant):
+    from pipelines.core.settings import Settings
+    from pipelines.workflows.receive_inbound import apply_retention
+    old = received(service, tenant, mail(to=address_of(tenant)), address_of(tenant))
+    new = received(service, tenant, mail(to=address_of(tenant)), address_of(tenant))
+
+    async def age(db):
+        await db.inbound_messages.update_one({"_id": old}, {"$inc": {"received_ms": -31 * 86_400_000}})
+    service.store.run(age)
+    assert service.store.run(apply_retention, Settings(inbound_retention_days=30)) >= 1
+    assert_error(tenant.get(f"/inbound/messages/{old}"), 404, "not_found")
+    assert service.store.run(lambda db: db.inbound_raw.find_one({"_id": f"{old}:0"})) is None
+    assert tenant.get(f"/inbound/messages/{new}/raw").status_code == 200
