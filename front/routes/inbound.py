@@ -14,13 +14,11 @@ from mongo import inbound_messages as message_store
 from mongo import inbound_routes as route_store
 from pipelines import views
 from pipelines.adapters.dns_client import DnsPythonResolver
-from pipelines.core.clock import ms_of
-from pipelines.core.errors import ValidationFailed
 from pipelines.inbound_routes.addresses import MAX_PATTERN_LENGTH, pattern_problem
 from pipelines.workflows import manage_inbound_domains, manage_inbound_routes
 
 from ..lookup import found, no_such, owned
-from ..pagination import PageQuery, decode_cursor, encode_cursor, page
+from ..pagination import CursorPageQuery, PageQuery, cursor_page
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one, streamed
 from ..runtime import caller, db, settings
@@ -61,7 +59,7 @@ class AddInboundDomain(Strict):
                                            "no trailing dot): every address at it is the workspace's once verified.")
 
 
-class MessageQuery(PageQuery):
+class MessageQuery(CursorPageQuery):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
     route_id: Uuid | None = Field(None, description="Only messages this route took.")
     recipient: Address | None = Field(None, description="Only messages to this address, `+tag` included (any "
@@ -72,25 +70,11 @@ class MessageQuery(PageQuery):
                                                   "of that day, UTC) or date-time (no offset means UTC).")
     until: Until | None = Field(None, description="Received before this moment: an ISO 8601 date-time, or a "
                                                   "date meaning the end of that day (UTC).")
-    cursor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
-        None, description="The previous page's `pagination.next_cursor`: the next page, stable while new mail "
-                          "arrives.")
-
-    @field_validator("cursor")
-    @classmethod
-    def _readable(cls, value: str | None) -> str | None:
-        if value is not None:
-            decode_cursor(value)
-        return value
 
     def filters(self) -> message_store.Filters:
-        if self.since and self.until and self.since >= self.until:
-            raise ValidationFailed("until: must be later than since.", path="until")
-        if self.cursor and self.offset:
-            raise ValidationFailed("offset: give a cursor or an offset, not both.", path="offset")
+        since_ms, until_ms = self.window_ms()
         return message_store.Filters(route_id=self.route_id, recipient=self.recipient, sender=self.from_,
-                                     since_ms=ms_of(self.since) if self.since else None,
-                                     until_ms=ms_of(self.until) if self.until else None)
+                                     since_ms=since_ms, until_ms=until_ms)
 
 
 @bp.get("/inbound/address")
@@ -123,14 +107,9 @@ delete_route(bp, "/inbound/routes/<uuid:route_id>", "delete_route", manage_inbou
 @query(MessageQuery)
 async def list_messages(params: MessageQuery):
     """Messages received at the workspace's inbound addresses, newest first."""
-    after = decode_cursor(params.cursor) if params.cursor else None
     items, total = await message_store.page(db(), caller().workspace_id, params.filters(), limit=params.limit,
-                                            offset=params.offset, after=after)
-    more = len(items) == params.limit and (after is not None or params.offset + len(items) < total)
-    answer = page([views.inbound_message(d) for d in items], total=total, limit=params.limit, offset=params.offset)
-    answer["pagination"].update(has_more=more, next_cursor=encode_cursor(items[-1]["received_ms"], items[-1]["_id"])
-                                if items and more else None)
-    return answer
+                                            offset=params.offset, after=params.after())
+    return cursor_page(items, total, params, lambda d: (d["received_ms"], d["_id"]), views.inbound_message)
 
 
 @bp.get("/inbound/messages/<uuid:message_id>")
