@@ -34,7 +34,7 @@ def extract_reply(text: str | None, html: str | None) -> str | None:
 
 
 def _bounded(text: str) -> str:
-    lines = []
+    lines: list[str] = []
     for line in text[:MAX_REPLY_INPUT_CHARS].split("\n"):
         lines.extend(line[i:i + MAX_LINE_CHARS] for i in range(0, max(len(line), 1), MAX_LINE_CHARS))
     return "\n".join(lines)
