@@ -17,14 +17,25 @@ _SURROGATES = re.compile(r"[\udc80-\udcff]")
 _MESSAGE_ID = re.compile(r"<[^<>\s]+>")
 MAX_ADDRESSES = 1000  # per header: more is hostile; the rest are dropped
 FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most often is
+# Labels mail declares for a wider charset than the label names: decoded as the superset,
+# as browsers do (the WHATWG Encoding Standard), so GBK text labelled gb2312 reads right.
+SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "euc-cn": "gb18030",
+             "ks_c_5601-1987": "cp949", "euc-kr": "cp949", "ks_c_5601": "cp949",
+             "iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "us-ascii": "cp1252",
+             "ascii": "cp1252", "iso-8859-9": "cp1254", "shift_jis": "cp932", "sjis": "cp932",
+             "x-sjis": "cp932", "big5": "big5hkscs", "tis-620": "cp874", "iso-8859-11": "cp874",
+             "windows-874": "cp874", "utf8": "utf-8", "unicode-1-1-utf-8": "utf-8"}
 
 
 def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | None]:
     """`data` as text in `charset`; unknown or wrong: UTF-8, else Windows-1252. The second
     value says what went wrong, None when nothing did."""
     if charset:
+        charset = charset.strip().strip('"').lower()
         try:
-            return data.decode(charset), None
+            if charset in ("us-ascii", "ascii") and data.isascii():
+                return data.decode("ascii"), None
+            return data.decode(SUPERSETS.get(charset, charset)), None
         except LookupError:
             problem = f"unknown charset {charset!r}"
         except (UnicodeDecodeError, ValueError):

@@ -19,7 +19,7 @@ from pipelines.core.documents import ParsedInbound
 from pipelines.inbound.auto_replies import is_automatic
 from pipelines.inbound.body_parts import bodies, walk
 from pipelines.inbound.header_values import addresses, date_iso, decode_value, first_message_id, message_ids
-from pipelines.inbound.html_view import safe_html
+from pipelines.inbound.html_view import MAX_HTML_NESTING, safe_html, too_deep
 from pipelines.inbound.replies import extract_reply
 from pipelines.templates.text import header_text
 
@@ -46,10 +46,19 @@ def _read(raw: bytes) -> Message:
     return email.parser.BytesParser(policy=email.policy.compat32).parsebytes(raw)
 
 
+def _header_block(raw: bytes) -> bytes:
+    end = _HEADER_END.search(raw)
+    return raw[:end.start() if end else len(raw)]
+
+
 def header_count(raw: bytes) -> int:
     """Header fields of the message itself, counted in the bytes (before any parsing)."""
-    end = _HEADER_END.search(raw)
-    return len(_HEADER_START.findall(raw[:end.start() if end else len(raw)]))
+    return len(_HEADER_START.findall(_header_block(raw)))
+
+
+def is_binary(raw: bytes) -> bool:
+    """NUL bytes among the headers: a file (an Outlook .msg, an archive), not an Internet message."""
+    return b"\x00" in _header_block(raw)
 
 
 def refusal_for(raw: bytes) -> InboundRefusal | None:
@@ -61,6 +70,8 @@ def refusal_for(raw: bytes) -> InboundRefusal | None:
 
 
 def _refusal(raw: bytes) -> InboundRefusal | None:
+    if is_binary(raw):
+        return InboundRefusal(554, "5.6.0 Not an Internet message: NUL bytes in the header")
     headers = header_count(raw)
     if headers > MAX_HEADERS:
         return InboundRefusal(552, f"5.6.0 Too many header fields ({headers}; at most {MAX_HEADERS})")
@@ -141,10 +152,19 @@ def _parse(raw: bytes, inline_limit: int) -> ParsedInbound:
         "headers": headers,
         "attachments": found.attachments,
         "auto_submitted": is_automatic(by_name),
-        "problems": _problems(message) + found.problems + _missing(by_name),
+        "problems": _problems(message) + found.problems + _missing(by_name) + _hostile(raw, html),
     })
     return parsed
 
 
 def _missing(by_name: dict[str, list[str]]) -> list[str]:
     return [f"no {name} header" for name in ("From", "Date", "Message-ID") if name.lower() not in by_name]
+
+
+def _hostile(raw: bytes, html: str | None) -> list[str]:
+    found = []
+    if is_binary(raw):
+        found.append("message: NUL bytes in the header (a file, not an Internet message)")
+    if too_deep(html):
+        found.append(f"HTML nested deeper than {MAX_HTML_NESTING} levels: html_sanitised is its text")
+    return found

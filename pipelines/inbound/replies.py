@@ -7,24 +7,34 @@ from __future__ import annotations
 from mailparser_reply import EmailReplyParser
 from mailparser_reply.constants import MAIL_LANGUAGES
 
-from pipelines.templates.text import html_to_text
+from pipelines.inbound.html_view import text_of
 
-# The library's regexes run over the whole text: a hostile body of megabytes would hold the
-# caller; a reply's new text is at the top, so the first 100,000 characters are enough.
-MAX_REPLY_INPUT_CHARS = 100_000
+# The library's regexes cost time quadratic in a line's length on some texts (measured:
+# one 100,000-character line of "On On On …" takes minutes), so it reads at most
+# MAX_REPLY_INPUT_CHARS (a reply's new text is at the top) in lines of at most
+# MAX_LINE_CHARS (RFC 5322's limit; longer lines are cut in pieces): then 0.8 s at worst.
+MAX_REPLY_INPUT_CHARS = 20_000
+MAX_LINE_CHARS = 998
 _PARSER = EmailReplyParser(languages=list(MAIL_LANGUAGES))
 
 
 def extract_reply(text: str | None, html: str | None) -> str | None:
     """The latest reply of a message's body (the text part, else its HTML read as text);
     None when there is no body. Falls back to the whole text when the library finds nothing."""
-    source = text if text and text.strip() else (html_to_text(html) if html else None)
+    source = text if text and text.strip() else (text_of(html) if html else None)
     if source is None:
         return None
-    source = source.replace("\r\n", "\n")[:MAX_REPLY_INPUT_CHARS]
+    source = _bounded(source.replace("\r\n", "\n"))
     try:
         reply = _PARSER.parse_reply(source)
     except (RecursionError, ValueError, IndexError, TypeError, AttributeError):
         reply = None
     reply = (reply or "").strip()
     return reply or source.strip() or None
+
+
+def _bounded(text: str) -> str:
+    lines: list[str] = []
+    for line in text[:MAX_REPLY_INPUT_CHARS].split("\n"):
+        lines.extend(line[i:i + MAX_LINE_CHARS] for i in range(0, max(len(line), 1), MAX_LINE_CHARS))
+    return "\n".join(lines)
