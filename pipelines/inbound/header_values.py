@@ -21,32 +21,36 @@ FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most
 # as browsers do (the WHATWG Encoding Standard), so GBK text labelled gb2312 reads right.
 SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "euc-cn": "gb18030",
              "ks_c_5601-1987": "cp949", "euc-kr": "cp949", "ks_c_5601": "cp949",
-             "iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "us-ascii": "cp1252",
-             "ascii": "cp1252", "iso-8859-9": "cp1254", "shift_jis": "cp932", "sjis": "cp932",
+             "iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "iso-8859-9": "cp1254",
+             "shift_jis": "cp932", "sjis": "cp932",
              "x-sjis": "cp932", "big5": "big5hkscs", "tis-620": "cp874", "iso-8859-11": "cp874",
              "windows-874": "cp874", "utf8": "utf-8", "unicode-1-1-utf-8": "utf-8"}
 
 
 def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | None]:
-    """`data` as text in `charset`; unknown or wrong: UTF-8, else Windows-1252. The second
-    value says what went wrong, None when nothing did."""
-    if charset:
-        charset = charset.strip().strip('"').lower()
+    """`data` as text in `charset`, and what went wrong (None when nothing did). Text that
+    is not what its label says is read as UTF-8 when it is valid UTF-8 (the usual mistake),
+    else in the label's charset with replacement characters; text with no label, or an
+    unknown one, as UTF-8, else Windows-1252."""
+    label = charset.strip().strip('"').lower() if charset else ""
+    if label in ("us-ascii", "ascii") and data.isascii():
+        return data.decode("ascii"), None
+    codec = SUPERSETS.get(label, label)
+    problem = f"text is not valid {label}" if label else None
+    if label and label not in ("us-ascii", "ascii"):
         try:
-            if charset in ("us-ascii", "ascii") and data.isascii():
-                return data.decode("ascii"), None
-            return data.decode(SUPERSETS.get(charset, charset)), None
+            return data.decode(codec), None
         except LookupError:
-            problem = f"unknown charset {charset!r}"
+            problem, codec = f"unknown charset {label!r}", ""
         except (UnicodeDecodeError, ValueError):
-            problem = f"text is not valid {charset}"
-    else:
-        problem = None
+            pass
     try:
         return data.decode("utf-8"), problem
     except UnicodeDecodeError:
-        text = data.decode(FALLBACK_CHARSET, "replace")
-        return text, problem or "8-bit text without a charset (read as Windows-1252)"
+        pass
+    if codec and label not in ("us-ascii", "ascii"):
+        return data.decode(codec, "replace"), problem
+    return data.decode(FALLBACK_CHARSET, "replace"), problem or "8-bit text without a charset (read as Windows-1252)"
 
 
 def _unescape(value: str) -> str:

@@ -106,13 +106,19 @@ def _raw_values(message: Message, name: str) -> list[str]:
 
 def parse_inbound(raw: bytes, *, max_attachment_inline_bytes: int = DEFAULT_INLINE_ATTACHMENT_BYTES) -> ParsedInbound:
     """Every field of the message, decoded and cleaned (header values never carry CR, LF
-    or NUL). Never raises: what could not be read is left empty and said in `problems`."""
+    or NUL). Never raises: what could not be read is left empty and said in `problems`
+    (a body the parser cannot walk, e.g. nested past Python's recursion limit, still
+    gives the header fields)."""
     try:
         return _parse(raw, max_attachment_inline_bytes)
     except Exception as error:  # noqa: BLE001 — the contract: any input gives a result
-        parsed = _empty()
-        parsed["problems"].append(f"message could not be read: {type(error).__name__}")
-        return parsed
+        problem = f"message body could not be read: {type(error).__name__}"
+    try:
+        parsed = _header_fields(email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(raw))
+    except Exception as error:  # noqa: BLE001 — as above
+        parsed, problem = _empty(), f"message could not be read: {type(error).__name__}"
+    parsed["problems"].append(problem)
+    return parsed
 
 
 def _empty() -> ParsedInbound:
@@ -121,8 +127,8 @@ def _empty() -> ParsedInbound:
             "reply": None, "headers": [], "attachments": [], "auto_submitted": False, "problems": []}
 
 
-def _parse(raw: bytes, inline_limit: int) -> ParsedInbound:
-    message = _read(raw)
+def _header_fields(message: Message) -> ParsedInbound:
+    """The fields read from the message's own headers; the body's left empty."""
     headers = _headers(message)
     by_name: dict[str, list[str]] = {}
     for name, value in headers:
@@ -132,9 +138,6 @@ def _parse(raw: bytes, inline_limit: int) -> ParsedInbound:
         values = _raw_values(message, name)
         return values[0] if values else None
 
-    found = bodies(message, inline_limit=inline_limit)
-    text = "\n".join(found.text) if found.text else None
-    html = found.html[0] if found.html else None
     senders = addresses(_raw_values(message, "from"))
     parsed = _empty()
     parsed.update({
@@ -147,12 +150,24 @@ def _parse(raw: bytes, inline_limit: int) -> ParsedInbound:
         "message_id": first_message_id(first("message-id")),
         "in_reply_to": first_message_id(first("in-reply-to")),
         "references": message_ids(first("references")),
+        "headers": headers,
+        "auto_submitted": is_automatic(by_name),
+        "problems": _missing(by_name),
+    })
+    return parsed
+
+
+def _parse(raw: bytes, inline_limit: int) -> ParsedInbound:
+    message = _read(raw)
+    parsed = _header_fields(message)
+    found = bodies(message, inline_limit=inline_limit)
+    text = "\n".join(found.text) if found.text else None
+    html = found.html[0] if found.html else None
+    parsed.update({
         "text": text, "html": html, "html_sanitised": safe_html(html),
         "reply": extract_reply(text, html),
-        "headers": headers,
         "attachments": found.attachments,
-        "auto_submitted": is_automatic(by_name),
-        "problems": _problems(message) + found.problems + _missing(by_name) + _hostile(raw, html),
+        "problems": _problems(message) + found.problems + parsed["problems"] + _hostile(raw, html),
     })
     return parsed
 

@@ -26,7 +26,8 @@ def extract_reply(text: str | None, html: str | None) -> str | None:
         return None
     source = _bounded(source.replace("\r\n", "\n"))
     try:
-        reply = _PARSER.parse_reply(source)
+        replies = _PARSER.read(source).replies
+        reply = replies[0].body if replies else None  # .body: without the quote header and the signature
     except (RecursionError, ValueError, IndexError, TypeError, AttributeError):
         reply = None
     reply = (reply or "").strip()
