@@ -46,7 +46,13 @@ from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.adapters.smtp_client import ehlo_choice
 from pipelines.core.clock import now_iso
 from pipelines.core.ids import new_uuid
-from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
+from pipelines.domains.dns_records import (
+    MX_PRIORITY,
+    bounce_domain_records,
+    key_publication,
+    valid_hostname,
+    zone_line,
+)
 from pipelines.inbound.parsing import refusal_for
 from pipelines.inbound_routes.flood import FloodGate, sender_keys
 from pipelines.messages.dkim import txt_value
@@ -268,15 +274,19 @@ def cmd_dkim(args) -> int:
                 "value": txt_value(key["public_key"])}]
     records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
     sending_host = ehlo_choice(settings.smtp_helo_name, settings.base_url, settings.bounce_domain)[0]
-    bounce = bounce_domain_records(settings.bounce_domain, inbound_host=(args.mx or sending_host).lower().rstrip("."),
+    inbound_host = (args.mx or sending_host).lower().rstrip(".")
+    bounce = bounce_domain_records(settings.bounce_domain, inbound_host=inbound_host,
                                    sending_host=sending_host, sending_ips=args.sending_ip or [])
+    # workspaces' inbound addresses (docs/inbound.md) arrive at the same port
+    bounce.append({"type": "MX", "name": settings.inbound_domain, "value": inbound_host, "priority": MX_PRIORITY})
     if args.json:
         print(json.dumps(records + bounce))
     else:
         for record in records:
             print(zone_line(record))
         print(f"; {settings.bounce_domain}: MX to the host running `postroom inbound` (--mx), SPF of the "
-              f"sending IPs (--sending-ip; else the addresses of the EHLO name {sending_host})")
+              f"sending IPs (--sending-ip; else the addresses of the EHLO name {sending_host}); "
+              f"{settings.inbound_domain}: MX to the same host")
         for record in bounce:
             print(zone_line(record))
     return 0
@@ -289,7 +299,7 @@ def add_commands(sub) -> None:
     add_report_commands(inbound.add_subparsers(dest="inbound_command", metavar="{reports,show,rerun}"))
     dkim = sub.add_parser("dkim", help="print the DKIM TXT records to publish in the shared domain's zone "
                                        "(its own key and every custom domain's key), and the bounce domain's "
-                                       "MX and SPF records")
+                                       "MX and SPF records, and the inbound domain's MX")
     dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value, priority?}")
     dkim.add_argument("--mx", metavar="HOST", help="the host running `postroom inbound` (default: the EHLO name)")
     dkim.add_argument("--sending-ip", metavar="IP", action="append",

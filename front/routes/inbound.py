@@ -14,7 +14,7 @@ from mongo import inbound_messages as message_store
 from mongo import inbound_routes as route_store
 from pipelines import views
 from pipelines.adapters.dns_client import DnsPythonResolver
-from pipelines.inbound_routes.addresses import MAX_PATTERN_LENGTH, pattern_problem
+from pipelines.inbound_routes.addresses import MAX_PATTERN_LENGTH, PATTERN_REGEX, pattern_problem
 from pipelines.workflows import manage_inbound_domains, manage_inbound_routes
 
 from ..lookup import found, no_such, owned
@@ -22,7 +22,7 @@ from ..pagination import CursorPageQuery, PageQuery, cursor_page
 from ..resource_routes import delete_route, list_route, read_route
 from ..responses import one, streamed
 from ..runtime import caller, db, settings
-from ..types import Strict, Uuid
+from ..types import JsonInteger, Strict, Uuid
 from ..validation import body, query
 from .bounces import Since, Until
 from .domains import DomainName, refuse_service_domains
@@ -31,6 +31,7 @@ from .webhooks import TargetUrl, check_target
 bp = Blueprint("inbound", __name__, url_prefix="/api/v1")
 
 Pattern = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_LENGTH), Field(
+    json_schema_extra={"pattern": PATTERN_REGEX},
     description="Which recipients the route takes, matched lower-cased: `*` (all), an address (also with any "
                 "`+tag`), or an address with `*` wildcards (`<token>+ticket-*@inbound.example`, "
                 "`*@support.acme.example`).")]
@@ -40,7 +41,7 @@ Address = Annotated[str, StringConstraints(min_length=3, max_length=254)]
 class CreateRoute(Strict):
     pattern: Pattern
     url: TargetUrl
-    priority: int = Field(100, ge=0, le=1000, description="Routes are tried by priority (lower first), then "
+    priority: JsonInteger = Field(100, ge=0, le=1000, description="Routes are tried by priority (lower first), then "
                                                            "oldest first; the first whose pattern matches "
                                                            "takes the message. Default 100.")
     description: Annotated[str, StringConstraints(max_length=200)] | None = None

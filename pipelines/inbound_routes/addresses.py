@@ -24,7 +24,9 @@ TOKEN_SHAPE = re.compile(r"[a-z2-7]{16}")
 MAX_PATTERN_LENGTH = 254
 # What a pattern may hold: an address's usual characters and `*`; no white space, quotes,
 # brackets or control characters (nothing that needs quoting in an address).
-PATTERN_SHAPE = re.compile(r"^(\*|[a-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-z0-9*.-]{1,253})$")
+# (Also the pattern the API's schema publishes: front/routes/inbound.py.)
+PATTERN_REGEX = r"^(\*|[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9*.-]{1,253})$"
+PATTERN_SHAPE = re.compile(PATTERN_REGEX)
 
 
 def new_token() -> str:
@@ -68,7 +70,7 @@ def address_for(token: str, inbound_domain: str, tag: str = "") -> str:
 
 def pattern_problem(pattern: str) -> str | None:
     """Why `pattern` is not one (None when it is)."""
-    if not PATTERN_SHAPE.fullmatch(pattern.lower()):
+    if not PATTERN_SHAPE.fullmatch(pattern):
         return ("must be `*`, an address (local@domain), or an address with `*` wildcards; letters, digits "
                 "and . ! # $ % & ' * + / = ? ^ _ ` { | } ~ - only")
     return None

@@ -5,12 +5,14 @@ what of it the store keeps.
 Attachments travel in the event as base64 (`content_b64`) while each is under the
 parser's inline limit (256 KiB) and all of them together under EVENT_ATTACHMENT_BYTES;
 past that an attachment comes without its bytes (`content_omitted: true`: they are in
-the raw message, GET /inbound/messages/:id/raw). The stored parsed message never keeps
+the raw message, GET /inbound/messages/:id/raw); bodies and headers past BODY_CHARACTERS
+likewise (`bodies_omitted: true`). The stored parsed message never keeps
 attachment bytes (the raw message has them)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +20,12 @@ EVENT = "email.received"
 # Base64 bytes of attachments carried in one event, at most (the whole delivery body is
 # stored with each delivery and posted on every attempt).
 EVENT_ATTACHMENT_BYTES = 5 * 1024 * 1024
+# The bodies (text, html, html_sanitised, reply) and headers of one parsed message, at most,
+# as JSON characters: past it they are left out (`bodies_omitted: true`; the raw message has
+# them), so no event, delivery or stored message nears the store's 16 MB document limit
+# whatever a 10 MiB message holds.
+BODY_CHARACTERS = 4 * 1024 * 1024
+_BODIES = ("text", "html", "html_sanitised", "reply")
 
 
 def as_json(value: Any) -> Any:
@@ -42,6 +50,15 @@ def event_attachments(attachments: list[dict]) -> list[dict]:
         else:
             out.append({**{k: v for k, v in attachment.items() if k != "content_b64"}, "content_omitted": True})
     return out
+
+
+def bounded(parsed: dict) -> dict:
+    """The parsed message, its bodies and headers left out when together they pass
+    BODY_CHARACTERS (the first thing processing does with the parser's answer)."""
+    size = sum(len(parsed.get(k) or "") for k in _BODIES) + len(json.dumps(parsed.get("headers") or []))
+    if size <= BODY_CHARACTERS:
+        return parsed
+    return {**parsed, **{k: None for k in _BODIES}, "headers": [], "bodies_omitted": True}
 
 
 def stored_parse(parsed: dict) -> dict:

@@ -30,7 +30,7 @@ from pipelines.core.settings import Settings
 from pipelines.inbound.authentication import authenticate
 from pipelines.inbound.parsing import parse_inbound
 from pipelines.inbound_routes.addresses import first_match, recipient, token_of
-from pipelines.inbound_routes.received_event import EVENT, as_json, event_data, event_id, stored_parse
+from pipelines.inbound_routes.received_event import EVENT, as_json, bounded, event_data, event_id, stored_parse
 from pipelines.webhooks.events import plan_deliveries
 from pipelines.workflows.dispatch_webhook_events import give_turns
 from pipelines.workflows.publisher import Publisher
@@ -81,7 +81,7 @@ async def process(db: AsyncDatabase, publisher: Publisher | None, resolver, mess
     authentication = as_json(await authenticate(raw, client_ip=message["client_ip"], helo=message["helo"],
                                                 mail_from=message["mail_from"], resolver=resolver))
     # CPU-bound and bounded by the parser's own limits: off the loop the job's I/O runs on
-    parsed = as_json(await asyncio.to_thread(parse_inbound, raw))
+    parsed = bounded(as_json(await asyncio.to_thread(parse_inbound, raw)))
     address = recipient(message["recipient"])
     assert address is not None  # stored only when it read as one
     route = first_match(await inbound_routes.active_of(db, message["workspace_id"]), address)

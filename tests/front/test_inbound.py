@@ -73,12 +73,17 @@ def test_routes_are_listed_in_the_order_they_are_tried(tenant):
     ({"pattern": "*", "url": HOOK, "priority": -1}, "priority"),
     ({"pattern": "*", "url": HOOK, "priority": 1001}, "priority"),
     ({"pattern": "*", "url": HOOK, "priority": "1"}, "priority"),
+    ({"pattern": "*", "url": HOOK, "priority": 1.5}, "priority"),
     ({"pattern": "*", "url": HOOK, "description": "d" * 201}, "description"),
     ({"pattern": "*", "url": HOOK, "secret": "mine"}, "secret"),
 ])
 def test_invalid_route_bodies_name_the_offending_field_and_create_nothing(tenant, payload, path):
     assert_error(tenant.post("/inbound/routes", json=payload), 400, "validation_error", path)
     assert tenant.get("/inbound/routes").json()["data"] == []
+
+
+def test_a_whole_priority_written_as_a_json_float_is_that_integer(tenant):
+    assert make_route(tenant, HOOK, priority=7.0)["priority"] == 7
 
 
 @pytest.mark.parametrize("url", UNSENDABLE_URLS)

@@ -77,3 +77,11 @@ def test_attachments_travel_in_the_event_while_its_budget_lasts():
     assert [a.get("content_omitted") for a in shown] == [None, True, True, True]
     kept = received_event.stored_parse({"attachments": [{"filename": "a", "content_b64": "QQ=="}], "subject": "s"})
     assert kept == {"attachments": [{"filename": "a"}], "subject": "s"}
+
+
+def test_bodies_past_their_budget_are_left_out_of_event_and_store():
+    small = {"text": "hi", "html": None, "headers": [["Subject", "x"]], "attachments": []}
+    assert received_event.bounded(small) is small
+    huge = {**small, "html": "x" * received_event.BODY_CHARACTERS}
+    cut = received_event.bounded(huge)
+    assert cut["bodies_omitted"] is True and cut["html"] is None and cut["text"] is None and cut["headers"] == []
