@@ -36,8 +36,7 @@ def _precedence(headers: Headers) -> bool:
 
 
 def _microsoft_auto_reply(headers: Headers) -> bool:
-    # Exchange's out-of-office answers carry X-MS-Exchange-Inbox-Rules-Loop or an
-    # X-Auto-Response-Suppress covering out-of-office replies
+    # what Exchange adds to the answers its inbox rules and out-of-office assistant send
     return "x-ms-exchange-inbox-rules-loop" in headers or "x-ms-exchange-generated-message-source" in headers
 
 

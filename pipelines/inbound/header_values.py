@@ -53,7 +53,7 @@ def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | N
     return data.decode(FALLBACK_CHARSET, "replace"), problem or "8-bit text without a charset (read as Windows-1252)"
 
 
-def _unescape(value: str) -> str:
+def unescape(value: str) -> str:
     """compat32 hands raw 8-bit header bytes on as surrogate escapes: read them as text."""
     if not _SURROGATES.search(value):
         return value
@@ -65,7 +65,7 @@ def decode_value(value: object) -> str:
     and broken base64 read as well as they can be, CR/LF/NUL never kept."""
     if isinstance(value, email.header.Header):
         value = str(value)
-    text = _unescape(str(value))
+    text = unescape(str(value))
     try:
         chunks = email.header.decode_header(text)
     except (email.errors.HeaderParseError, ValueError, LookupError):
@@ -79,7 +79,7 @@ def decode_value(value: object) -> str:
 def addresses(values: list[str]) -> list[InboundAddress]:
     """Every address of the headers `values` (To, Cc…): display names decoded, the
     address itself cleaned; entries without an address are left out."""
-    raw = [_unescape(str(v)) for v in values]
+    raw = [unescape(str(v)) for v in values]
     try:
         pairs = email.utils.getaddresses(raw)
     except (ValueError, TypeError, IndexError):

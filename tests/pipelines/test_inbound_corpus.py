@@ -39,7 +39,7 @@ def test_every_message_is_parsed_or_refused_with_a_reason(path):
         assert path.name not in REFUSED
     parsed = parse_inbound(raw)  # a refused message still parses: nothing raises on any input
     assert set(parsed) == FIELDS
-    json.dumps(parsed)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # JSON-ready, and no lone surrogate BSON would refuse
     for header_name, value in parsed["headers"]:
         assert not {"\r", "\n", "\0"} & set(header_name + value)
     for attachment in parsed["attachments"]:

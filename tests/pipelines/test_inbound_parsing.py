@@ -167,6 +167,14 @@ data
     assert parse_inbound(raw)["attachments"][0]["filename"] == expected
 
 
+def test_raw_8bit_in_a_part_header_gives_clean_text():
+    raw = (b"From: a@sender.example\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+           b"Content-Type: image/p\xe9ng; name=\"caf\xe9.png\"\r\nContent-ID: <\xff@x>\r\n\r\ndata\r\n--b--\r\n")
+    (attachment,) = parse_inbound(raw)["attachments"]
+    assert attachment["content_type"] == "application/octet-stream" and attachment["filename"] == "café.png"
+    json.dumps(attachment, ensure_ascii=False).encode("utf-8")
+
+
 def test_an_rfc_2231_file_name_is_decoded():
     raw = crlf("""\
 From: a@sender.example
@@ -363,7 +371,7 @@ JVBERi0xLjQ=Z
                                             st.integers(0, len(ALTERNATIVE)), st.binary(max_size=40)))
 def test_no_input_makes_parsing_raise(raw):
     parsed = parse_inbound(raw)
-    json.dumps(parsed)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # JSON-ready, and no lone surrogate BSON would refuse
     for _name, value in parsed["headers"]:
         assert not {"\r", "\n", "\0"} & set(value)
     refusal = refusal_for(raw)
