@@ -14,6 +14,7 @@ from pipelines.core.documents import InboundAddress
 from pipelines.templates.text import header_text
 
 _SURROGATES = re.compile(r"[\udc80-\udcff]")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MESSAGE_ID = re.compile(r"<[^<>\s]+>")
 MAX_ADDRESSES = 1000  # per header: more is hostile; the rest are dropped
 FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most often is
@@ -31,7 +32,13 @@ def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | N
     """`data` as text in `charset`, and what went wrong (None when nothing did). Text that
     is not what its label says is read as UTF-8 when it is valid UTF-8 (the usual mistake),
     else in the label's charset with replacement characters; text with no label, or an
-    unknown one, as UTF-8, else Windows-1252."""
+    unknown one, as UTF-8, else Windows-1252. A lone surrogate (which a label such as
+    unicode_escape or utf-7 can make, and which neither UTF-8 nor BSON can carry) is U+FFFD."""
+    text, problem = _decoded(data, charset)
+    return _LONE_SURROGATE.sub("\ufffd", text), problem
+
+
+def _decoded(data: bytes, charset: str | None) -> tuple[str, str | None]:
     label = charset.strip().strip('"').lower() if charset else ""
     if label in ("us-ascii", "ascii") and data.isascii():
         return data.decode("ascii"), None

@@ -238,6 +238,16 @@ def test_an_unknown_charset_is_read_as_utf8_and_said():
     assert "part 1: unknown charset 'x-made-up'" in parsed["problems"]
 
 
+@pytest.mark.parametrize("charset", ["unicode_escape", "raw_unicode_escape", "utf-7"])
+def test_a_charset_label_that_makes_lone_surrogates_gives_replacement_characters(charset):
+    body = b"+2AA-" if charset == "utf-7" else b"\\ud800 x"
+    raw = b"From: a@sender.example\r\nSubject: =?" + charset.encode() + b"?q?" + body.replace(b"\\", b"=5C") \
+        + b"?=\r\nContent-Type: text/plain; charset=" + charset.encode() + b"\r\n\r\n" + body + b"\r\n"
+    parsed = parse_inbound(raw)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    assert "\ufffd" in parsed["text"]
+
+
 def test_a_wrong_charset_falls_back_and_is_said():
     raw = b"From: a@sender.example\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\nna\xc3\xafve\r\n"
     parsed = parse_inbound(raw)
