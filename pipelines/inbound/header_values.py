@@ -16,6 +16,8 @@ from pipelines.templates.text import header_text
 _SURROGATES = re.compile(r"[\udc80-\udcff]")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MESSAGE_ID = re.compile(r"<[^<>\s]+>")
+# an unquoted phrase with an @ in it before an <address>: quoted, so it parses as a name
+_NAME_WITH_AT = re.compile(r'(^|,)\s*([^,"<>]*@[^,"<>]*?)\s*<([^<>]*)>')
 MAX_ADDRESSES = 1000  # per header: more is hostile; the rest are dropped
 FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most often is
 # Labels mail declares for a wider charset than the label names: decoded as the superset,
@@ -85,8 +87,12 @@ def decode_value(value: object) -> str:
 
 def addresses(values: list[str]) -> list[InboundAddress]:
     """Every address of the headers `values` (To, Cc…): display names decoded, the
-    address itself cleaned; entries without an address are left out."""
-    raw = [unescape(str(v)) for v in values]
+    address itself cleaned; entries without an address are left out.
+
+    An unquoted display name holding an @ (`ceo@bank.example <thief@evil.example>`, a
+    spoofing trick) is a name, as mail programs show it: the address is the one in <>.
+    (The standard library would take the name for an address of its own, first.)"""
+    raw = [_NAME_WITH_AT.sub(r'\1"\2" <\3>', unescape(str(v))) for v in values]
     try:
         pairs = email.utils.getaddresses(raw)
     except (ValueError, TypeError, IndexError):

@@ -167,6 +167,13 @@ async def test_strict_spf_alignment_wants_the_same_domain(resolver):
     assert results["dmarc"]["result"] == "fail" and results["dmarc"]["aligned_spf"] is False
 
 
+async def test_dmarc_judges_the_address_not_a_display_name_dressed_as_one(resolver):
+    message = b"From: ann@signed.example <ann@evil.example>\r\nTo: b@x.example\r\nSubject: hi\r\n\r\nhi\r\n"
+    results = await authenticate(message, client_ip="198.51.100.1", helo="h.example", mail_from="x@evil.example",
+                                 resolver=resolver)
+    assert results["dmarc"]["domain"] == "evil.example" and results["dmarc"]["result"] == "none"
+
+
 async def test_no_dmarc_record_and_no_signature(resolver):
     message = b"From: a@nospf.example\r\nTo: b@x.example\r\nSubject: hi\r\n\r\nhi\r\n"
     results = await authenticate(message, client_ip=CLIENT, helo="h.example", mail_from="a@nospf.example",

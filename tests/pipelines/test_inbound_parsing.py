@@ -76,6 +76,13 @@ def test_a_reply_in_text_and_html_is_read_field_by_field():
     json.dumps(parsed)  # JSON-ready as it is
 
 
+def test_an_address_shown_as_a_display_name_is_a_name_not_the_sender():
+    raw = crlf("From: ceo@bank.example <thief@evil.example>\nTo: a@x.example <b@y.example>, c@z.example\n\nPay now.\n")
+    parsed = parse_inbound(raw)
+    assert parsed["from"] == {"address": "thief@evil.example", "name": "ceo@bank.example"}
+    assert parsed["to"] == [{"address": "b@y.example", "name": "a@x.example"}, {"address": "c@z.example", "name": None}]
+
+
 def test_the_sanitised_html_keeps_the_content_and_drops_what_runs():
     safe = parse_inbound(ALTERNATIVE)["html_sanitised"]
     assert "Thanks, the parcel arrived." in safe and 'src="cid:logo"' in safe
@@ -302,6 +309,9 @@ def test_decoded_values_never_carry_cr_lf_or_nul(subject):
     ("Subject: Réponse automatique : absent", True), ("Return-Path: <>", True),
     ("Content-Type: multipart/report; report-type=delivery-status; boundary=x", True),
     ("Subject: Re: the office party", False), ("Precedence: normal", False),
+    ("Sender: MAILER-DAEMON@mx.example", True), ("Sender: owner-announce@lists.example", True),
+    ("Sender: no-reply@shop.example", True), ("Subject: failure notice", True),
+    ("Subject: Returned mail: see transcript for details", True), ("Subject: Undeliverable: Order", True),
 ])
 def test_automatic_messages_are_marked_so_nothing_answers_them(headers, automatic):
     raw = crlf(f"From: a@sender.example\n{headers}\n\nbody\n")
