@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from pipelines.inbound.header_values import addresses
+
 # Precedence values that mean "do not answer" (RFC 3834 section 2 names bulk, junk and list;
 # auto_reply is what Sendmail's vacation and many responders write)
 _NO_REPLY_PRECEDENCE = {"bulk", "junk", "list", "auto_reply"}
@@ -17,8 +19,16 @@ _AUTOMATIC_SUBJECT = re.compile(
     r"away from (the|my) office|on vacation|abwesenheitsnotiz|automatische antwort|r[ée]ponse automatique|"
     r"absence\b|respuesta autom[áa]tica|risposta automatica|fuori sede|automatisch antwoord|afwezig|"
     r"autosvar|automatisk svar|fr[åa]nvarande|odpowied[źz] automatyczna|automatick[áa] odpov[ěe][ďd]|"
-    r"自動応答|自动回复|undeliverable:|undelivered mail|delivery status notification|"
-    r"mail delivery (failed|failure|subsystem))", re.IGNORECASE)
+    r"自動応答|自动回复|"
+    # non-delivery and delay notices (the wordings of flufl.bounce's 117 real-world samples)
+    r"undeliverable|undelivered mail|returned mail|failure notice|failure delivery|delayed mail|"
+    r"(e?mail )?delivery (status )?(notification|failure|problem|warning|failed)|"
+    r"mail delivery (failed|failure|problem|warning|subsystem)|mail (could )?not (be )?delivered|"
+    r"warning: message has not yet been delivered)", re.IGNORECASE)
+# Senders that are machines by name (vacation(1)'s list, and what no-reply senders call
+# themselves): the local part of From or Sender, lower-cased
+_MACHINE_LOCAL_PART = re.compile(r"^(mailer-daemon|mailer|postmaster|listserv|majordomo|owner-.+|.+-request|"
+                                 r".+-bounces?|bounces?(\+.*)?|no-?reply|do-?not-?reply)$")
 
 Headers = dict[str, list[str]]  # lower-cased name → values
 
@@ -36,8 +46,7 @@ def _precedence(headers: Headers) -> bool:
 
 
 def _microsoft_auto_reply(headers: Headers) -> bool:
-    # Exchange's out-of-office answers carry X-MS-Exchange-Inbox-Rules-Loop or an
-    # X-Auto-Response-Suppress covering out-of-office replies
+    # what Exchange adds to the answers its inbox rules and out-of-office assistant send
     return "x-ms-exchange-inbox-rules-loop" in headers or "x-ms-exchange-generated-message-source" in headers
 
 
@@ -49,12 +58,18 @@ def _report(headers: Headers) -> bool:
     return any("multipart/report" in v.lower() for v in headers.get("content-type", []))
 
 
+def _machine_sender(headers: Headers) -> bool:
+    found = addresses(headers.get("from", []) + headers.get("sender", []))
+    return any(_MACHINE_LOCAL_PART.match(a["address"].rpartition("@")[0].strip('"').lower()) for a in found)
+
+
 def _subject(headers: Headers) -> bool:
     return any(_AUTOMATIC_SUBJECT.match(v) for v in headers.get("subject", []))
 
 
 RULES: tuple[Callable[[Headers], bool], ...] = (
-    _auto_submitted, _responder_headers, _precedence, _microsoft_auto_reply, _null_return_path, _report, _subject)
+    _auto_submitted, _responder_headers, _precedence, _microsoft_auto_reply, _null_return_path, _report,
+    _machine_sender, _subject)
 
 
 def is_automatic(headers: Headers) -> bool:

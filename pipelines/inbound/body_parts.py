@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from email.message import Message
 
 from pipelines.core.documents import InboundAttachment
-from pipelines.inbound.header_values import bytes_to_text, decode_value
+from pipelines.inbound.header_values import bytes_to_text, decode_value, unescape
 
 MAX_FILENAME_CHARS = 255
 _UNSAFE_FILENAME = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
+_TOKEN_TYPE = re.compile(r"^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$")
 
 
 @dataclass
@@ -68,8 +69,15 @@ def safe_filename(name: str | None, content_type: str) -> str:
 
 
 def _filename(part: Message) -> str | None:
+    """The part's file name (RFC 2231 or plain); raw 8-bit in the header (as Outlook writes
+    it) read as UTF-8, else Windows-1252, rather than left to compat32's replacement characters."""
+    wanted = ("content-disposition", "content-type")
+    clean = Message()
+    for name, value in part.raw_items():
+        if str(name).lower() in wanted:
+            clean[str(name)] = re.sub(r"\r?\n(?=[ \t])", "", unescape(str(value)))
     try:
-        return part.get_filename()
+        return clean.get_filename()
     except (ValueError, LookupError, TypeError):
         return None
 
@@ -98,14 +106,21 @@ def _is_body(part: Message, filename: str | None) -> bool:
         and part.get_content_type() in ("text/plain", "text/html")
 
 
+def content_type(part: Message) -> str:
+    """The part's type, lower-cased; a type of other than ASCII letters, digits and
+    `!#$&^_.+-` (raw 8-bit, spaces) is application/octet-stream."""
+    found = part.get_content_type()
+    return found if _TOKEN_TYPE.match(found) else "application/octet-stream"
+
+
 def _attachment(part: Message, filename: str | None, data: bytes, inline_limit: int) -> InboundAttachment:
-    content_type = part.get_content_type()
+    kind = content_type(part)
     content_id = decode_value(part.get("Content-ID", "")).strip().strip("<>").strip() or None
     disposition = (part.get_content_disposition() or "").lower()
     if disposition not in ("attachment", "inline"):
         disposition = "inline" if content_id else "attachment"
     found: InboundAttachment = {
-        "filename": safe_filename(filename, content_type), "content_type": content_type, "size": len(data),
+        "filename": safe_filename(filename, kind), "content_type": kind, "size": len(data),
         "content_id": content_id, "disposition": disposition, "sha256": hashlib.sha256(data).hexdigest()}
     if len(data) <= inline_limit:
         found["content_b64"] = base64.b64encode(data).decode("ascii")

@@ -14,7 +14,10 @@ from pipelines.core.documents import InboundAddress
 from pipelines.templates.text import header_text
 
 _SURROGATES = re.compile(r"[\udc80-\udcff]")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MESSAGE_ID = re.compile(r"<[^<>\s]+>")
+# an unquoted phrase with an @ in it before an <address>: quoted, so it parses as a name
+_NAME_WITH_AT = re.compile(r'(^|,)\s*([^,"<>]*@[^,"<>]*?)\s*<([^<>]*)>')
 MAX_ADDRESSES = 1000  # per header: more is hostile; the rest are dropped
 FALLBACK_CHARSET = "cp1252"  # what undeclared 8-bit text that is not UTF-8 most often is
 # Labels mail declares for a wider charset than the label names: decoded as the superset,
@@ -31,7 +34,13 @@ def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | N
     """`data` as text in `charset`, and what went wrong (None when nothing did). Text that
     is not what its label says is read as UTF-8 when it is valid UTF-8 (the usual mistake),
     else in the label's charset with replacement characters; text with no label, or an
-    unknown one, as UTF-8, else Windows-1252."""
+    unknown one, as UTF-8, else Windows-1252. A lone surrogate (which a label such as
+    unicode_escape or utf-7 can make, and which neither UTF-8 nor BSON can carry) is U+FFFD."""
+    text, problem = _decoded(data, charset)
+    return _LONE_SURROGATE.sub("\ufffd", text), problem
+
+
+def _decoded(data: bytes, charset: str | None) -> tuple[str, str | None]:
     label = charset.strip().strip('"').lower() if charset else ""
     if label in ("us-ascii", "ascii") and data.isascii():
         return data.decode("ascii"), None
@@ -53,7 +62,7 @@ def bytes_to_text(data: bytes, charset: str | None = None) -> tuple[str, str | N
     return data.decode(FALLBACK_CHARSET, "replace"), problem or "8-bit text without a charset (read as Windows-1252)"
 
 
-def _unescape(value: str) -> str:
+def unescape(value: str) -> str:
     """compat32 hands raw 8-bit header bytes on as surrogate escapes: read them as text."""
     if not _SURROGATES.search(value):
         return value
@@ -65,7 +74,7 @@ def decode_value(value: object) -> str:
     and broken base64 read as well as they can be, CR/LF/NUL never kept."""
     if isinstance(value, email.header.Header):
         value = str(value)
-    text = _unescape(str(value))
+    text = unescape(str(value))
     try:
         chunks = email.header.decode_header(text)
     except (email.errors.HeaderParseError, ValueError, LookupError):
@@ -78,8 +87,12 @@ def decode_value(value: object) -> str:
 
 def addresses(values: list[str]) -> list[InboundAddress]:
     """Every address of the headers `values` (To, Cc…): display names decoded, the
-    address itself cleaned; entries without an address are left out."""
-    raw = [_unescape(str(v)) for v in values]
+    address itself cleaned; entries without an address are left out.
+
+    An unquoted display name holding an @ (`ceo@bank.example <thief@evil.example>`, a
+    spoofing trick) is a name, as mail programs show it: the address is the one in <>.
+    (The standard library would take the name for an address of its own, first.)"""
+    raw = [_NAME_WITH_AT.sub(r'\1"\2" <\3>', unescape(str(v))) for v in values]
     try:
         pairs = email.utils.getaddresses(raw)
     except (ValueError, TypeError, IndexError):

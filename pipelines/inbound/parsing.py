@@ -36,6 +36,9 @@ _DEFECT_WORDS = re.compile(r"(?<!^)(?=[A-Z][a-z])")
 class InboundRefusal(Exception):
     """A message refused while the sender is still connected: `code` and `text` are the SMTP reply."""
 
+    code: int   # 552 (too much of something) or 554 (unreadable structure)
+    text: str   # the enhanced status code and the reason, e.g. "5.6.0 Too many header fields (5001; at most 1000)"
+
     def __init__(self, code: int, text: str):
         super().__init__(f"{code} {text}")
         self.code = code

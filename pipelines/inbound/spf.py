@@ -78,7 +78,15 @@ class Check:
 
 
 def expand(spec: str, check: Check, domain: str) -> str:
-    """A domain-spec with its macros (section 7) replaced."""
+    """A domain-spec with its macros (section 7) replaced; past 253 characters, labels are
+    dropped from the left until it fits (section 7.3)."""
+    expanded = _expand(spec, check, domain)
+    while len(expanded) > 253 and "." in expanded:
+        expanded = expanded.split(".", 1)[1]
+    return expanded
+
+
+def _expand(spec: str, check: Check, domain: str) -> str:
     def one(match: re.Match) -> str:
         token = match.group(0)
         if token in ("%%", "%_", "%-"):

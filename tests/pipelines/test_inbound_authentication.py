@@ -35,6 +35,8 @@ def resolver(dns_server):
         ("mail.mx.example", "A"): ["192.0.2.200"],
         ("redirect.example", "TXT"): ["v=spf1 redirect=pass.example"],
         ("six.example", "TXT"): ["v=spf1 ip6:2001:db8::/32 -all"],
+        ("sixhost.example", "TXT"): ["v=spf1 a:out6.sixhost.example/24//64 -all"],
+        ("out6.sixhost.example", "AAAA"): ["2001:db8:6::1"],
         ("macro.example", "TXT"): ["v=spf1 exists:%{ir}._ip.macro.example -all"],
         ("10.2.0.192._ip.macro.example", "A"): ["127.0.0.2"],
         ("loop.example", "TXT"): ["v=spf1 include:loop.example -all"],
@@ -74,6 +76,8 @@ async def test_spf_checks_mx_hosts_with_their_cidr_and_ipv6_networks(resolver):
     assert await spf(resolver, "a@mx.example", client_ip="198.51.100.7") == "fail"
     assert await spf(resolver, "a@six.example", client_ip="2001:db8::25") == "pass"
     assert await spf(resolver, "a@six.example", client_ip="2001:db9::25") == "fail"
+    assert await spf(resolver, "a@sixhost.example", client_ip="2001:db8:6::77") == "pass"  # its AAAA's /64
+    assert await spf(resolver, "a@sixhost.example", client_ip="2001:db8:7::1") == "fail"
 
 
 async def test_spf_of_a_null_sender_checks_the_helo_name(resolver):
@@ -117,6 +121,20 @@ async def test_a_changed_body_or_header_fails_dkim_and_then_dmarc(resolver):
         assert "dkim=fail header.d=signed.example" in results["summary"]
 
 
+async def test_each_signature_has_its_own_verdict(resolver):
+    # a mailing list re-signs with its own domain after changing the subject: the author's
+    # signature breaks, the list's passes
+    original = signed()
+    changed = original.replace(b"Subject: Report", b"Subject: [list] Report")
+    list_signature = dkimpy.sign(changed, b"s1", b"provider.example", OTHER_PAIR.private_pem.encode(),
+                                 include_headers=[b"from", b"subject"])
+    results = await authenticate(list_signature + changed, client_ip=CLIENT, helo="h.example", mail_from="",
+                                 resolver=resolver)
+    assert results["dkim"] == [{"result": "pass", "domain": "provider.example", "selector": "s1"},
+                               {"result": "fail", "domain": "signed.example", "selector": "s1"}]
+    assert "dkim=pass header.d=provider.example header.s=s1; dkim=fail header.d=signed.example" in results["summary"]
+
+
 async def test_a_signature_whose_key_is_not_published_is_a_permanent_error(resolver):
     message = signed(domain=b"unpublished.example")
     results = await authenticate(message, client_ip=CLIENT, helo="h.example", mail_from="", resolver=resolver)
@@ -147,6 +165,13 @@ async def test_strict_spf_alignment_wants_the_same_domain(resolver):
                                  resolver=resolver)
     assert results["spf"]["result"] == "pass"
     assert results["dmarc"]["result"] == "fail" and results["dmarc"]["aligned_spf"] is False
+
+
+async def test_dmarc_judges_the_address_not_a_display_name_dressed_as_one(resolver):
+    message = b"From: ann@signed.example <ann@evil.example>\r\nTo: b@x.example\r\nSubject: hi\r\n\r\nhi\r\n"
+    results = await authenticate(message, client_ip="198.51.100.1", helo="h.example", mail_from="x@evil.example",
+                                 resolver=resolver)
+    assert results["dmarc"]["domain"] == "evil.example" and results["dmarc"]["result"] == "none"
 
 
 async def test_no_dmarc_record_and_no_signature(resolver):

@@ -1,7 +1,11 @@
 """Real-world messages (tests/pipelines/inbound_corpus/README.md says where each set comes
 from): every one is either parsed without an exception — a JSON-ready result whose header
 values carry no CR, LF or NUL — or refused at SMTP time with a reason; and a few of them,
-read by eye, give the fields a person reading them would name."""
+read by eye, give the fields a person reading them would name.
+
+Also the 117 real-world bounces of flufl.bounce's sdist (tests/support/bounce_corpus.py,
+fetched into .cache/ by ops/test.sh, not copied): each parses, none is refused, and all but
+two are marked automatic — so an inbound route that answers mail never answers a bounce."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.inbound.parsing import parse_inbound, refusal_for
+from tests.support import bounce_corpus
 
 CORPUS = Path(__file__).parent / "inbound_corpus"
 MESSAGES = sorted(p for folder in ("cpython", "mail-parser") for p in (CORPUS / folder).iterdir()
@@ -39,7 +44,7 @@ def test_every_message_is_parsed_or_refused_with_a_reason(path):
         assert path.name not in REFUSED
     parsed = parse_inbound(raw)  # a refused message still parses: nothing raises on any input
     assert set(parsed) == FIELDS
-    json.dumps(parsed)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # JSON-ready, and no lone surrogate BSON would refuse
     for header_name, value in parsed["headers"]:
         assert not {"\r", "\n", "\0"} & set(header_name + value)
     for attachment in parsed["attachments"]:
@@ -86,3 +91,29 @@ def test_broken_boundaries_and_base64_are_listed_as_problems():
     assert parsed("cpython/msg_39.txt")["problems"][:3] == [
         "part 1.1: start boundary not found", "part 1.2: invalid base64 padding", "part 1.3: invalid base64 padding"]
     assert "message: start boundary not found" in parsed("mail-parser/mail_malformed_3")["problems"]
+
+
+def test_an_address_used_as_a_display_name_is_shown_as_the_name():
+    message = parsed("mail-parser/mail_test_19")  # mail-parser's own case of this spoofing trick
+    assert message["from"] == {"address": "bob@example.com", "name": "alice@example.com"}
+    assert message["cc"] == [{"address": "frank@example.com", "name": "eve@example.com"}]
+    assert parsed("mail-parser/mail_test_18")["from"] == {"address": "comma.name@example.com",
+                                                          "name": "LastßlName, FirstName"}
+
+
+# bounces whose headers say nothing automatic: a reply ("RE: …") carrying a GroupWise
+# non-delivery in its body, and a French "non remis" answer to a moderation notice
+BOUNCES_LOOKING_HUMAN = {"groupwise_03", "simple_20"}
+
+
+def test_every_real_world_bounce_parses_and_is_marked_automatic():
+    samples = bounce_corpus.samples()
+    assert len(samples) == 117
+    not_automatic = set()
+    for sample in samples:
+        assert refusal_for(sample.raw) is None, sample.name
+        message = parse_inbound(sample.raw)
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+        if not message["auto_submitted"]:
+            not_automatic.add(sample.name)
+    assert not_automatic == BOUNCES_LOOKING_HUMAN

@@ -76,6 +76,13 @@ def test_a_reply_in_text_and_html_is_read_field_by_field():
     json.dumps(parsed)  # JSON-ready as it is
 
 
+def test_an_address_shown_as_a_display_name_is_a_name_not_the_sender():
+    raw = crlf("From: ceo@bank.example <thief@evil.example>\nTo: a@x.example <b@y.example>, c@z.example\n\nPay now.\n")
+    parsed = parse_inbound(raw)
+    assert parsed["from"] == {"address": "thief@evil.example", "name": "ceo@bank.example"}
+    assert parsed["to"] == [{"address": "b@y.example", "name": "a@x.example"}, {"address": "c@z.example", "name": None}]
+
+
 def test_the_sanitised_html_keeps_the_content_and_drops_what_runs():
     safe = parse_inbound(ALTERNATIVE)["html_sanitised"]
     assert "Thanks, the parcel arrived." in safe and 'src="cid:logo"' in safe
@@ -167,6 +174,14 @@ data
     assert parse_inbound(raw)["attachments"][0]["filename"] == expected
 
 
+def test_raw_8bit_in_a_part_header_gives_clean_text():
+    raw = (b"From: a@sender.example\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+           b"Content-Type: image/p\xe9ng; name=\"caf\xe9.png\"\r\nContent-ID: <\xff@x>\r\n\r\ndata\r\n--b--\r\n")
+    (attachment,) = parse_inbound(raw)["attachments"]
+    assert attachment["content_type"] == "application/octet-stream" and attachment["filename"] == "café.png"
+    json.dumps(attachment, ensure_ascii=False).encode("utf-8")
+
+
 def test_an_rfc_2231_file_name_is_decoded():
     raw = crlf("""\
 From: a@sender.example
@@ -230,6 +245,16 @@ def test_an_unknown_charset_is_read_as_utf8_and_said():
     assert "part 1: unknown charset 'x-made-up'" in parsed["problems"]
 
 
+@pytest.mark.parametrize("charset", ["unicode_escape", "raw_unicode_escape", "utf-7"])
+def test_a_charset_label_that_makes_lone_surrogates_gives_replacement_characters(charset):
+    body = b"+2AA-" if charset == "utf-7" else b"\\ud800 x"
+    raw = b"From: a@sender.example\r\nSubject: =?" + charset.encode() + b"?q?" + body.replace(b"\\", b"=5C") \
+        + b"?=\r\nContent-Type: text/plain; charset=" + charset.encode() + b"\r\n\r\n" + body + b"\r\n"
+    parsed = parse_inbound(raw)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    assert "\ufffd" in parsed["text"]
+
+
 def test_a_wrong_charset_falls_back_and_is_said():
     raw = b"From: a@sender.example\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\nna\xc3\xafve\r\n"
     parsed = parse_inbound(raw)
@@ -284,6 +309,9 @@ def test_decoded_values_never_carry_cr_lf_or_nul(subject):
     ("Subject: Réponse automatique : absent", True), ("Return-Path: <>", True),
     ("Content-Type: multipart/report; report-type=delivery-status; boundary=x", True),
     ("Subject: Re: the office party", False), ("Precedence: normal", False),
+    ("Sender: MAILER-DAEMON@mx.example", True), ("Sender: owner-announce@lists.example", True),
+    ("Sender: no-reply@shop.example", True), ("Subject: failure notice", True),
+    ("Subject: Returned mail: see transcript for details", True), ("Subject: Undeliverable: Order", True),
 ])
 def test_automatic_messages_are_marked_so_nothing_answers_them(headers, automatic):
     raw = crlf(f"From: a@sender.example\n{headers}\n\nbody\n")
@@ -363,7 +391,7 @@ JVBERi0xLjQ=Z
                                             st.integers(0, len(ALTERNATIVE)), st.binary(max_size=40)))
 def test_no_input_makes_parsing_raise(raw):
     parsed = parse_inbound(raw)
-    json.dumps(parsed)
+    json.dumps(parsed, ensure_ascii=False).encode("utf-8")  # JSON-ready, and no lone surrogate BSON would refuse
     for _name, value in parsed["headers"]:
         assert not {"\r", "\n", "\0"} & set(value)
     refusal = refusal_for(raw)
