@@ -97,7 +97,11 @@ class InboundHandler:
         if accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address):
             envelope.rcpt_tos.append(address)
             return "250 OK"
-        workspace_id = await receive_inbound.workspace_for(self.db, self.settings, address)
+        try:
+            workspace_id = await receive_inbound.workspace_for(self.db, self.settings, address)
+        except Exception:  # the store is away: the sender's MTA tries again later
+            log.exception("could not look up an inbound recipient")
+            return "451 4.3.0 cannot check the recipient now, try again later"
         if workspace_id is None:
             return "550 5.1.1 no such mailbox here"
         wait = self.flood.wait_seconds(sender_keys(_client_ip(session), envelope.mail_from), time.monotonic())
