@@ -111,3 +111,17 @@ def test_a_bounce_report_beside_an_inbound_recipient_keeps_its_own_path(session_
     assert report["rcpt_tos"] == ["fbl@bounces.postroom.test"]
     [message] = stored(session_store, [h for h in handed if h != report["_id"]])
     assert message["recipient"] == to
+
+
+def test_without_a_broker_the_port_processes_the_message_itself(session_store, port, front_in_process):
+    """`postroom inbound` beside `postroom up` (no RabbitMQ): the actor's work runs in the
+    port's process (ops/inbound._receive_here), the same workflow the `inbound` actor runs."""
+    from ops.inbound import _receive_here
+    handler, handed = port()
+    to = address(session_store, front_in_process.tenant().workspace_id, "7")
+    answers = transaction(session_store, handler, [to], mail(to=to, subject="Beside up"))
+    [message_id] = answers[-1].split("received as ", 1)[1].split()
+    settings = Settings(dns_resolver=front_in_process.env["POSTROOM_DNS_RESOLVER"])
+    session_store.call(_receive_here(session_store.db, settings, message_id))
+    done = session_store.run(inbound_messages.load, message_id)
+    assert done["status"] == "processed" and done["subject"] == "Beside up" and done["tag"] == "7"
