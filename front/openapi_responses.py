@@ -154,6 +154,7 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "inbound.list_routes": m.InboundRoute,
     "inbound.get_route": m.InboundRoute,
     "inbound.delete_route": m.Deleted,
+    "inbound.rotate_route_secret": m.InboundRouteSecret,
     "inbound.list_messages": m.InboundMessage,
     "inbound.get_message": m.InboundMessageDetail,
     "inbound.add_domain": m.InboundDomain,

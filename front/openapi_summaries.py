@@ -104,6 +104,7 @@ SUMMARIES: dict[str, str] = {
     "get_inbound_list_routes": "List inbound routes",
     "get_inbound_get_route": "Get an inbound route",
     "delete_inbound_delete_route": "Delete an inbound route",
+    "post_inbound_rotate_route_secret": "Rotate an inbound route's signing secret",
     "get_inbound_list_messages": "List received messages",
     "get_inbound_get_message": "Get a received message, parsed",
     "get_inbound_raw_message": "Download a received message as .eml",

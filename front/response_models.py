@@ -650,6 +650,12 @@ class CreatedInboundRoute(InboundRoute):
     secret: str = Field(description="The signing secret of this route's deliveries, shown only in this answer.")
 
 
+class InboundRouteSecret(Answer):
+    id: str
+    secret: str
+    rotated_at: Timestamp
+
+
 class InboundMessage(Answer):
     id: str
     status: str = Field(description="received (being processed), processed or failed.")

@@ -92,9 +92,10 @@ async def deactivate(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> b
 
 
 async def replace_secret(db: AsyncDatabase, workspace_id: str, webhook_id: str,
-                         sealed: str) -> WebhookSubscription | None:
+                         sealed: str, *, collection: str = "webhooks") -> WebhookSubscription | None:
+    """The active subscription (or, `collection="inbound_routes"`, route) with a new sealed secret."""
     now = now_iso()
-    return await db.webhooks.find_one_and_update(
+    return await db[collection].find_one_and_update(
         {"_id": webhook_id, "workspace_id": workspace_id, "active": True},
         {"$set": {"secret_sealed": sealed, "secret_rotated_at": now, "updated_at": now}},
         return_document=ReturnDocument.AFTER)

@@ -104,6 +104,14 @@ delete_route(bp, "/inbound/routes/<uuid:route_id>", "delete_route", manage_inbou
              "inbound route")
 
 
+@bp.post("/inbound/routes/<uuid:route_id>/rotate-secret")
+async def rotate_route_secret(route_id: str):
+    """Replace the route's signing secret at once; the new one is returned only here."""
+    route, secret = await manage_inbound_routes.rotate_secret(db(), settings(), caller().workspace_id, route_id)
+    await found(route, no_such("inbound route"))
+    return one({"id": route_id, "secret": secret, "rotated_at": route["secret_rotated_at"]})
+
+
 @bp.get("/inbound/messages")
 @query(MessageQuery)
 async def list_messages(params: MessageQuery):

@@ -50,6 +50,16 @@ async def create_route(db: AsyncDatabase, settings: Settings, workspace_id: str,
     return route, secret
 
 
+async def rotate_secret(db: AsyncDatabase, settings: Settings, workspace_id: str,
+                        route_id: str) -> tuple[WebhookSubscription | None, str]:
+    """The route with a new signing secret, at once (retries of older events are signed with
+    it too), and that secret; None when the workspace has no such active route."""
+    secret = signing.new_secret()
+    route = await webhook_store.replace_secret(db, workspace_id, route_id, seal(secret, settings.secret_key),
+                                               collection="inbound_routes")
+    return route, secret
+
+
 async def delete_route(db: AsyncDatabase, workspace_id: str, route_id: str) -> bool:
     """False when the workspace has no such active route."""
     if not await inbound_routes.deactivate(db, workspace_id, route_id):

@@ -96,6 +96,20 @@ def test_a_route_body_must_be_a_json_object(tenant):
     assert_error(tenant.client.post("/inbound/routes", content=b"pattern=*"), 400, "validation_error")
 
 
+def test_rotating_a_routes_secret_replaces_it_at_once(service, tenant):
+    from pipelines.core.secret_box import open_sealed
+    route = make_route(tenant, HOOK)
+    rotated = tenant.post(f"/inbound/routes/{route['id']}/rotate-secret")
+    assert rotated.status_code == 200, rotated.text
+    data = rotated.json()["data"]
+    assert data["id"] == route["id"] and data["secret"].startswith("whsec_") and data["secret"] != route["secret"]
+    stored = service.store.run(lambda db: db.inbound_routes.find_one({"_id": route["id"]}))
+    assert open_sealed(stored["secret_sealed"], service.env["POSTROOM_SECRET_KEY"]) == data["secret"]
+    assert_error(service.tenant().post(f"/inbound/routes/{route['id']}/rotate-secret"), 404, "not_found")
+    tenant.delete(f"/inbound/routes/{route['id']}")
+    assert_error(tenant.post(f"/inbound/routes/{route['id']}/rotate-secret"), 404, "not_found")
+
+
 def test_deleting_a_route_removes_it_and_a_second_delete_is_404(tenant):
     route = make_route(tenant, HOOK)
     answer = tenant.delete(f"/inbound/routes/{route['id']}")
@@ -200,6 +214,7 @@ def test_another_workspace_neither_sees_nor_touches_routes_or_messages(service, 
     other = service.tenant()
     route_id, message_id = inbox["route"]["id"], inbox["first"]
     for response in (other.get(f"/inbound/routes/{route_id}"), other.delete(f"/inbound/routes/{route_id}"),
+                     other.post(f"/inbound/routes/{route_id}/rotate-secret"),
                      other.get(f"/inbound/messages/{message_id}"), other.get(f"/inbound/messages/{message_id}/raw")):
         assert_error(response, 404, "not_found")
     assert other.get("/inbound/routes").json()["pagination"]["total"] == 0
