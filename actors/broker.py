@@ -23,6 +23,7 @@ QUEUES = {
     "render": "turns messages into personalised, signed MIME (and sends it, in a worker serving send too)",
     "send": "delivers rendered MIME over pooled SMTP under throttles",
     "bounces": "parses and applies DSN / ARF reports",
+    "inbound": "authenticates, parses and routes mail received at workspaces' inbound addresses",
     "webhooks": "delivers outbox events to webhook subscriptions, signed",
     "automations": "advances automation runs step by step",
     "imports": "runs contact imports sent through the API",

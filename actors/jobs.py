@@ -16,13 +16,14 @@ from .automations import ADVANCE_CHUNK, advance_runs
 from .bounces import process_report
 from .campaigns import cancel_campaign_messages, fan_out_campaign
 from .imports import import_contacts
+from .inbound import receive_inbound
 from .publish import publish, publish_chunks, publish_coalesced, publish_jobs
 from .render import render_campaign_part, render_messages
 from .send import send_messages
 from .webhooks import take_webhook_turn
 
 ACTORS = (fan_out_campaign, cancel_campaign_messages, render_messages, render_campaign_part, send_messages,
-          process_report, take_webhook_turn, advance_runs, import_contacts)
+          process_report, take_webhook_turn, advance_runs, import_contacts, receive_inbound)
 
 
 class BrokerPublisher:
@@ -60,6 +61,9 @@ class BrokerPublisher:
 
     async def process_report(self, report_id: str) -> None:
         await publish(process_report, report_id)
+
+    async def receive_inbound(self, message_id: str) -> None:
+        await publish(receive_inbound, message_id)
 
     async def advance_runs(self, run_ids: Sequence[str]) -> None:
         await publish_chunks(advance_runs, run_ids, size=ADVANCE_CHUNK)

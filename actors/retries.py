@@ -49,6 +49,7 @@ class RetryPolicy:
 _STORE_BLIP = RetryPolicy(10, 1_000, 60_000)  # render, send, bounces: guarded by claims and guarded writes
 RETRY_POLICY: dict[str, RetryPolicy] = {
     "render": _STORE_BLIP, "send": _STORE_BLIP, "bounces": _STORE_BLIP,
+    "inbound": _STORE_BLIP,  # a guarded status write; the event's writes are idempotent
     "campaigns": RetryPolicy(20, 1_000, 30_000),  # idempotent fan-out must not stall on a short outage
     "automations": RetryPolicy(20, 1_000, 60_000),  # each step is a compare-and-set on the run
     "webhooks": RetryPolicy(5, 1_000, 30_000),  # deliveries keep their own schedule in the store

@@ -127,6 +127,8 @@ _BY_ID = ("contacts", "tags", "lists", "segments", "templates", "campaigns", "do
 CREATES = {
     **{f"/api/v1/{name}": (f"/api/v1/{name}/{{{name[:-1]}_id}}", "id") for name in _BY_ID},
     "/api/v1/webhooks/triggers": ("/api/v1/webhooks/{webhook_id}", "id"),
+    "/api/v1/inbound/routes": ("/api/v1/inbound/routes/{route_id}", "id"),
+    "/api/v1/inbound/domains": ("/api/v1/inbound/domains/{domain_id}", "id"),
     "/api/v1/email/send": ("/api/v1/email/{message_id}", "message_id"),
     "/api/v1/email/batch": ("/api/v1/email/batch/{batch_id}", "batch_id"),
     "/api/v1/suppressions": ("/api/v1/suppressions/{email}", "email"),

@@ -33,6 +33,8 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "suppressions.add_suppression": (201,),
     "webhooks.create_webhook": (201,),
     "webhooks.create_trigger": (201,),
+    "inbound.create_route": (201,),
+    "inbound.add_domain": (201,),
     "tracking.product_view": (201,),
     "conversions.create": (201,),
     "forms.create_form": (201,),
@@ -147,11 +149,25 @@ ANSWERS: dict[str, type[BaseModel] | dict[int, type[BaseModel]]] = {
     "forms.get_form": m.Form,
     "forms.update_form": m.Form,
     "forms.delete_form": m.Deleted,
+    "inbound.inbound_address": m.InboundAddress,
+    "inbound.create_route": m.CreatedInboundRoute,
+    "inbound.list_routes": m.InboundRoute,
+    "inbound.get_route": m.InboundRoute,
+    "inbound.delete_route": m.Deleted,
+    "inbound.rotate_route_secret": m.InboundRouteSecret,
+    "inbound.list_messages": m.InboundMessage,
+    "inbound.get_message": m.InboundMessageDetail,
+    "inbound.add_domain": m.InboundDomain,
+    "inbound.list_domains": m.InboundDomain,
+    "inbound.get_domain": m.InboundDomain,
+    "inbound.verify_domain": m.InboundDomainCheck,
+    "inbound.delete_domain": m.Deleted,
 }
 
 
-# Operations whose success is a file, not JSON.
-CSV_ANSWERS = {"contacts.download_export": "The contacts as CSV (UTF-8, a header row), streamed."}
+# Operations whose success is a file, not JSON: endpoint → (content type, description).
+FILE_ANSWERS = {"contacts.download_export": ("text/csv", "The contacts as CSV (UTF-8, a header row), streamed."),
+                "inbound.raw_message": ("message/rfc822", "The message exactly as received (an .eml file).")}
 
 
 def answer_model(endpoint: str, status: int) -> type[BaseModel] | None:
@@ -304,8 +320,9 @@ def _rate_headers(endpoint: str, method: str, public: bool) -> list[str]:
 
 
 def _success_content(endpoint: str, status: int, listing: bool) -> dict:
-    if endpoint in CSV_ANSWERS:
-        return {"text/csv": {"schema": {"type": "string", "description": CSV_ANSWERS[endpoint]}}}
+    if endpoint in FILE_ANSWERS:
+        content_type, description = FILE_ANSWERS[endpoint]
+        return {content_type: {"schema": {"type": "string", "description": description}}}
     return {"application/json": {"schema": _data_schema(answer_model(endpoint, status), listing)}}
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from pipelines.core.clock import ms_of
+from pipelines.core.errors import ValidationFailed
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -48,3 +53,63 @@ def paged(found: tuple[list, int], params: PageQuery, shape: Callable[[Any], Any
     items, total = found
     return page([shape(d) for d in items] if shape else items, total=total, limit=params.limit,
                 offset=params.offset)
+
+
+def encode_cursor(position_ms: int, doc_id: str) -> str:
+    """A list's `next_cursor`: the last item's integer time and id (GET /email,
+    GET /inbound/messages), opaque to clients."""
+    return base64.urlsafe_b64encode(f"{position_ms}:{doc_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """`encode_cursor`'s position; ValueError for anything this API did not give."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        position_ms, doc_id = raw.split(":", 1)
+        if not position_ms.isdigit() or not doc_id:
+            raise ValueError
+        return int(position_ms), doc_id
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ValueError("not a cursor this API gave (pass pagination.next_cursor as it is)") from None
+
+
+def _readable_cursor(value: str) -> str:
+    decode_cursor(value)
+    return value
+
+
+class CursorPageQuery(PageQuery):
+    """A list that also pages by cursor (newest first), over a [since, until) window:
+    GET /email, GET /inbound/messages. Subclasses declare `since`/`until`."""
+    cursor: Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_readable_cursor)] \
+        | None = Field(None, description="The previous page's `pagination.next_cursor`: the next page, stable "
+                                         "while new items arrive (use it instead of a deep offset).")
+
+    def after(self) -> tuple[int, str] | None:
+        """The cursor's position; 400 when an offset is given too."""
+        if self.cursor and self.offset:
+            raise ValidationFailed("offset: give a cursor or an offset, not both.", path="offset")
+        return decode_cursor(self.cursor) if self.cursor else None
+
+    def window_ms(self) -> tuple[int | None, int | None]:
+        """`since`/`until` as epoch ms; 400 unless until is later than since."""
+        since, until = getattr(self, "since", None), getattr(self, "until", None)
+        if since and until and since >= until:
+            raise ValidationFailed("until: must be later than since.", path="until")
+        return (ms_of(since) if since else None), (ms_of(until) if until else None)
+
+
+def more_after(items: list, total: int, params: CursorPageQuery) -> bool:
+    """Whether a next page may hold more. A cursor's page says only whether it was full:
+    the total counts every match, not those after it."""
+    return len(items) == params.limit and (params.cursor is not None or params.offset + len(items) < total)
+
+
+def cursor_page(items: list, total: int, params: CursorPageQuery, position: Callable[[Any], tuple[int, str]],
+                shape: Callable[[Any], Any]) -> dict:
+    """The list shape with `next_cursor` (None on the last page)."""
+    more = more_after(items, total, params)
+    answer = page([shape(d) for d in items], total=total, limit=params.limit, offset=params.offset)
+    answer["pagination"].update(has_more=more, next_cursor=encode_cursor(*position(items[-1])) if items and more
+                                else None)
+    return answer

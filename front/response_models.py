@@ -464,6 +464,7 @@ class DnsRecord(Answer):
                                     "(pending before the first check).")
     checked_at: Timestamp | None = None
     txt_value: str | None = None
+    priority: int | None = Field(None, description="An MX record's preference.")
 
 
 class DkimKey(Answer):
@@ -610,6 +611,79 @@ class Delivery(Answer):
     last_error: str | None
     created_at: Timestamp
     attempts: list[DeliveryAttempt]
+
+
+# --- inbound ---------------------------------------------------------------------------------
+
+class InboundAddress(Answer):
+    address: str = Field(description="`<token>@<inbound domain>`: mail to it, or to `<token>+<anything>@…`, "
+                                     "is the workspace's.")
+    domain: str
+    tagged_example: str
+
+
+class InboundDomain(Answer):
+    id: str
+    domain: str
+    verified: bool
+    verified_at: Timestamp | None
+    dns_records: list[DnsRecord] = Field(description="An MX (purpose inbound_mx, with its priority) and a TXT "
+                                                     "(purpose verification) to publish.")
+    created_at: Timestamp
+    last_checked_at: Timestamp | None
+
+
+class InboundDomainCheck(InboundDomain):
+    failed_records: list[str] = Field(description="Purposes of the records not (yet) found as published.")
+
+
+class InboundRoute(Answer):
+    id: str
+    pattern: str
+    url: str
+    priority: int
+    description: str | None
+    created_at: Timestamp
+
+
+class CreatedInboundRoute(InboundRoute):
+    secret: str = Field(description="The signing secret of this route's deliveries, shown only in this answer.")
+
+
+class InboundRouteSecret(Answer):
+    id: str
+    secret: str
+    rotated_at: Timestamp
+
+
+class InboundMessage(Answer):
+    id: str
+    status: str = Field(description="received (being processed), processed or failed.")
+    received_at: Timestamp
+    recipient: str
+    tag: str = Field(description="What followed `+` in the recipient's local part (empty when nothing).")
+    from_: str | None = Field(alias="from", description="The From address, once parsed.")
+    subject: str | None
+    route_id: str | None = Field(description="The route that took it (null: none matched, or not yet routed).")
+    auto_submitted: bool = Field(description="An automatic message (auto-reply, vacation notice): stored and "
+                                             "marked, never answered.")
+    size_bytes: int
+    authentication_summary: str | None
+
+
+class InboundEnvelope(Answer):
+    mail_from: str
+    rcpt_to: str
+    client_ip: str
+    helo: str
+
+
+class InboundMessageDetail(InboundMessage):
+    envelope: InboundEnvelope
+    authentication: dict[str, Any] | None = Field(description="SPF, DKIM and DMARC verdicts, once processed.")
+    message: dict[str, Any] | None = Field(description="The parsed message (docs/inbound.md), once processed; "
+                                                      "attachments without their bytes (see /raw).")
+    processed_at: Timestamp | None
 
 
 # --- tracking --------------------------------------------------------------------------------

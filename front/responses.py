@@ -22,6 +22,6 @@ def public(doc: dict, drop: tuple[str, ...] = ("workspace_id",)) -> dict:
 
 
 def streamed(chunks, content_type: str, filename: str, status: int = 200):
-    """A body sent as it is produced (an async iterator of bytes), as a download."""
+    """A body sent as it is produced (an async iterator of bytes, or bytes already read), as a download."""
     return Response(chunks, status=status, content_type=content_type,
                     headers={"Content-Disposition": f'attachment; filename="{filename}"'})

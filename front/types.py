@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, TypeAdapter
 from typing_extensions import TypeAliasType
 
 from pipelines.audience.addresses import normalize
@@ -136,3 +136,11 @@ def JsonObject(max_bytes: int, documented: FreeJson | None = None) -> Any:  # no
 class Strict(BaseModel):
     """Base for request bodies: unknown fields are refused, so typos are caught."""
     model_config = ConfigDict(extra="forbid")
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer as JSON Schema reads one: 209.0 is 209 (strict parsing refuses floats otherwise).
+JsonInteger = Annotated[int, BeforeValidator(_whole)]

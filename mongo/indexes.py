@@ -22,7 +22,11 @@ from . import (
     domain_stats,
     domains,
     forms,
+    inbound_addresses,
+    inbound_domains,
+    inbound_messages,
     inbound_reports,
+    inbound_routes,
     lists,
     message_search,
     operators,
@@ -62,7 +66,8 @@ for _carrier in outbox.CARRIERS:
 INDEX_MODULES = [campaign_parts, contacts, tags, lists, segments, activity, webhooks, templates, suppressions, bounces,
                  analytics, campaigns, tracking, batches, send_limits, inbound_reports, domains, contact_import,
                  automations, automation_runs, forms, message_search, attachments, console_sessions, operators,
-                 domain_stats]
+                 domain_stats, inbound_addresses, inbound_routes, inbound_messages,
+                 inbound_domains]
 
 
 def all_indexes() -> dict[str, list[IndexModel]]:

@@ -26,7 +26,7 @@ from pipelines.core.clock import now_iso, now_ms
 from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscription
 from pipelines.webhooks.events import NEVER_MS, OFF_LANE, due_ms_of, lane_due, lane_range
 
-from . import documents, grouped_reads, versions
+from . import documents, grouped_reads, inbound_routes, versions
 from .documents import get_owned, newest_first
 
 INDEXES: dict[str, list] = {
@@ -60,6 +60,12 @@ async def get(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> WebhookS
     return await get_owned(db.webhooks, workspace_id, webhook_id, active=True)
 
 
+async def delivery_target(db: AsyncDatabase, workspace_id: str, lane_id: str) -> WebhookSubscription | None:
+    """What a lane delivers to: its active subscription, or the active inbound route
+    whose lane it is (mongo/inbound_routes.py: a route is a subscription of its own)."""
+    return await get(db, workspace_id, lane_id) or await inbound_routes.get(db, workspace_id, lane_id)
+
+
 async def list_active(db: AsyncDatabase, workspace_id: str, *, event: str | None, limit: int,
                       offset: int) -> tuple[list[WebhookSubscription], int]:
     where: dict = {"workspace_id": workspace_id, "active": True}
@@ -86,9 +92,10 @@ async def deactivate(db: AsyncDatabase, workspace_id: str, webhook_id: str) -> b
 
 
 async def replace_secret(db: AsyncDatabase, workspace_id: str, webhook_id: str,
-                         sealed: str) -> WebhookSubscription | None:
+                         sealed: str, *, collection: str = "webhooks") -> WebhookSubscription | None:
+    """The active subscription (or, `collection="inbound_routes"`, route) with a new sealed secret."""
     now = now_iso()
-    return await db.webhooks.find_one_and_update(
+    return await db[collection].find_one_and_update(
         {"_id": webhook_id, "workspace_id": workspace_id, "active": True},
         {"$set": {"secret_sealed": sealed, "secret_rotated_at": now, "updated_at": now}},
         return_document=ReturnDocument.AFTER)

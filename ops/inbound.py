@@ -1,4 +1,5 @@
-"""`postroom inbound`: the SMTP receiver for bounces and complaints, and `postroom dkim`.
+"""`postroom inbound`: the SMTP receiver for bounces, complaints and mail to workspaces'
+inbound addresses, and `postroom dkim`.
 
 It accepts mail for `bounce+<message id>@<bounce domain>` (VERP return paths, where
 DSNs come back; also `bounce+<message id>@pr-bounces.<custom domain>`, the return-path host
@@ -13,7 +14,17 @@ by the scheduler (`requeue_stale_reports`).
 Without RabbitMQ (no `POSTROOM_AMQP_URL`, e.g. beside `postroom up`) there is no broker
 another process could consume from, so this process handles each stored report itself,
 at once (pipelines/workflows/bounce_reports.handle_report, the same workflow the actor
-runs). The operator commands `postroom inbound reports|show|rerun` are in ops/inbound_admin.py."""
+runs).
+
+It also accepts mail for a workspace's inbound address (`<token>[+tag]@<inbound domain>`,
+docs/inbound.md): SIZE is announced (POSTROOM_INBOUND_MAX_MESSAGE_BYTES; aiosmtpd refuses
+a larger message with 552), an unknown recipient gets 550 5.1.1, a sender past its budget
+(POSTROOM_INBOUND_MESSAGES_PER_MINUTE per IP and per MAIL FROM) 450 4.7.1, a message of
+hostile structure the parser's refusal (pipelines/inbound/parsing.refusal_for); the rest
+is stored raw once per recipient (pipelines/workflows/receive_inbound.accept) and handed
+to the `inbound` actor (or, without a broker, processed here).
+
+The operator commands `postroom inbound reports|show|rerun` are in ops/inbound_admin.py."""
 
 from __future__ import annotations
 
@@ -23,6 +34,7 @@ import json
 import logging
 import signal
 import sys
+import time
 
 from aiosmtpd.smtp import SMTP
 
@@ -30,14 +42,23 @@ from actors.metrics import count_feedback_report
 from actors.runtime import publisher
 from mongo import domains, inbound_reports, processes
 from mongo.client import connect
+from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.adapters.smtp_client import ehlo_choice
 from pipelines.core.clock import now_iso
 from pipelines.core.ids import new_uuid
-from pipelines.domains.dns_records import bounce_domain_records, key_publication, valid_hostname, zone_line
+from pipelines.domains.dns_records import (
+    MX_PRIORITY,
+    bounce_domain_records,
+    key_publication,
+    valid_hostname,
+    zone_line,
+)
+from pipelines.inbound.parsing import refusal_for
+from pipelines.inbound_routes.flood import FloodGate, sender_keys
 from pipelines.messages.dkim import txt_value
 from pipelines.messages.mime import message_id_from_verp
 from pipelines.messages.unsubscribe_headers import message_id_from_mailto
-from pipelines.workflows import unsubscribe
+from pipelines.workflows import receive_inbound, unsubscribe
 from pipelines.workflows.bounce_reports import handle_report
 from pipelines.workflows.dkim_keys import shared_key
 
@@ -47,7 +68,6 @@ from .inbound_admin import add_report_commands
 log = logging.getLogger("postroom.inbound")
 
 FEEDBACK_LOCAL_PARTS = ("fbl",)
-MAX_REPORT_BYTES = 10 * 1024 * 1024
 REQUEUE_AFTER_SECONDS = 120
 
 
@@ -59,16 +79,36 @@ def accepts(address: str, bounce_domain: str) -> bool:
             or message_id_from_mailto(address) is not None)
 
 
+def _client_ip(session) -> str:
+    peer = session.peer
+    return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer or "")
+
+
 class InboundHandler:
-    """aiosmtpd handler: RCPT filter and DATA → store + enqueue."""
+    """aiosmtpd handler: RCPT filter (reports, then workspaces' inbound addresses) and
+    DATA → store + enqueue."""
 
-    def __init__(self, db, settings, enqueue):
+    def __init__(self, db, settings, enqueue, receive=None):
         self.db, self.settings, self.enqueue = db, settings, enqueue
+        self.receive = receive  # hands on a stored inbound message (its id)
+        self.flood = FloodGate(settings.inbound_messages_per_minute)
 
-    async def handle_RCPT(self, server, _session, envelope, address, _rcpt_options):
-        if not (accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address)):
+    async def handle_RCPT(self, server, session, envelope, address, _rcpt_options):
+        if accepts(address, self.settings.bounce_domain) or await self.custom_return_path(address):
+            envelope.rcpt_tos.append(address)
+            return "250 OK"
+        try:
+            workspace_id = await receive_inbound.workspace_for(self.db, self.settings, address)
+        except Exception:  # the store is away: the sender's MTA tries again later
+            log.exception("could not look up an inbound recipient")
+            return "451 4.3.0 cannot check the recipient now, try again later"
+        if workspace_id is None:
             return "550 5.1.1 no such mailbox here"
+        wait = self.flood.wait_seconds(sender_keys(_client_ip(session), envelope.mail_from), time.monotonic())
+        if wait:
+            return f"450 4.7.1 too many messages from this sender; try again in {wait} s"
         envelope.rcpt_tos.append(address)
+        _inbound_of(envelope)[address] = workspace_id
         return "250 OK"
 
     async def custom_return_path(self, address: str) -> bool:
@@ -77,14 +117,46 @@ class InboundHandler:
             return False
         return await domains.is_return_path_host(self.db, address.rpartition("@")[2])
 
-    async def handle_DATA(self, server, _session, envelope):
-        unsubscribes = [m for m in map(message_id_from_mailto, envelope.rcpt_tos) if m]
+    async def handle_DATA(self, server, session, envelope):
+        raw: bytes = envelope.original_content or envelope.content
+        inbound = _inbound_of(envelope)
+        answer = "250 2.0.0 nothing to do"
+        if inbound:
+            answer = await self.receive_mail(session, envelope, raw, inbound)
+            if not answer.startswith("2"):
+                return answer
+        reports = [a for a in envelope.rcpt_tos if a not in inbound]
+        return await self.store_report(envelope, reports, raw) if reports else answer
+
+    async def receive_mail(self, session, envelope, raw: bytes, inbound: dict[str, str]) -> str:
+        """Mail to workspaces' inbound addresses: refused whole when its structure is hostile,
+        else stored once per recipient and handed on."""
+        refusal = refusal_for(raw)
+        if refusal is not None:
+            return f"{refusal.code} {refusal.text}"
+        senders = sender_keys(_client_ip(session), envelope.mail_from)
+        try:
+            ids = await receive_inbound.accept(self.db, raw=raw, mail_from=envelope.mail_from or "",
+                                               client_ip=_client_ip(session), helo=session.host_name or "",
+                                               recipients=list(inbound.items()))
+        except Exception:
+            log.exception("could not store an inbound message")
+            return "451 4.3.0 cannot store the message now, try again later"
+        self.flood.count(senders, time.monotonic())
+        for message_id in ids:
+            try:
+                await self.receive(message_id)
+            except Exception:  # stored: the scheduler hands it out again
+                log.exception("enqueue of inbound message %s failed", message_id)
+        return f"250 2.0.0 received as {' '.join(ids)}"
+
+    async def store_report(self, envelope, rcpt_tos: list[str], raw: bytes) -> str:
+        unsubscribes = [m for m in map(message_id_from_mailto, rcpt_tos) if m]
         for message_id in unsubscribes:  # List-Unsubscribe by mail: nothing to parse
             await unsubscribe.by_message(self.db, message_id, "mailto", envelope.mail_from)
-        if len(unsubscribes) == len(envelope.rcpt_tos):
+        if len(unsubscribes) == len(rcpt_tos):
             return "250 2.0.0 unsubscribed"
-        raw: bytes = envelope.original_content or envelope.content
-        doc = {"_id": new_uuid(), "mail_from": envelope.mail_from or "", "rcpt_tos": list(envelope.rcpt_tos),
+        doc = {"_id": new_uuid(), "mail_from": envelope.mail_from or "", "rcpt_tos": list(rcpt_tos),
                "raw": raw.decode("latin-1"), "size_bytes": len(raw), "status": "received",
                "received_at": now_iso(), "processed_at": None, "detail": ""}
         doc["enqueued_at"] = doc["received_at"]
@@ -100,6 +172,14 @@ class InboundHandler:
         return f"250 2.0.0 stored as {doc['_id']}"
 
 
+def _inbound_of(envelope) -> dict[str, str]:
+    """The envelope's accepted inbound recipients → their workspace (kept on the envelope
+    between RCPT and DATA; aiosmtpd makes a new envelope per transaction)."""
+    if not hasattr(envelope, "postroom_inbound"):
+        envelope.postroom_inbound = {}
+    return envelope.postroom_inbound
+
+
 async def serve(settings, stop: asyncio.Event) -> None:
     from actors import broker as broker_setup  # local import: the broker stack, only for this command (ops/cli.py)
     broker_setup.setup(settings)
@@ -107,22 +187,32 @@ async def serve(settings, stop: asyncio.Event) -> None:
     client, db = connect(settings.mongodb_url, settings.mongodb_database)
     in_flight: set[asyncio.Task] = set()
 
+    def in_process(work) -> None:
+        task = asyncio.create_task(work)  # after the 250 goes out
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+
     async def enqueue(report_id: str) -> None:
         if settings.amqp_url:
             await publisher().process_report(report_id)
             return
-        task = asyncio.create_task(_handle_here(handle_report, db, report_id))  # after the 250 goes out
-        in_flight.add(task)
-        task.add_done_callback(in_flight.discard)
+        in_process(_handle_here(handle_report, db, report_id))
 
-    handler = InboundHandler(db, settings, enqueue)
+    async def receive(message_id: str) -> None:
+        if settings.amqp_url:
+            await publisher().receive_inbound(message_id)
+            return
+        in_process(_receive_here(db, settings, message_id))
+
+    handler = InboundHandler(db, settings, enqueue, receive)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: SMTP(handler, hostname=settings.bounce_domain, data_size_limit=MAX_REPORT_BYTES,
+        lambda: SMTP(handler, hostname=settings.bounce_domain, data_size_limit=settings.inbound_max_message_bytes,
                      decode_data=False),
         host=settings.inbound_host, port=settings.inbound_port)
     print(f"postroom inbound listening on {settings.inbound_host}:{settings.inbound_port} "
-          f"for bounce+*@{settings.bounce_domain} and fbl@{settings.bounce_domain}", flush=True)
+          f"for bounce+*@{settings.bounce_domain}, fbl@{settings.bounce_domain} "
+          f"and <workspace token>+*@{settings.inbound_domain}", flush=True)
     heartbeat = asyncio.create_task(processes.beat_until(db, "inbound", stop))
     try:
         await stop.wait()
@@ -133,6 +223,15 @@ async def serve(settings, stop: asyncio.Event) -> None:
         if in_flight:
             await asyncio.wait(in_flight, timeout=10)
         await client.close()
+
+
+async def _receive_here(db, settings, message_id: str) -> None:
+    """Without a broker: the inbound actor's work, in this process (the scheduler of the
+    `postroom up` beside it gives the route's lane its turn)."""
+    try:
+        await receive_inbound.process(db, None, DnsPythonResolver(settings.dns_resolver), message_id)
+    except Exception:  # still `received`: the scheduler's sweep hands it out again
+        log.exception("inbound message %s could not be processed", message_id)
 
 
 async def _handle_here(handle_report, db, report_id: str) -> None:
@@ -179,15 +278,19 @@ def cmd_dkim(args) -> int:
                 "value": txt_value(key["public_key"])}]
     records += [r for r in (key_publication(d.get("records") or []) for d in custom) if r is not None]
     sending_host = ehlo_choice(settings.smtp_helo_name, settings.base_url, settings.bounce_domain)[0]
-    bounce = bounce_domain_records(settings.bounce_domain, inbound_host=(args.mx or sending_host).lower().rstrip("."),
+    inbound_host = (args.mx or sending_host).lower().rstrip(".")
+    bounce = bounce_domain_records(settings.bounce_domain, inbound_host=inbound_host,
                                    sending_host=sending_host, sending_ips=args.sending_ip or [])
+    # workspaces' inbound addresses (docs/inbound.md) arrive at the same port
+    bounce.append({"type": "MX", "name": settings.inbound_domain, "value": inbound_host, "priority": MX_PRIORITY})
     if args.json:
         print(json.dumps(records + bounce))
     else:
         for record in records:
             print(zone_line(record))
         print(f"; {settings.bounce_domain}: MX to the host running `postroom inbound` (--mx), SPF of the "
-              f"sending IPs (--sending-ip; else the addresses of the EHLO name {sending_host})")
+              f"sending IPs (--sending-ip; else the addresses of the EHLO name {sending_host}); "
+              f"{settings.inbound_domain}: MX to the same host")
         for record in bounce:
             print(zone_line(record))
     return 0
@@ -200,12 +303,22 @@ def add_commands(sub) -> None:
     add_report_commands(inbound.add_subparsers(dest="inbound_command", metavar="{reports,show,rerun}"))
     dkim = sub.add_parser("dkim", help="print the DKIM TXT records to publish in the shared domain's zone "
                                        "(its own key and every custom domain's key), and the bounce domain's "
-                                       "MX and SPF records")
+                                       "MX and SPF records, and the inbound domain's MX")
     dkim.add_argument("--json", action="store_true", help="a JSON array of {type, name, value, priority?}")
     dkim.add_argument("--mx", metavar="HOST", help="the host running `postroom inbound` (default: the EHLO name)")
     dkim.add_argument("--sending-ip", metavar="IP", action="append",
                       help="an address mail leaves from, for SPF (repeat for several; default: the EHLO name's)")
     dkim.set_defaults(func=cmd_dkim)
+
+
+async def requeue_stale_inbound(db, settings) -> int:
+    """Inbound messages stored but never processed (their enqueue failed): handed out again."""
+    return await receive_inbound.requeue_stale(db, publisher())
+
+
+async def apply_inbound_retention(db, settings) -> int:
+    """Received messages past POSTROOM_INBOUND_RETENTION_DAYS deleted, raw bytes and all."""
+    return await receive_inbound.apply_retention(db, settings)
 
 
 async def requeue_stale_reports(db, settings) -> int:

@@ -59,11 +59,11 @@ EVERY_PASS = [
 # Upkeep whose work is minutes or hours old when it is due (purges, expiries, events a dead
 # process left STRANDED_AFTER_SECONDS ago, minute-precise date triggers, gauges scraped every
 # few seconds): every TIDY_EVERY_PASSES-th pass, the first pass included. Run on every pass
-# they were more than half of an idle pass's store commands (22 a pass; bench/RESULTS.md).
+# they were more than half of an idle pass's store commands.
 TIDY = [
     store_jobs.relay_stranded, store_jobs.purge_expired, store_jobs.purge_lapsed_slots,
     campaign_jobs.refresh_finished_stats, campaign_jobs.refund_cancelled_campaigns,
-    inbound.requeue_stale_reports,
+    inbound.requeue_stale_reports, inbound.requeue_stale_inbound, inbound.apply_inbound_retention,
     store_jobs.purge_unrestorable, store_jobs.expire_signups, store_jobs.apply_message_retention,
     metrics_server.measure_backlogs, metrics_server.measure_automation_runs,
     automation_jobs.start_date_triggered_runs,

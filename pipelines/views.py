@@ -9,6 +9,7 @@ from pipelines.automations.runs import ms_iso
 from pipelines.campaigns import stats as campaign_stats
 from pipelines.core.documents import BounceRecord, Campaign, Suppression, WebhookSubscription
 from pipelines.domains import dns_records
+from pipelines.inbound_routes import received_event
 from pipelines.messages import dkim
 from pipelines.messages.delivery_status import BATCH_OUTCOMES
 
@@ -255,3 +256,31 @@ def form(doc: dict, *, action: str, token: str, embed_html: str) -> dict:
         "embed": {"action": action, "token": token, "html": embed_html.strip()},
         "created_at": doc["created_at"], "updated_at": doc["updated_at"],
     }
+
+
+def inbound_route(doc: dict) -> dict:
+    """An inbound route (its secret is shown only when it is made)."""
+    return {"id": doc["_id"], "pattern": doc["pattern"], "url": doc["target_url"], "priority": doc["priority"],
+            "description": doc.get("description"), "created_at": doc["created_at"]}
+
+
+def inbound_message(doc: dict, *, full: bool = False) -> dict:
+    """A received message; `full`: with its envelope, verdicts and the parsed message
+    (a list leaves them out)."""
+    summary = (doc.get("authentication") or {}).get("summary")
+    out = {"id": doc["_id"], "status": doc["status"], "received_at": doc["received_at"],
+           "recipient": doc["recipient"], "tag": doc["tag"], "from": doc.get("from_key"),
+           "subject": doc.get("subject"), "route_id": doc.get("route_id"),
+           "auto_submitted": bool(doc.get("auto_submitted")), "size_bytes": doc["size_bytes"],
+           "authentication_summary": summary if isinstance(summary, str) else None}
+    if full:
+        out.update({"envelope": received_event.envelope(doc), "authentication": doc.get("authentication"),
+                    "message": doc.get("parsed"),
+                    "processed_at": doc.get("processed_at")})
+    return out
+
+
+def inbound_domain(doc: dict) -> dict:
+    return {"id": doc["_id"], "domain": doc["domain"], "verified": bool(doc["verified"]),
+            "verified_at": doc.get("verified_at"), "dns_records": doc["records"], "created_at": doc["created_at"],
+            "last_checked_at": doc.get("last_checked_at")}

@@ -14,6 +14,7 @@ from . import (
     form_pages,
     forms,
     health,
+    inbound,
     lists,
     pages,
     segments,
@@ -27,7 +28,7 @@ from . import (
 # Registered in this order; a feature adds its blueprint here.
 BLUEPRINTS = [health.bp, api_key.bp, email.bp, contacts.bp, tags.bp, lists.bp, segments.bp, webhooks.bp,
               templates.bp, domains.bp, suppressions.bp, bounces.bp, analytics.bp, campaigns.bp, tracking.bp,
-              conversions.bp, automations.bp, pages.bp, forms.bp, form_pages.bp, console.bp]
+              conversions.bp, automations.bp, inbound.bp, pages.bp, forms.bp, form_pages.bp, console.bp]
 
 
 def register_all(app) -> None:

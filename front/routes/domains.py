@@ -34,15 +34,20 @@ def _hostname(value: str) -> str:
     return name
 
 
+# A DNS name as a body field: lower-cased, no trailing dot (also POST /inbound/domains).
+DomainName = Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_hostname), Field(
+    json_schema_extra={"pattern": r"^\s*([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}\.?\s*$"})]
+
+
 class AddDomain(Strict):
-    domain: Annotated[str, StringConstraints(min_length=1, max_length=253), AfterValidator(_hostname)] = Field(
-        json_schema_extra={"pattern": r"^\s*([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}\.?\s*$"},
-        description="The domain to send from, e.g. `mail.example.com` (lower-cased; no trailing dot).")
+    domain: DomainName = Field(description="The domain to send from, e.g. `mail.example.com` (lower-cased; no "
+                                           "trailing dot).")
 
 
-def _refuse_service_domains(domain: str) -> None:
+def refuse_service_domains(domain: str) -> None:
+    """A domain of the service's own (shared sending, bounce, inbound) or under one: 400."""
     s = settings()
-    for own in (s.shared_domain, s.bounce_domain):
+    for own in (s.shared_domain, s.bounce_domain, s.inbound_domain):
         if domain == own or domain.endswith("." + own):
             raise ValidationFailed(f"domain: {domain} belongs to the service.", path="domain")
 
@@ -50,7 +55,7 @@ def _refuse_service_domains(domain: str) -> None:
 @bp.post("/domains")
 @body(AddDomain)
 async def add_domain(data: AddDomain):
-    _refuse_service_domains(data.domain)
+    refuse_service_domains(data.domain)
     doc = await manage_domains.add(db(), settings(), caller().workspace_id, data.domain)
     return one(views.domain(doc), 201)
 

@@ -3,13 +3,11 @@ API: the workspace's messages (GET /email) and one message's timeline (GET /emai
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from quart import Blueprint
 
 from actors.runtime import publisher
@@ -18,7 +16,6 @@ from mongo import bounces as bounce_store
 from mongo import message_search
 from mongo import messages as message_store
 from pipelines import views
-from pipelines.core.clock import ms_of
 from pipelines.core.errors import ValidationFailed
 from pipelines.messages import delivery_status, timeline
 from pipelines.workflows import accept_email
@@ -27,7 +24,7 @@ from ..auth import count_emails, give_back_emails
 from ..email_fields import Attachments, Headers, Metadata, Recipients, ReplyTo, Tags
 from ..idempotency import idempotent, request_seed
 from ..lookup import owned
-from ..pagination import PageQuery, page
+from ..pagination import CursorPageQuery, encode_cursor, more_after, page
 from ..responses import one
 from ..runtime import caller, db, settings
 from ..types import DisplayName, EmailAddress, JsonObject, Strict
@@ -184,22 +181,10 @@ MetadataValue = Annotated[str, StringConstraints(max_length=500)]
 
 
 def _cursor(doc: dict) -> str:
-    created_ms, message_id = message_search.after_cursor(doc)
-    return base64.urlsafe_b64encode(f"{created_ms}:{message_id}".encode()).decode().rstrip("=")
+    return encode_cursor(*message_search.after_cursor(doc))
 
 
-def _after(cursor: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_ms, message_id = raw.split(":", 1)
-        if not created_ms.isdigit() or not message_id:
-            raise ValueError
-        return int(created_ms), message_id
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ValueError("not a cursor this API gave (pass pagination.next_cursor as it is)") from None
-
-
-class EmailQuery(PageQuery):
+class EmailQuery(CursorPageQuery):
     to: EmailAddress | None = Field(None, description="Only messages to this address: any recipient (to, cc "
                                                       "or bcc), any letter case.")
     status: Literal[tuple(sorted(delivery_status.ALL))] | None = Field(  # type: ignore[valid-type]
@@ -215,9 +200,6 @@ class EmailQuery(PageQuery):
                                                   "that day, UTC) or date-time (no offset means UTC).")
     until: Until | None = Field(None, description="Created before this moment: an ISO 8601 date-time, or a date "
                                                   "meaning the end of that day (UTC).")
-    cursor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
-        None, description="The previous page's `pagination.next_cursor`: the next page, stable while new "
-                          "mail arrives (use it instead of a deep offset).")
 
     @model_validator(mode="before")
     @classmethod
@@ -239,34 +221,21 @@ class EmailQuery(PageQuery):
                                    path="metadata")
         return {**raw, "metadata": pairs} if pairs else raw
 
-    @field_validator("cursor")
-    @classmethod
-    def _readable(cls, value: str | None) -> str | None:
-        if value is not None:
-            _after(value)
-        return value
-
     def filters(self) -> message_search.Filters:
-        if self.since and self.until and self.since >= self.until:
-            raise ValidationFailed("until: must be later than since.", path="until")
-        if self.cursor and self.offset:
-            raise ValidationFailed("offset: give a cursor or an offset, not both.", path="offset")
+        since_ms, until_ms = self.window_ms()
         return message_search.Filters(
             to=self.to, status=self.status, tag=self.tag, metadata=tuple((self.metadata or {}).items()),
-            stream=self.stream, campaign_id=self.campaign_id,
-            since_ms=ms_of(self.since) if self.since else None, until_ms=ms_of(self.until) if self.until else None)
+            stream=self.stream, campaign_id=self.campaign_id, since_ms=since_ms, until_ms=until_ms)
 
 
 async def find_messages(workspace_id: str, params: EmailQuery) -> tuple[message_search.Page, str | None]:
     """A page of the workspace's messages for `params`, newest first, and the cursor of
     the next page (None on the last). GET /email and the console's messages page."""
-    found = await message_search.list_page(
-        db(), workspace_id, params.filters(), limit=params.limit, offset=params.offset,
-        after=_after(params.cursor) if params.cursor else None)
+    filters = params.filters()
+    found = await message_search.list_page(db(), workspace_id, filters, limit=params.limit, offset=params.offset,
+                                           after=params.after())
     items = found.items
-    # a cursor's page says only whether it was full: the total counts every match, not those after it
-    more = len(items) == params.limit and (params.cursor is not None or params.offset + len(items) < found.total)
-    return found, _cursor(items[-1]) if items and more else None
+    return found, _cursor(items[-1]) if items and more_after(items, found.total, params) else None
 
 
 async def message_detail(message_id: str) -> dict:

@@ -29,7 +29,7 @@ from ..validation import body, query
 
 bp = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 
-EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6.")]
+EventType = Annotated[Literal[EVENT_TYPES], Field(description="One of the event types of spec §6, or email.received.")]
 TargetUrl = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL_LENGTH), Field(
     json_schema_extra={"pattern": TARGET_URL_PATTERN},
     description="http(s) URL receiving signed POST deliveries; at most 2048 characters. Read by the "
@@ -46,7 +46,8 @@ class CreateWebhook(Strict):
     """The second subscription form: one subscription for several events."""
     url: TargetUrl
     events: Annotated[list[EventType], Field(min_length=1, max_length=len(EVENT_TYPES), description=(
-        "1 to 18 event types; repeats are ignored. One subscription (one id, one secret) for all."))]
+        "1 to 19 event types (the spec's 18 and email.received); repeats are ignored. One subscription "
+        "(one id, one secret) for all."))]
 
 
 class TriggerList(PageQuery):

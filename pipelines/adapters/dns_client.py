@@ -45,3 +45,18 @@ class DnsPythonResolver:
         for r in answer.rrset:
             return r.target.to_text().rstrip(".")
         return None
+
+    async def addresses(self, name: str, rdtype: str) -> list[str]:
+        """The A (rdtype "A") or AAAA ("AAAA") addresses of `name`, as text; [] when none."""
+        answer = await self._answer(name, rdtype)
+        if answer is None or answer.rrset is None:
+            return []
+        return [r.address for r in answer.rrset if r.rdtype in (1, 28)]
+
+    async def mx(self, name: str) -> list[str]:
+        """The mail exchangers of `name`, most preferred first, without the trailing dot; [] when none."""
+        answer = await self._answer(name, "MX")
+        if answer is None or answer.rrset is None:
+            return []
+        found = sorted((r.preference, r.exchange.to_text().rstrip(".")) for r in answer.rrset if r.rdtype == 15)
+        return [host for _preference, host in found]

@@ -14,7 +14,7 @@ SANDBOX_PREFIX = "tm_test_"
 AREAS = (
     "contacts", "tags", "lists", "segments", "templates", "campaigns", "email",
     "suppressions", "bounces", "analytics", "domains", "webhooks", "automations",
-    "tracking", "conversions", "forms",
+    "tracking", "conversions", "forms", "inbound",
 )
 ALL_PERMISSIONS = tuple(f"{a}:{m}" for a in AREAS for m in ("read", "write"))
 # Signing in to the console (front/console/) with this key: a permission of its own, with no

@@ -467,3 +467,70 @@ class OutboxEvent(TypedDict):
     automations_ms: NotRequired[int]
     dispatched_at: NotRequired[str]      # set by mongo/outbox.mark_dispatched
 
+
+
+# Inbound mail (issue 36): what pipelines/inbound/parsing.py and
+# pipelines/inbound/authentication.py hand on — JSON-ready, stored as they are.
+
+class InboundAddress(TypedDict):
+    address: str                         # as written (the local part's case kept), never empty
+    name: str | None                     # the display name, decoded; None when there is none
+
+
+class InboundAttachment(TypedDict):
+    """One file of a received message: never expanded (an archive is described, not opened)."""
+    filename: str                        # decoded, without any path; a made-up name when none was given
+    content_type: str                    # lower-cased, e.g. image/png
+    size: int                            # bytes, decoded
+    content_id: str | None               # without <>: the HTML shows it as cid:<content_id>
+    disposition: str                     # attachment | inline
+    content_b64: NotRequired[str]        # the bytes, base64: only when size <= max_attachment_inline_bytes
+    sha256: str                          # hex, of the decoded bytes
+
+
+# `from` is a Python keyword: the functional form
+ParsedInbound = TypedDict("ParsedInbound", {
+    "from": InboundAddress | None,       # None when the From header is missing or holds no address
+    "to": list[InboundAddress],
+    "cc": list[InboundAddress],
+    "reply_to": list[InboundAddress],
+    "subject": str,                      # "" when missing
+    "date": str | None,                  # ISO-8601 with its offset; None when missing or unreadable
+    "message_id": str | None,            # with its <>
+    "in_reply_to": str | None,
+    "references": list[str],             # message ids with their <>, oldest first
+    "text": str | None,                  # the text/plain body (inline text parts joined)
+    "html": str | None,                  # the first text/html body, as sent
+    "html_sanitised": str | None,        # html made safe to show (nh3: no script, handlers, forms)
+    "reply": str | None,                 # the new text: without the quoted thread and signature
+    "headers": list[list[str]],          # every top-level header as [name, value], decoded, in order
+    "attachments": list[InboundAttachment],
+    "auto_submitted": bool,              # an automatic message: never answer it automatically
+    "problems": list[str],               # what was malformed, in words (MIME defects, charsets)
+})
+
+
+class SpfResult(TypedDict):
+    result: str                          # pass fail softfail neutral none temperror permerror
+    domain: str                          # the MAIL FROM's domain (the HELO name's for a null sender)
+
+
+class DkimResult(TypedDict):
+    result: str                          # pass fail neutral temperror permerror (none: no signature, no entry)
+    domain: str                          # d=
+    selector: str                        # s=
+
+
+class DmarcResult(TypedDict):
+    result: str                          # pass fail none temperror permerror
+    policy: str | None                   # p= (sp= for a subdomain) of the record found: none quarantine reject
+    domain: str                          # the From header's domain
+    aligned_spf: bool
+    aligned_dkim: bool
+
+
+class AuthenticationResults(TypedDict):
+    spf: SpfResult
+    dkim: list[DkimResult]
+    dmarc: DmarcResult
+    summary: str                         # the Authentication-Results resinfo: "spf=pass smtp.mailfrom=…; …"

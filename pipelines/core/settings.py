@@ -64,6 +64,15 @@ class Settings:
     bounce_domain: str = "bounces.postroom.test"
     inbound_host: str = "127.0.0.1"
     inbound_port: int = 2526
+    # Inbound mail to workspaces (docs/inbound.md): the operator's inbound domain
+    # (`<workspace token>+<tag>@…`, MX to the host running `postroom inbound`), the
+    # largest message the port takes (announced as SIZE, bytes; bounce reports too),
+    # messages a minute from one sending IP and from one MAIL FROM, and how many days a
+    # received message (parsed and raw) is kept.
+    inbound_domain: str = "inbound.postroom.test"
+    inbound_max_message_bytes: int = 10 * 1024 * 1024
+    inbound_messages_per_minute: int = 60
+    inbound_retention_days: int = 30
     plan_monthly_email_limit: int = 0  # 0 = unlimited; per-workspace value overrides
     domain_rate_per_minute: int = 0  # 0 = unlimited; default per destination domain
     domain_concurrency: int = 0  # 0 = unlimited

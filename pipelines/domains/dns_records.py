@@ -84,6 +84,21 @@ def records_to_publish(domain: str, *, token: str, key_id: str, public_b64: str,
     ]
 
 
+INBOUND_VERIFICATION_LABEL = "_postroom-inbound"
+
+
+def inbound_records(domain: str, *, token: str, mx_host: str) -> list[dict]:
+    """What a workspace publishes to receive mail at its own domain (docs/inbound.md): an MX
+    to the operator's inbound host, and a TXT proving the domain is this workspace's (an MX
+    alone proves nothing: any workspace could name a domain whose MX points at us)."""
+    return [
+        {"type": "TXT", "name": f"{INBOUND_VERIFICATION_LABEL}.{domain}", "value": VERIFICATION_PREFIX + token,
+         "purpose": "verification", "verified": False, "status": "pending"},
+        {"type": "MX", "name": domain, "value": mx_host, "priority": MX_PRIORITY, "purpose": "inbound_mx",
+         "verified": False, "status": "pending"},
+    ]
+
+
 DMARC_LABEL = "_dmarc"
 DMARC_RECOMMENDED = "v=DMARC1; p=none"
 _DMARC_VERSION = re.compile(r"^v\s*=\s*DMARC1\s*(;|$)")
@@ -136,6 +151,9 @@ class Resolver(Protocol):
     async def cname(self, name: str) -> str | None:
         """The CNAME target of `name` without the trailing dot, or None."""
 
+    async def mx(self, name: str) -> list[str]:
+        """The mail exchangers of `name`, most preferred first, without the trailing dot."""
+
 
 class LookupFailed(Exception):
     """DNS could not answer (timeout, SERVFAIL): not the same as "no such record"."""
@@ -169,6 +187,11 @@ async def _check(record: dict, resolver: Resolver) -> tuple[bool, str]:
         if record["value"] in [t.strip() for t in found]:
             return True, "verified"
         return False, "missing" if not found else "mismatch"
+    if record["purpose"] == "inbound_mx":
+        hosts = [h.lower().rstrip(".") for h in await resolver.mx(name)]
+        if record["value"].lower() in hosts:
+            return True, "verified"
+        return False, "missing" if not hosts else "mismatch"
     if record["purpose"] == "return_path":
         target = await resolver.cname(name)
         if target is None:

@@ -1,4 +1,4 @@
-"""The event types of API spec §6: what a subscription may name, and what the outbox
+"""The event types of API spec §6 (and `email.received`, issue 36): what a subscription may name, and what the outbox
 records. One subscription made with `POST /webhooks/triggers` concerns one of these."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ EVENT_TYPES: tuple[str, ...] = (
     "form.submitted",
     "conversion.created",
     "list.member_added", "list.member_removed",
+    # beside the spec's 18: a message received at an inbound address (docs/inbound.md)
+    "email.received",
 )
 
 # What `POST /webhooks/:id/test` sends in X-Service-Event; never recorded in the outbox,

@@ -64,7 +64,7 @@ async def deliver_due(db: AsyncDatabase, settings: Settings, session: outbound_h
                       on_attempt: OnAttempt | None) -> bool:
     """Volleys of the lane's due deliveries, posted and recorded, for up to
     TURN_SLICE_SECONDS. True when the lane may have more due now (its last volley was full)."""
-    subscription = await webhook_store.get(db, lane["workspace_id"], lane["_id"])
+    subscription = await webhook_store.delivery_target(db, lane["workspace_id"], lane["_id"])
     if subscription is None:  # deleted: what still waits in its lane is cancelled
         await webhook_store.cancel_lane(db, lane["_id"])
         return False

@@ -73,6 +73,9 @@ class Publisher(Protocol):
     async def process_report(self, report_id: str) -> None:
         """Parse and apply a stored inbound report (bounce or complaint)."""
 
+    async def receive_inbound(self, message_id: str) -> None:
+        """Authenticate, parse, route and hand on a message received at an inbound address."""
+
     async def advance_runs(self, run_ids: Sequence[str]) -> None:
         """Advance these automation runs, in chunks."""
 

@@ -1,15 +1,24 @@
 """A real DNS server on loopback (dnslib, UDP and TCP on one port) whose records tests
-set: the service's resolver (POSTROOM_DNS_RESOLVER) points at it."""
+set: the service's resolver (POSTROOM_DNS_RESOLVER) points at it. It answers TXT, CNAME,
+A, AAAA and MX (an MX value is "<preference> <host>")."""
 
 from __future__ import annotations
 
 import threading
 
-from dnslib import CNAME, QTYPE, RCODE, RR, TXT
+from dnslib import AAAA, CNAME, MX, QTYPE, RCODE, RR, TXT, A
 from dnslib.server import BaseResolver, DNSLogger, DNSServer
 
 TTL_SECONDS = 5
 _TXT_CHUNK = 255  # one TXT character-string holds at most 255 bytes
+
+
+def _mx(value: str) -> MX:
+    preference, _, host = value.partition(" ")
+    return MX(host.rstrip(".") + ".", int(preference))
+
+
+_RDATA = {"CNAME": lambda value: CNAME(value + "."), "A": A, "AAAA": AAAA, "MX": _mx}
 
 
 def _norm(name: str) -> str:
@@ -36,8 +45,9 @@ class RecordTable(BaseResolver):
                 if qtype == "TXT":
                     chunks = [value[i:i + _TXT_CHUNK] for i in range(0, len(value), _TXT_CHUNK)] or [""]
                     reply.add_answer(RR(name + ".", QTYPE.TXT, rdata=TXT(chunks), ttl=TTL_SECONDS))
-                elif qtype == "CNAME":
-                    reply.add_answer(RR(name + ".", QTYPE.CNAME, rdata=CNAME(value + "."), ttl=TTL_SECONDS))
+                elif qtype in _RDATA:
+                    reply.add_answer(RR(name + ".", getattr(QTYPE, qtype), rdata=_RDATA[qtype](value),
+                                        ttl=TTL_SECONDS))
             known = any(key[0] == name for key in self.records)
         if not reply.rr and not known:
             reply.header.rcode = RCODE.NXDOMAIN
