@@ -456,4 +456,4 @@ def test_a_report_that_makes_the_parser_raise_ends_failed_after_its_attempts_and
     assert inbound_reports.raw_bytes(report) == raw
     # the totals move just after the status (mongo/inbound_reports.finish): wait for them
     poll(lambda: service.store.run(inbound_reports.stats)["failed"] >= before["failed"] + 1,
-               what="the failed report counted")
+         what="the failed report counted")
