@@ -2,7 +2,8 @@
 driven as aiosmtpd drives it (RCPT, then DATA) on the session's real store: unknown
 recipients 550, a flooding sender 450 with its wait, hostile structure refused whole,
 one message stored once per recipient and workspace, a bounce report beside it still
-taking its own path. (The socket, SIZE and 552: tests/e2e/test_inbound_routes.py.)"""
+taking its own path; and every real-world message of the parser's corpus delivered or
+refused with a reason. (The socket, SIZE and 552: tests/e2e/test_inbound_routes.py.)"""
 
 import types
 
@@ -11,8 +12,10 @@ from aiosmtpd.smtp import Envelope
 
 from mongo import inbound_messages, inbound_reports
 from ops.inbound import InboundHandler
+from pipelines.adapters.dns_client import DnsPythonResolver
 from pipelines.core.settings import Settings
-from pipelines.workflows import manage_inbound_routes
+from pipelines.workflows import manage_inbound_routes, receive_inbound
+from tests.pipelines.test_inbound_corpus import MESSAGES, REFUSED
 from tests.support.inbound_mail import mail
 
 pytestmark = pytest.mark.usefixtures("front_in_process")  # the session's store with its indexes
@@ -125,3 +128,42 @@ def test_without_a_broker_the_port_processes_the_message_itself(session_store, p
     session_store.call(_receive_here(session_store.db, settings, message_id))
     done = session_store.run(inbound_messages.load, message_id)
     assert done["status"] == "processed" and done["subject"] == "Beside up" and done["tag"] == "7"
+
+
+# -- the real-world corpus through the port ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_workspace(session_store, front_in_process):
+    """One workspace whose catch-all route takes every corpus message (delivery is only
+    planned here: nothing listens at the route's URL)."""
+    tenant = front_in_process.tenant()
+    route, _secret = session_store.call(manage_inbound_routes.create_route(
+        session_store.db, Settings(), tenant.workspace_id, pattern="*", target_url="http://127.0.0.1:9/inbound",
+        priority=0, description=None))
+    return tenant.workspace_id, route["_id"]
+
+
+@pytest.mark.parametrize("path", MESSAGES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_corpus_message_is_delivered_or_refused_with_a_reason(session_store, port, front_in_process,
+                                                                     corpus_workspace, path):
+    """As a remote MTA hands it over: the answer to DATA is a 250 and the message is
+    processed (parsed, authenticated, its `email.received` planned for the route), or a 5xx
+    that says why; processing raises nothing (0 server errors)."""
+    workspace_id, route_id = corpus_workspace
+    handler, _ = port(per_minute=0)
+    to = address(session_store, workspace_id, "corpus")
+    raw = path.read_bytes()
+    answer = transaction(session_store, handler, [to], raw)[-1]
+    if path.name in REFUSED:
+        assert answer == REFUSED[path.name]
+        return
+    assert answer.startswith("250 2.0.0 received as "), answer
+    [message_id] = answer.split("received as ", 1)[1].split()
+    resolver = DnsPythonResolver(front_in_process.env["POSTROOM_DNS_RESOLVER"])
+    session_store.call(receive_inbound.process(session_store.db, None, resolver, message_id))
+    done = session_store.run(inbound_messages.load, message_id)
+    assert (done["status"], done["route_id"]) == ("processed", route_id)
+    planned = session_store.run(lambda db: db.webhook_deliveries.find_one(
+        {"webhook_id": route_id, "event_id": f"inbound:{message_id}"}))
+    assert planned is not None and planned["event"] == "email.received"
