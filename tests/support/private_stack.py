@@ -5,10 +5,12 @@ Nothing of the session's shared service consumes their queues or reads their dat
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import glob
 import uuid
 
 from ops import embedded_store
+from pipelines.core.clock import utcnow
 from tests.support import services
 from tests.support.harness import Service, StoreThread
 from tests.support.smtp_sink import SmtpSink
@@ -25,14 +27,33 @@ def faketime_library() -> str:
 
 class ControlledClock:
     """The clock of the processes started with `env()`: an offset from real time, moved by
-    the test. libfaketime re-reads the file at most every second."""
+    the test. libfaketime re-reads the file at most every second.
+
+    A stack shared by several tests keeps one clock, which only goes forward: `begin()`
+    starts a test's own time line at the offset reached so far, and `set(seconds)` then
+    means that many seconds after it."""
 
     def __init__(self, path):
         self.path = path
-        self.set(0)
+        self.offset = 0  # seconds ahead of real time, as written
+        self.epoch = 0
+        self._write(0)
+
+    def begin(self) -> None:
+        self.epoch = self.offset
 
     def set(self, seconds: int) -> None:
-        self.path.write_text(f"{seconds:+d}s\n")
+        offset = self.epoch + seconds
+        assert offset >= self.offset, "the shared clock only goes forward"
+        self._write(offset)
+
+    def now(self) -> dt.datetime:
+        """What the clocked processes read as now."""
+        return utcnow() + dt.timedelta(seconds=self.offset)
+
+    def _write(self, offset: int) -> None:
+        self.offset = offset
+        self.path.write_text(f"{offset:+d}s\n")
 
     def env(self) -> dict:
         return {"LD_PRELOAD": faketime_library(), "FAKETIME_TIMESTAMP_FILE": str(self.path),
