@@ -10,8 +10,9 @@ text we send, not for hostile mail we show.
 Budget: an HTML5 tree builder spends time quadratic in the nesting depth (measured: 20,000
 nested <ul> in 100 KB take nh3 about 2 s; 300 KB, about 17 s). Depth is estimated first in
 one linear pass; past MAX_HTML_NESTING the HTML is not handed to nh3 at all and is shown as
-escaped text instead. (pipelines/templates/text.py `html_to_text` is quadratic on unclosed
-tags, so the text for replies is made here from nh3's well-formed output.)"""
+escaped text instead. (The text for replies is made here from nh3's well-formed output:
+pipelines/templates/text.py `html_to_text` was quadratic on unclosed tags then; it is
+linear now.)"""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
+from collections.abc import Callable
 
 import markupsafe
 
@@ -19,6 +20,158 @@ _LINK = re.compile(r"""(?is)<a\s[^>]*?\bhref\s*=\s*["']([^"']*)["'][^>]*>(.*?)</
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
+# --- the regexes above in linear time ------------------------------------------------
+#
+# Hostile or broken HTML made `re.sub` with _TAG, _SCRIPT_STYLE and _LINK quadratic (and
+# _LINK cubic): each unclosed `<`, `<script`, `<a href="…">` scanned to the end of the text
+# for a `>` or a closing tag that is not there, and each `href` inside an unclosed `<a`
+# did it again. The substitutions below give exactly what `re.sub` with those patterns
+# gives, but ask the regex engine for a match only where one is known to exist: where one
+# starts is decided from the next `>`, quote and closing tag after a place, each found by a
+# search that never goes back over text already searched (`_Next`). The engine still does
+# the matching, so the groups are its own; a place found to have no match is skipped, as
+# the engine would have skipped it after its long scan.
+
+_GT = re.compile(">")
+_QUOTE = re.compile("[\"']")
+_LINK_OPEN = re.compile(r"(?i)<a\s")                       # how _LINK begins,
+_HREF = re.compile(r"""(?is)\bhref\s*=\s*["']""")          # its attribute up to the quote
+_LINK_CLOSE = re.compile(r"(?i)</a\s*>")                   # and its end
+_SCRIPT_OPEN = re.compile(r"(?i)<(script|style|head)")     # how _SCRIPT_STYLE begins; its end
+_SCRIPT_CLOSE = re.compile(r"</([^<>]{4,6})>")             # is one of these with the same name
+# the same name as _SCRIPT_STYLE's `\1` compares it (case folded as the engine folds it)
+_SAME_NAME = {n: re.compile(r"(?is)(.{%d})\1" % n) for n in (4, 5, 6)}
+# html.unescape's own pattern (html._charref), for `_unescape`
+_CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
+
+
+class _Next:
+    """The first match at or after a place (None: there is none) of `search(text, place)`,
+    for places that do not go back: a new search is made only when the place has passed
+    the last match found, so each stretch of the text is searched about once."""
+
+    __slots__ = ("text", "search", "asked", "found")
+
+    def __init__(self, text: str, search: Callable[[str, int], re.Match | None]) -> None:
+        self.text, self.search, self.asked = text, search, -1
+        self.found: re.Match | None = None
+
+    def __call__(self, place: int) -> re.Match | None:
+        if self.asked < 0 or place < self.asked or (self.found is not None and self.found.start() < place):
+            self.asked, self.found = place, self.search(self.text, place)
+        return self.found  # (None after an earlier place: None after this one)
+
+
+def _strip_tags(text: str) -> str:
+    """`_TAG.sub("", text)`: a `<` with no `>` after it starts no tag, so the regex only
+    sees the text up to the last `>` (each `<` there finds its `>` at once)."""
+    end = text.rfind(">") + 1
+    return _TAG.sub("", text[:end]) + text[end:] if end else text
+
+
+def _same_name(name: str, other: str) -> bool:
+    return len(name) == len(other) and _SAME_NAME[len(name)].fullmatch(name + other) is not None
+
+
+def _drop_script_style(text: str) -> str:
+    """`_SCRIPT_STYLE.sub("", text)`: an element matches where its opening tag has a `>`
+    and a closing tag of the same name follows that `>`."""
+    openers = [(m.start(), m.group(1)) for m in _SCRIPT_OPEN.finditer(text)]
+    if not openers:
+        return text
+    kinds: list[str] = []          # a name of each kind (the names the engine takes for the same)
+    kind_of: dict[str, int] = {}
+    for name in dict.fromkeys(name for _, name in openers):
+        kind_of[name] = next((k for k, other in enumerate(kinds) if _same_name(other, name)), len(kinds))
+        if kind_of[name] == len(kinds):
+            kinds.append(name)
+    closer_kind: dict[str, int] = {}
+
+    def closing_finder(kind: int) -> _Next:
+        def search(text: str, place: int) -> re.Match | None:
+            while m := _SCRIPT_CLOSE.search(text, place):
+                closing = m.group(1)
+                if closing not in closer_kind:
+                    closer_kind[closing] = next((k for k, name in enumerate(kinds) if _same_name(name, closing)), -1)
+                if closer_kind[closing] == kind:
+                    return m
+                place = m.end()
+            return None
+        return _Next(text, search)
+
+    next_gt = _Next(text, _GT.search)
+    closings = [closing_finder(kind) for kind in range(len(kinds))]
+    unclosed: set[int] = set()     # kinds with no closing tag after the last `>` asked about
+    out: list[str] = []
+    done = 0
+    for at, name in openers:
+        if at < done or kind_of[name] in unclosed:
+            continue
+        gt = next_gt(at + 1 + len(name))
+        if gt is None:
+            break  # no `>` after here: no opening tag ends
+        if closings[kind_of[name]](gt.end()) is None:
+            unclosed.add(kind_of[name])
+            if len(unclosed) == len(kinds):
+                break
+            continue
+        if (m := _SCRIPT_STYLE.match(text, at)) is None:
+            continue
+        out.append(text[done:at])
+        done = m.end()
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _sub_links(text: str, replace: Callable[[re.Match], str]) -> str:
+    """`_LINK.sub(replace, text)`: `<a` and a space start a link where the first `href="`
+    after them comes before their tag's `>`, and after the quote that ends its address come
+    a `>` and then `</a>`. (A later `href` in the same tag could not do better: its address
+    ends no earlier, so neither does anything after it.)"""
+    if "<" not in text:
+        return text
+    tag_end, href, quote, gt, closing = (_Next(text, p.search) for p in (_GT, _HREF, _QUOTE, _GT, _LINK_CLOSE))
+    out: list[str] = []
+    done = 0
+    for opener in _LINK_OPEN.finditer(text):
+        at = opener.start()
+        if at < done:
+            continue
+        attribute = href(at + 3)
+        if attribute is None:
+            break  # no link after here has an address
+        end = tag_end(at + 3)
+        if end is not None and end.start() < attribute.start():
+            continue  # the tag ends before its first href
+        if (after := quote(attribute.end())) is None or (after := gt(after.end())) is None \
+                or closing(after.end()) is None:
+            break  # no later link can be complete either
+        if (m := _LINK.match(text, at)) is None:
+            continue
+        out += (text[done:at], replace(m))
+        done = m.end()
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _charref(m: re.Match) -> str:
+    ref = m.group(1)
+    if ref[0] == "#" and ref[1:2] not in ("x", "X"):
+        digits = ref[1:].rstrip(";").lstrip("0")
+        if len(digits) > 7:
+            return "\ufffd"  # past U+10FFFF, as html.unescape has it (its int() has a limit on digits)
+        return html.unescape(f"&#{digits or 0};")
+    return html.unescape(m.group(0))
+
+
+def _unescape(text: str) -> str:
+    """`html.unescape`, which raises ValueError on a decimal reference of more than
+    sys.get_int_max_str_digits() (4300) digits: such a number is past U+10FFFF, U+FFFD."""
+    try:
+        return html.unescape(text)
+    except ValueError:
+        return _CHARREF.sub(_charref, text)
+
 
 def header_text(text: str) -> str:
     """What of caller text may stand in a header: every run of white space — CR, LF, TAB,
@@ -32,7 +185,7 @@ def header_text(text: str) -> str:
 def clean_subject(subject: str) -> str:
     """Rule 7: HTML tags stripped; then as any header text (`header_text`): CR/LF folded
     so nothing can inject a header, other control characters dropped."""
-    return header_text(html.unescape(_TAG.sub("", subject)))
+    return header_text(_unescape(_strip_tags(subject)))
 
 
 def _link_form(url: str, label: str) -> str:
@@ -47,7 +200,7 @@ def _link_form(url: str, label: str) -> str:
 def _link_parts(match: re.Match) -> tuple[str, str, str]:
     """(url, label, inner) of a link match: url and label as text, inner as markup."""
     inner = match.group(2)
-    return html.unescape(match.group(1)).strip(), html.unescape(_TAG.sub("", inner)).strip(), inner
+    return _unescape(match.group(1)).strip(), _unescape(_strip_tags(inner)).strip(), inner
 
 
 def _link_text(url: str, inner: str, form: str) -> str:
@@ -77,10 +230,9 @@ def _fold_lines(text: str) -> str:
 def html_to_text(markup: str) -> str:
     """A readable plain-text alternative for an HTML-only message: blocks become lines,
     links keep their address, markup goes."""
-    text = _SCRIPT_STYLE.sub("", markup)
-    text = _LINK.sub(_link_as_text, text)
+    text = _sub_links(_drop_script_style(markup), _link_as_text)
     text = _BLOCK_END.sub("\n", text)
-    return _fold_lines(html.unescape(_TAG.sub("", text)))
+    return _fold_lines(_unescape(_strip_tags(text)))
 
 
 # --- the same text from a template's pieces ---------------------------------------------
@@ -139,9 +291,13 @@ def _risky_places(markup: str) -> tuple[int, ...] | None:
     if _IN_TAG_NAME.search(markup) or _IN_ENTITY.search(markup):
         return None
     in_tag = []
+    lt = gt = -1  # the last `<` and `>` before the value (each stretch searched once)
+    searched = 0
     for match in _PLACEHOLDER.finditer(markup):
         at, end = match.start(), match.end()
-        if markup.rfind("<", 0, at) > markup.rfind(">", 0, at):
+        lt, gt = max(lt, markup.rfind("<", searched, at)), max(gt, markup.rfind(">", searched, at))
+        searched = at
+        if lt > gt:
             before, after = markup[at - 1:at], markup[end:end + 1]
             if any(c == "_" or c.isalnum() or _OURS.match(c) for c in before + after):
                 return None
@@ -171,14 +327,14 @@ def _skeleton(key: tuple) -> _Skeleton | None:
             in_href.extend(ord(m.group(1)) - 0xe001 for m in _PLACEHOLDER.finditer(match.group(1)))
         return _link_text(url, inner, form)
 
-    text = _LINK.sub(link, _SCRIPT_STYLE.sub("", markup))
+    text = _sub_links(_drop_script_style(markup), link)
     text = _BLOCK_END.sub("\n", text)
     if _IN_TAG_NAME.search(text):
         return None
-    text = _TAG.sub("", text)
+    text = _strip_tags(text)
     if _IN_ENTITY.search(text):
         return None
-    parts = _PLACEHOLDER.split(_fold_lines(html.unescape(text)))
+    parts = _PLACEHOLDER.split(_fold_lines(_unescape(text)))
     values = tuple(ord(c) - 0xe001 for c in parts[1::2])
     pieces = tuple(parts[0::2])
     return _Skeleton(pieces, values, in_tag, tuple(in_href), tuple(links))
@@ -196,7 +352,7 @@ def text_from_parts(parts: list[str]) -> str:
     skeleton = _skeleton_of(key)
     if skeleton is None or any(_NOT_INERT.search(e) for e in escaped):
         return html_to_text("".join(parts))
-    raw = [html.unescape(e) if "&" in e else e for e in escaped]
+    raw = [_unescape(e) if "&" in e else e for e in escaped]
     if not _fills_alike(skeleton, escaped, raw):
         return html_to_text("".join(parts))
     out = [skeleton.pieces[0]]
