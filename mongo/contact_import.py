@@ -159,6 +159,18 @@ async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRo
     for row in group.rows:
         if row.email.lower() in group.suppressed:
             outcome.count("suppressed", row)
+    try:
+        await _write_rounds(db, workspace_id, group, outcome, list_doc, tag_id, settle_later)
+    except BaseException:
+        if isinstance(outcome.recording, asyncio.Future):  # left to finish, its outcome retrieved
+            outcome.recording.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise
+    return outcome
+
+
+async def _write_rounds(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup, outcome: RowGroupOutcome,
+                        list_doc: dict | None, tag_id: str | None, settle_later: bool) -> None:
+    assert group.suppressed is not None  # (looked up by write_row_group)
     rows, docs = group.rows, group.docs
     for round_ in range(_INSERT_ROUNDS):
         taken = await _insert_new(db, group, rows, docs, outcome, settle_later=settle_later and round_ == 0)
@@ -167,9 +179,9 @@ async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRo
                                list_doc, tag_id, outcome)
         rows = [r for r in taken if r.email.lower() not in existing]
         if not rows:
-            return outcome
+            return
         docs = [_plan_new(group, workspace_id, r, list_doc, tag_id, suppressed=r.email.lower() in group.suppressed)
-                for r in rows]  # (group.suppressed is looked up above)
+                for r in rows]
     raise RuntimeError(f"{len(rows)} addresses kept being taken and freed; row group not fully imported")
 
 
