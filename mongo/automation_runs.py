@@ -4,9 +4,10 @@ re-entry guard (`automation_entries`, one per automation and contact with `after
 Every write to a run is a compare-and-set on its integer `version` (never on a timestamp),
 by `_id` with flat filters: the embedded store takes its fast path only for those. The
 engine's moves replace each run whole, the runs at one step in one bulk write
-(`transition_many`). flow.triggered travels in the inserted run, flow.completed in the
-write that completes it (the outbox's carrier fields), so each exists exactly when its
-change does."""
+(`transition_many`). flow.triggered travels in the inserted run (the outbox's carrier
+fields) until the engine's first move, which pledges it with the flow.completed of the runs
+it completes (mongo/outbox: one pledge for the bulk), so each exists exactly when its change
+does."""
 
 from __future__ import annotations
 
@@ -179,8 +180,8 @@ async def _insert_runs(db: AsyncDatabase, planned: list[dict]) -> set[str]:
 
 
 async def _record_created(db: AsyncDatabase, created: list[dict], results: dict[str, Started]) -> None:
-    # a run the engine will move carries flow.triggered until then: its move's write
-    # empties the carrier, so a write here to empty it would be one write a run more
+    # a run the engine will move carries flow.triggered until then: its move pledges and
+    # records it with its own events, so a write here to empty it would be one write a run more
     await outbox.relay_inserted(db, "automation_runs", [d for d in created if d["status"] != "active"])
     for doc in created:
         if doc["status"] != "active":
@@ -230,39 +231,49 @@ async def transition_many(db: AsyncDatabase, moves: list[tuple[dict, dict]], aut
     left out). Each run is replaced whole as its update leaves it (`runs.applied`): the
     embedded store replaces a document for less than it `$set`s a few fields and does an
     `$addToSet` in Python (docs/store-notes.md). The runs were read whole, and every other
-    write to a run moves its version, except the relay of carried events: events a
-    replacement puts back are recorded again, which the outbox ignores by `_id`. A run
-    completing carries flow.completed in the same write; an ended run frees its re-entry
-    claim."""
+    write to a run moves its version, except the relay of carried events.
+
+    The events the moves owe — the flow.triggered a run carried since its start, and
+    flow.completed for a run this move completes — are pledged for the whole bulk in one
+    write (mongo/outbox: a pledge; flow.completed owed only by a run that is completed),
+    the runs replaced carrying none, and the events of the runs whose replacement landed
+    recorded in one insert: no second write per run to empty its carrier. An ended run
+    frees its re-entry claim."""
     if not moves:
         return []
     token = uuid.uuid4().hex
     done = [(run, runs.applied(run, update)) for run, update in moves]
     listened = await outbox.subscribed_events(db, [automation["workspace_id"]]) \
         if any(_completes(run, doc) for run, doc in done) else set()
-    after = [{**_carrying_completion(run, doc, automation, listened), WRITTEN_BY: token} for run, doc in done]
+    owed = {run["_id"]: events for run, doc in done if (events := _owed(run, doc, automation, listened))}
+    after = [{**doc, **outbox.no_events(), WRITTEN_BY: token} for _, doc in done]
+    pledge_id = await outbox.pledge(db, "automation_runs", owed, owed_when=_OWED_WHEN) if owed else None
     result = await db.automation_runs.bulk_write([ReplaceOne(_guarded(run), doc)
                                                   for (run, _), doc in zip(moves, after, strict=True)], ordered=False)
     landed = after if result.matched_count == len(after) else await _written_by(db, after, token)
-    await outbox.relay_inserted(db, "automation_runs", landed)
+    if pledge_id is not None:
+        await outbox.redeem(db, pledge_id, [e for doc in landed for e in owed.get(doc["_id"], [])])
     for doc in landed:
-        doc.update(outbox.no_events())  # as the relay left it: the next replacement carries none back
         if doc["status"] in runs.ENDED_STATUSES:
             await release_entry(db, doc)
     return landed
+
+
+# What a run must hold for a pledged event of the engine's to be owed (outbox.pledge).
+_OWED_WHEN = {"flow.completed": {"status": "completed"}}
 
 
 def _completes(run: dict, done: dict) -> bool:
     return done["status"] == "completed" and run["status"] != "completed"
 
 
-def _carrying_completion(run: dict, done: dict, automation: dict, listened: set[tuple[str, str]]) -> dict:
-    """`done` (the run after its move) carrying flow.completed when the move completed it,
-    beside whatever events it still carried."""
+def _owed(run: dict, done: dict, automation: dict, listened: set[tuple[str, str]]) -> list[dict]:
+    """The events a move owes: those the run still carried (its flow.triggered), and
+    flow.completed when the move completed it."""
+    carried = list(run.get(outbox.PENDING) or [])
     if not _completes(run, done):
-        return done
-    event = _flow_event(done, automation, "flow.completed", listened)
-    return outbox.inserted_with(done, [*(run.get(outbox.PENDING) or []), event])
+        return carried
+    return [*carried, _flow_event(done, automation, "flow.completed", listened)]
 
 
 async def _written_by(db: AsyncDatabase, written: list[dict], token: str) -> list[dict]:

@@ -25,7 +25,9 @@ An import's file waits in `contact_import_files` in chunks until the job has run
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
@@ -54,12 +56,17 @@ IMPORT_REASON = "import"  # the `reason` of the contact.subscribed an import's l
 class RowGroupOutcome:
     """What a row group did, counted per address; an address an earlier row group of the
     same file wrote (`repeated`) is written again (its later cells win) but counted by the
-    caller as a duplicate, never here, so a file's counts add up to its rows."""
+    caller as a duplicate, never here, so a file's counts add up to its rows.
+
+    `recording`: the events of the contacts it created, still being recorded (their
+    pledge redeemed) when the caller let it go on (`write_row_group(settle_later=True)`):
+    the caller awaits it, and may write the next row group's contacts meanwhile."""
     repeated: set[str] = field(default_factory=set)
     created: int = 0
     updated: int = 0
     unchanged: int = 0
     suppressed: int = 0
+    recording: Awaitable[None] | None = None
 
     def count(self, name: str, row: ContactRow) -> None:
         if row.email.lower() not in self.repeated:
@@ -75,6 +82,7 @@ class PlannedRowGroup:
     docs: list[dict]                  # the new contact of each row, in the same order
     events_of: dict[str, list[dict]]  # a new contact's `_id` → its events
     suppressed: set[str] | None = None  # the suppressed addresses among them, once looked up
+    owed_json: str | None = None      # `events_of` as its pledge stores it (made with the plan, off the loop)
 
 
 def _merge_duplicates(rows: list[ContactRow]) -> list[ContactRow]:
@@ -105,6 +113,7 @@ def plan_row_group(workspace_id: str, rows: list[ContactRow], *, list_doc: dict 
     merged = _merge_duplicates(rows)
     group = PlannedRowGroup(merged, [], {})
     group.docs = [_plan_new(group, workspace_id, row, list_doc, tag_id, suppressed=False) for row in merged]
+    group.owed_json = json.dumps(group.events_of)
     return group
 
 
@@ -132,12 +141,17 @@ _INSERT_ROUNDS = 3
 
 async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup, *,
                           list_doc: dict | None = None, tag_id: str | None = None,
-                          repeated: set[str] | None = None) -> RowGroupOutcome:
+                          repeated: set[str] | None = None, settle_later: bool = False) -> RowGroupOutcome:
     """Write a planned row group: new addresses inserted in one insert_many
     (their events pledged in one write and recorded in one more), and only the addresses
     the unique index reports taken looked up, in one read, and updated in one bulk_write.
     Inserting first spares a new address the lookup, which the embedded store answers by
-    reading every contact of the workspace (`$in` on a field other than `_id`)."""
+    reading every contact of the workspace (`$in` on a field other than `_id`).
+
+    `settle_later`: the first insert's events are left recording (`outcome.recording`,
+    for the caller to await) so that the next row group's contacts can be written
+    meanwhile: the store then always has a command waiting instead of idling while this
+    process builds the next one. The pledge keeps them safe in between, as it does here."""
     outcome = RowGroupOutcome(repeated=repeated or set())
     if group.suppressed is None:
         await withhold_suppressed(db, workspace_id, group, list_doc=list_doc, tag_id=tag_id)
@@ -145,17 +159,29 @@ async def write_row_group(db: AsyncDatabase, workspace_id: str, group: PlannedRo
     for row in group.rows:
         if row.email.lower() in group.suppressed:
             outcome.count("suppressed", row)
+    try:
+        await _write_rounds(db, workspace_id, group, outcome, list_doc, tag_id, settle_later)
+    except BaseException:
+        if isinstance(outcome.recording, asyncio.Future):  # left to finish, its outcome retrieved
+            outcome.recording.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise
+    return outcome
+
+
+async def _write_rounds(db: AsyncDatabase, workspace_id: str, group: PlannedRowGroup, outcome: RowGroupOutcome,
+                        list_doc: dict | None, tag_id: str | None, settle_later: bool) -> None:
+    assert group.suppressed is not None  # (looked up by write_row_group)
     rows, docs = group.rows, group.docs
-    for _ in range(_INSERT_ROUNDS):
-        taken = await _insert_new(db, group, rows, docs, outcome)
+    for round_ in range(_INSERT_ROUNDS):
+        taken = await _insert_new(db, group, rows, docs, outcome, settle_later=settle_later and round_ == 0)
         existing = await contacts.find_by_emails(db, workspace_id, [r.email for r in taken]) if taken else {}
         await _update_existing(db, workspace_id, [r for r in taken if r.email.lower() in existing], existing,
                                list_doc, tag_id, outcome)
         rows = [r for r in taken if r.email.lower() not in existing]
         if not rows:
-            return outcome
+            return
         docs = [_plan_new(group, workspace_id, r, list_doc, tag_id, suppressed=r.email.lower() in group.suppressed)
-                for r in rows]  # (group.suppressed is looked up above)
+                for r in rows]
     raise RuntimeError(f"{len(rows)} addresses kept being taken and freed; row group not fully imported")
 
 
@@ -169,15 +195,19 @@ async def withhold_suppressed(db: AsyncDatabase, workspace_id: str, group: Plann
         if row.email.lower() in group.suppressed:
             del group.events_of[group.docs[n]["_id"]]
             group.docs[n] = _plan_new(group, workspace_id, row, list_doc, tag_id, suppressed=True)
+            group.owed_json = None  # planned again: its pledge is written anew
 
 
 async def _insert_new(db: AsyncDatabase, group: PlannedRowGroup, rows: list[ContactRow], docs: list[dict],
-                      outcome: RowGroupOutcome) -> list[ContactRow]:
+                      outcome: RowGroupOutcome, *, settle_later: bool = False) -> list[ContactRow]:
     """Insert `docs` (plain: their events pledged, not carried); the rows whose address a
-    live contact already holds."""
+    live contact already holds. With `settle_later`, their events are left recording in
+    `outcome.recording`."""
     if not docs:
         return []
-    pledge_id = await outbox.pledge(db, "contacts", {d["_id"]: group.events_of[d["_id"]] for d in docs})
+    whole = docs is group.docs and group.owed_json is not None
+    pledge_id = await outbox.pledge(db, "contacts", {d["_id"]: group.events_of[d["_id"]] for d in docs},
+                                    owed_json=group.owed_json if whole else None)
     failed: set[int] = set()
     try:
         await db.contacts.insert_many(docs, ordered=False)
@@ -189,7 +219,11 @@ async def _insert_new(db: AsyncDatabase, group: PlannedRowGroup, rows: list[Cont
     inserted = [n for n in range(len(docs)) if n not in failed]
     for n in inserted:
         outcome.count("created", rows[n])
-    await outbox.redeem(db, pledge_id, [e for n in inserted for e in group.events_of[docs[n]["_id"]]])
+    recording = outbox.redeem(db, pledge_id, [e for n in inserted for e in group.events_of[docs[n]["_id"]]])
+    if settle_later:
+        outcome.recording = asyncio.ensure_future(recording)
+    else:
+        await recording
     return [rows[n] for n in sorted(failed)]
 
 

@@ -142,17 +142,26 @@ async def relay_stranded(db: AsyncDatabase, *, limit: int = 500) -> int:
 # dies in between leaves the pledge: the sweep records the events of those documents that
 # exist (a fresh `_id` exists only if that insert happened) and drops the rest, whose
 # documents were never written. Either way each stored document's events are recorded once.
+# The same serves a bulk *replacement* of documents whose change an event reports (the
+# automation engine's moves, mongo/automation_runs.transition_many): `owed_when` names, per
+# event type, what the document must hold for that event to be owed (flow.completed: the
+# run is completed), so the sweep records only the events whose change is there.
 PLEDGES = "outbox_pledges"
 
 
-async def pledge(db: AsyncDatabase, collection: str, events_of: dict[str, list[dict]]) -> str:
-    """Pledge `events_of` (new document `_id` → its events) before those documents are
-    inserted into `collection`; the pledge's id, for `redeem`."""
+async def pledge(db: AsyncDatabase, collection: str, events_of: dict[str, list[dict]], *,
+                 owed_json: str | None = None, owed_when: dict[str, dict] | None = None) -> str:
+    """Pledge `events_of` (document `_id` → its events) before those documents are
+    inserted into (or replaced in) `collection`; the pledge's id, for `redeem`.
+    `owed_json`: `events_of` as JSON already (made off the event loop by a caller that
+    could). `owed_when`: event type → the flat fields a document must hold for its event
+    of that type to be owed (without: its existing is enough)."""
     pledge_id = new_uuid()
     # One JSON string, not a nested array: the embedded store walks every nested value of a
     # document it stores, and 1,000 events as documents cost it ~6x a string of them.
     await db[PLEDGES].insert_one({"_id": pledge_id, "collection": collection, PENDING_AT: now_ms(),
-                                  "owed": json.dumps(events_of)})
+                                  "owed": owed_json if owed_json is not None else json.dumps(events_of),
+                                  "owed_when": json.dumps(owed_when or {})})
     return pledge_id
 
 
@@ -167,8 +176,11 @@ async def _redeem_stranded(db: AsyncDatabase, pledge_id: str) -> int:
     if doc is None:  # its writer redeemed it meanwhile
         return 0
     owed = json.loads(doc["owed"])
-    written = await db[doc["collection"]].find({"_id": {"$in": list(owed)}}, {"_id": 1}).to_list()
-    events = [e for d in written for e in owed[d["_id"]]]
+    when: dict[str, dict] = json.loads(doc.get("owed_when") or "{}")
+    fields = {name: 1 for condition in when.values() for name in condition}
+    written = await db[doc["collection"]].find({"_id": {"$in": list(owed)}}, {"_id": 1, **fields}).to_list()
+    events = [e for d in written for e in owed[d["_id"]]
+              if all(d.get(name) == value for name, value in when.get(e["event"], {}).items())]
     await redeem(db, pledge_id, events)
     return len(events)
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -52,16 +53,18 @@ async def read_events(db: AsyncDatabase, publisher: Publisher, events: list[dict
     contact_of = await _contacts_of(db, events, message_of)
     ready = await _start_triggered(db, events, message_of, contact_of)
     ready += await _end_waits(db, events, contact_of, counts)
-    await _hand_to_engine(publisher, ready)
-    await outbox.mark_read_by_automations(db, [e["_id"] for e in events])
+    # the hand-off and the marking at once: a hand-off that fails leaves its runs to the
+    # due pass either way (a trigger read again starts nothing new: its runs exist)
+    await asyncio.gather(_hand_to_engine(publisher, ready),
+                         outbox.mark_read_by_automations(db, [e["_id"] for e in events]))
     return counts
 
 
 async def _messages_of(db: AsyncDatabase, events: list[dict]) -> dict[str, dict]:
     """Message id → the message a message event concerns (its trigger rules read it)."""
-    return {m["_id"]: m for m in await messages.load(
-        db, [e["data"]["message_id"] for e in events
-             if e["event"] in triggers.MESSAGE_EVENTS and (e.get("data") or {}).get("message_id")])}
+    ids = [e["data"]["message_id"] for e in events
+           if e["event"] in triggers.MESSAGE_EVENTS and (e.get("data") or {}).get("message_id")]
+    return {m["_id"]: m for m in await messages.load(db, ids)} if ids else {}
 
 
 def _message(event: dict, message_of: dict) -> dict | None:

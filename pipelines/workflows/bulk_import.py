@@ -2,10 +2,14 @@
 cut into row groups of ROW_GROUP_ROWS and each upserted in a few bulk commands
 (mongo/contact_import.write_row_group), with the summary the job and the command report.
 
-The next row group is read and planned (parsed, its new contacts and their events built)
-in a thread, and its suppressed addresses looked up, while the store writes the current
-one: the store and this process then use the two cores at once instead of taking turns,
-and the lookup fills the store's gaps between this row group's commands."""
+The next row group is read and planned (parsed, its new contacts and their events built,
+its pledge serialised) in a thread, and its suppressed addresses looked up, while the store
+writes the current one: the store and this process then use the two cores at once instead
+of taking turns, and the lookup fills the store's gaps between this row group's commands.
+A row group's events are still being recorded while the next one's contacts are written
+(the pledge holds them meanwhile), so the store has the next command waiting when it
+finishes one instead of idling while this process encodes it; the contacts themselves
+are written strictly in the file's order (a later row of an address wins)."""
 
 from __future__ import annotations
 
@@ -64,16 +68,24 @@ async def import_rows(db: AsyncDatabase, workspace_id: str, rows: Iterable, *, l
         return group
 
     upcoming = asyncio.ensure_future(read_next())
+    recording: Awaitable[None] | None = None  # the previous row group's events, being recorded
     while (group := await upcoming) is not None:
         upcoming = asyncio.ensure_future(read_next())  # read while this one is written
-        with _settled_on_failure(upcoming):
+        with _settled_on_failure(upcoming, recording):
             done = await contact_import.write_row_group(db, workspace_id, group.planned, list_doc=list_doc,
-                                                        tag_id=tag_id, repeated=group.repeated)
+                                                        tag_id=tag_id, repeated=group.repeated, settle_later=True)
+            with _settled_on_failure(done.recording):
+                if recording is not None:
+                    await recording
+            recording = done.recording
         _add(summary, group, done)
         if on_progress is not None:
-            result = on_progress(summary["rows"], summary)
-            if result is not None:
-                await result
+            with _settled_on_failure(recording):
+                result = on_progress(summary["rows"], summary)
+                if result is not None:
+                    await result
+    if recording is not None:
+        await recording
     return summary
 
 
@@ -117,11 +129,13 @@ def _add(summary: dict, group: _RowGroupRead, done: contact_import.RowGroupOutco
 
 
 @contextlib.contextmanager
-def _settled_on_failure(upcoming: asyncio.Future):
-    """When a write fails, the read already under way is left to finish with its outcome
-    retrieved, so the failure is the one reported."""
+def _settled_on_failure(*under_way: Awaitable[Any] | None):
+    """When a write fails, the read (or event recording) already under way is left to
+    finish with its outcome retrieved, so the failure is the one reported."""
     try:
         yield
     except BaseException:
-        upcoming.add_done_callback(lambda f: f.cancelled() or f.exception())
+        for future in under_way:
+            if isinstance(future, asyncio.Future):
+                future.add_done_callback(lambda f: f.cancelled() or f.exception())
         raise

@@ -12,7 +12,7 @@ from mongo import automation_runs as run_store
 from mongo import automations, contacts, messages, outbox, send_limits, suppressions, templates, webhooks, workspaces
 from pipelines.automations import runs
 from pipelines.automations.run_counts import RunCounts
-from pipelines.core.clock import utcnow
+from pipelines.core.clock import ms_in, utcnow
 from pipelines.core.settings import Settings
 from pipelines.messages import throttle
 from pipelines.workflows.advance_automation_runs import advance_runs
@@ -214,3 +214,32 @@ def test_flow_events_nobody_subscribes_to_are_recorded_already_dispatched(privat
     assert recorded == {("flow.triggered", first), ("flow.completed", first)}
     # flow.triggered happened before the subscription existed: nothing to deliver
     assert pending == {("flow.completed", first)}
+
+
+def test_a_pledge_a_dead_engine_left_records_flow_completed_only_for_the_runs_that_completed(private_db):
+    """The engine pledges a bulk's flow events before replacing its runs (carrying none) and
+    records them after: a worker that died in between leaves the pledge, and the sweep
+    records each run's flow.triggered, and flow.completed only where the run is completed
+    (a replacement that never landed completed nothing)."""
+    async def go(db):
+        flow, people, started = await one_email_flow(db, 2, steps=[
+            {"id": "wait", "step_type": "delay", "position": 0, "config": {"duration": 1, "unit": "days"}}])
+        [landed, lost] = await stored_runs(db, flow)
+        step = {"id": "wait", "step_type": "delay"}
+        owed = {}
+        for run in (landed, lost):
+            done = runs.applied(run, runs.transition(run, runs.Move(runs.entry(step, "waited"), step_id=None)))
+            owed[run["_id"]] = [*run[outbox.PENDING],
+                                run_store._flow_event(done, flow, "flow.completed", set())]
+            if run is landed:  # the one replacement that landed before the worker died
+                await db.automation_runs.replace_one({"_id": run["_id"]}, {**done, **outbox.no_events()})
+        pledge_id = await outbox.pledge(db, "automation_runs", owed, owed_when=run_store._OWED_WHEN)
+        await db[outbox.PLEDGES].update_one({"_id": pledge_id},
+                                            {"$set": {outbox.PENDING_AT: ms_in(-outbox.STRANDED_AFTER_SECONDS - 5)}})
+        await outbox.relay_stranded(db)
+        return (landed, lost, await flow_events(db, "flow.triggered"), await flow_events(db, "flow.completed"),
+                await db[outbox.PLEDGES].count_documents({}))
+    landed, lost, triggered, completed, pledges = private_db.run(go)
+    assert triggered == sorted([landed["_id"], lost["_id"]])
+    assert completed == [landed["_id"]]
+    assert pledges == 0
