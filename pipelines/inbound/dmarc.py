@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import functools
 import re
 
 from publicsuffixlist import PublicSuffixList
@@ -16,14 +17,21 @@ from pipelines.domains.dns_records import LookupFailed
 from pipelines.inbound.header_values import addresses
 from pipelines.inbound.spf import MailResolver
 
-_PSL = PublicSuffixList()
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """Read on first use: building it from the bundled list took ~40 ms, which every
+    `postroom` command paid at start (ops/inbound imports this module)."""
+    return PublicSuffixList()
+
+
 _VERSION = re.compile(r"^v\s*=\s*DMARC1\s*(;|$)", re.IGNORECASE)
 _POLICIES = ("none", "quarantine", "reject")
 
 
 def organisational_domain(domain: str) -> str:
     domain = domain.lower().rstrip(".")
-    return _PSL.privatesuffix(domain) or domain
+    return _public_suffixes().privatesuffix(domain) or domain
 
 
 def aligned(domain: str, from_domain: str, mode: str) -> bool:
