@@ -54,9 +54,14 @@ async def read_events(db: AsyncDatabase, publisher: Publisher, events: list[dict
     ready = await _start_triggered(db, events, message_of, contact_of)
     ready += await _end_waits(db, events, contact_of, counts)
     # the hand-off and the marking at once: a hand-off that fails leaves its runs to the
-    # due pass either way (a trigger read again starts nothing new: its runs exist)
-    await asyncio.gather(_hand_to_engine(publisher, ready),
-                         outbox.mark_read_by_automations(db, [e["_id"] for e in events]))
+    # due pass either way (a trigger read again starts nothing new: its runs exist); both
+    # finish before a failure of either is raised, so neither is left running unobserved
+    outcomes = await asyncio.gather(_hand_to_engine(publisher, ready),
+                                    outbox.mark_read_by_automations(db, [e["_id"] for e in events]),
+                                    return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
     return counts
 
 

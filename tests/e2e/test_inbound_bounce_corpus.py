@@ -16,8 +16,7 @@ import pytest
 
 from tests.support import bounce_corpus
 from tests.support.bounce_corpus import EXPECTED
-from tests.support.inbound import report_done, submit, verp
-from tests.support.polling import wait_status
+from tests.support.inbound import report_done, reports_of_sent_messages
 
 WITHOUT_ADDRESS = sorted(s.name for s in bounce_corpus.samples() if not s.addresses)
 
@@ -32,19 +31,8 @@ def recipients(name: str) -> tuple[list[str], list[str]]:
 
 @pytest.fixture(scope="module")
 def trips(service):
-    """sample name → (tenant, message id, report id), every sample's message sent first."""
-    sent = {}
-    for name in [*sorted(EXPECTED), *WITHOUT_ADDRESS]:
-        tenant = service.tenant()  # the corpus reuses addresses (userx@example.com): a workspace each
-        to = [*recipients(name)[0], f"bystander-{name}@postroom-corpus.example"]
-        response = tenant.post("/email/send", json={"to": to, "subject": "Hello", "text": "Hi"})
-        assert response.status_code == 202, response.text
-        sent[name] = (tenant, response.json()["data"]["message_id"])
-    reports = {}
-    for name, (tenant, message_id) in sent.items():
-        wait_status(tenant, message_id, "delivered")
-        reports[name] = (tenant, message_id, submit(service, bounce_corpus.by_name()[name].raw, verp(message_id)))
-    return reports
+    return reports_of_sent_messages(service, {name: (recipients(name)[0], bounce_corpus.by_name()[name].raw)
+                                              for name in [*sorted(EXPECTED), *WITHOUT_ADDRESS]})
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -11,28 +11,14 @@ series."""
 import pytest
 
 from tests.support import sisimai_corpus
-from tests.support.inbound import report_done, submit, verp
-from tests.support.polling import wait_status
+from tests.support.inbound import report_done, reports_of_sent_messages
 from tests.support.sisimai_corpus import EXPECTED, KNOWN_MISSES, expected_class
 
 
 @pytest.fixture(scope="module")
 def trips(service):
-    """sample name → (tenant, message id, report id)."""
-    sent = {}
-    for sample in sisimai_corpus.samples():
-        if sample.name not in EXPECTED:
-            continue
-        tenant = service.tenant()
-        to = [*(r for r, _ in sample.expected), f"bystander-{sample.name}@postroom-corpus.example"]
-        response = tenant.post("/email/send", json={"to": to, "subject": "Hello", "text": "Hi"})
-        assert response.status_code == 202, response.text
-        sent[sample.name] = (sample, tenant, response.json()["data"]["message_id"])
-    reports = {}
-    for name, (sample, tenant, message_id) in sent.items():
-        wait_status(tenant, message_id, "delivered")
-        reports[name] = (tenant, message_id, submit(service, sample.raw, verp(message_id)))
-    return reports
+    return reports_of_sent_messages(service, {s.name: ([r for r, _ in s.expected], s.raw)
+                                              for s in sisimai_corpus.samples() if s.name in EXPECTED})
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -9,7 +9,7 @@ import time
 
 import aiosmtplib
 
-from tests.support.polling import wait_until
+from tests.support.polling import wait_status, wait_until
 
 BOUNCE_DOMAIN = "bounces.postroom.test"
 
@@ -84,6 +84,26 @@ def sent_message(service, tenant, to) -> str:
     wait_until(lambda: tenant.get(f"/email/{message_id}/status").json()["data"]["status"] == "delivered",
                what=f"{message_id} delivered")
     return message_id
+
+
+def reports_of_sent_messages(service, samples: dict[str, tuple[list[str], bytes]]) -> dict[str, tuple]:
+    """name → (tenant, message id, report id) for each sample {name: (recipients, raw report)}:
+    every message is sent first, each from a workspace of its own (corpora reuse addresses),
+    to the recipients and a bystander, then each report handed to the port once its message
+    is delivered. The trips overlap instead of waiting in series; each test then checks its
+    own sample (`report_done`)."""
+    sent = {}
+    for name, (recipients, _raw) in samples.items():
+        tenant = service.tenant()
+        to = [*recipients, f"bystander-{name}@postroom-corpus.example"]
+        response = tenant.post("/email/send", json={"to": to, "subject": "Hello", "text": "Hi"})
+        assert response.status_code == 202, response.text
+        sent[name] = (tenant, response.json()["data"]["message_id"])
+    reports = {}
+    for name, (tenant, message_id) in sent.items():
+        wait_status(tenant, message_id, "delivered")
+        reports[name] = (tenant, message_id, submit(service, samples[name][1], verp(message_id)))
+    return reports
 
 
 def report_done(service, report_id: str, timeout: float = 20.0) -> dict:

@@ -108,8 +108,7 @@ def run_postroom(env: dict, *args: str, expect: int = 0, stdin: str | None = Non
 @contextlib.contextmanager
 def another_front(name: str, env: dict, log_dir: Path, answers: tuple[int, ...] = (200,)):
     """A second front process on a free port with its own environment; yields its base URL."""
-    from ops.embedded_store import free_port
-    port = free_port()
+    port = embedded_store.free_port()
     front = Process(name, ["front", "--port", str(port)], env, log_dir)
     try:
         base_url = f"http://127.0.0.1:{port}"
