@@ -51,7 +51,9 @@ def fanned_out(stack, tenant, members) -> tuple[dict, list[str], list[dict]]:
             return found if done and done["fanout_done"] else None
         return stack.store.run(read)
     stored = wait_until(parts, timeout=20, what="the campaign's parts stored")
-    wait_until(lambda: render_jobs_waiting(stack.vhost) == len(stored), timeout=20,
+    # at least: on a slow box a part's 8 s lease can lapse before this look, and the
+    # scheduler then queues a second job for it (the part's claim keeps that harmless)
+    wait_until(lambda: render_jobs_waiting(stack.vhost) >= len(stored), timeout=20,
                what="the parts' render jobs queued")
     return campaign, addresses, stored
 
@@ -67,7 +69,8 @@ def test_a_part_whose_render_job_was_lost_is_sent_once_by_a_new_job(parts_stack)
 
     subprocess.run([shutil.which("rabbitmqctl"), "-q", "purge_queue", "-p", stack.vhost, "render"], check=True,
                    stdout=subprocess.DEVNULL)  # the jobs are lost
-    assert render_jobs_waiting(stack.vhost) == 0
+    # (no look at the queue here: a part whose lease lapsed meanwhile may already have a new
+    # job; what the test holds to is below: each part revived, each recipient mailed once)
     stack.start_worker("render-send", queues="render,send")
     done = wait_campaign(tenant, campaign["id"], "sent", timeout=45)
 
