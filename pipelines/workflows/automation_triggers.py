@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -27,6 +26,7 @@ from pipelines.automations import steps as step_rules
 from pipelines.automations.run_counts import RunCounts
 from pipelines.automations.runs import Move, entry
 from pipelines.core.clock import utcnow
+from pipelines.core.concurrency import all_finished
 from pipelines.workflows.publisher import Publisher
 
 DATE_PAGE = 1000
@@ -56,12 +56,8 @@ async def read_events(db: AsyncDatabase, publisher: Publisher, events: list[dict
     # the hand-off and the marking at once: a hand-off that fails leaves its runs to the
     # due pass either way (a trigger read again starts nothing new: its runs exist); both
     # finish before a failure of either is raised, so neither is left running unobserved
-    outcomes = await asyncio.gather(_hand_to_engine(publisher, ready),
-                                    outbox.mark_read_by_automations(db, [e["_id"] for e in events]),
-                                    return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await all_finished(_hand_to_engine(publisher, ready),
+                       outbox.mark_read_by_automations(db, [e["_id"] for e in events]))
     return counts
 
 

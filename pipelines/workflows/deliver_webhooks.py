@@ -24,6 +24,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from mongo import webhooks as webhook_store
 from pipelines.adapters import http_client as outbound_http
+from pipelines.core.concurrency import all_finished
 from pipelines.core.documents import WebhookDelivery, WebhookLane, WebhookSubscription
 from pipelines.core.secret_box import open_sealed
 from pipelines.core.settings import Settings
@@ -106,8 +107,8 @@ async def record_outcomes(db: AsyncDatabase, claim: str, volley: list[WebhookDel
     """Every attempt's record, and each delivery's outcome (delivered, failed, or due again
     at its retry time), released from `claim`."""
     changes = [(d["_id"], o.changes) for d, o in zip(volley, outcomes, strict=True)]
-    await asyncio.gather(webhook_store.record_attempts(db, [o.attempt for o in outcomes]),
-                         webhook_store.finish(db, claim, changes))
+    await all_finished(webhook_store.record_attempts(db, [o.attempt for o in outcomes]),
+                       webhook_store.finish(db, claim, changes))
     if on_attempt is not None:
         for outcome in outcomes:
             on_attempt(outcome.changes.get("status", "pending"))
