@@ -280,7 +280,7 @@ def message_shapes() -> list[Shape]:
         await messages.claim_for_sending(db, work.ids, "tok", -60)
 
     async def revive(db, settings):
-        found = await messages.lapsed_sending(db, 500)
+        found = await messages.lapsed_claims(db, 500)
         await messages.requeue(db, [], [delivery_status.revive(d["_id"], lapsed_before=now_ms()) for d in found])
         assert len(found) >= BATCH
 

@@ -264,7 +264,11 @@ async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
 
 async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     """Queued messages whose next SMTP attempt waited in the store and is now due."""
-    return await _come(db, "due_ms", now_ms(), "queued", {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit)
+    # (a queued message whose due time is a born claim's lease end is the watchdog's: lapsed_claims)
+    return await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "queued",
+                                   "lease_token": delivery_status.UNCLAIMED},
+                                  {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit=limit,
+                                  sort=[("due_ms", 1)]).to_list()
 
 
 async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> bool:
@@ -281,7 +285,8 @@ async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: st
 # The watchdog (ops/scheduler.requeue_stalled_messages): messages whose next step was lost.
 
 # What the watchdog reads of a stalled message.
-_STALLED_FIELDS = {"_id": 1, "updated_at": 1, "lease_until": 1, "revivals": 1, "last_error": 1, "batch_id": 1}
+_STALLED_FIELDS = {"_id": 1, "status": 1, "updated_at": 1, "lease_until": 1, "revivals": 1, "last_error": 1,
+                   "batch_id": 1}
 
 
 async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -> list[dict]:
@@ -291,9 +296,17 @@ async def stale_queued(db: AsyncDatabase, older_than_seconds: int, limit: int) -
     return await _come(db, "stall_ms", now_ms() - older_than_seconds * 1000, "queued", _STALLED_FIELDS, limit)
 
 
-async def lapsed_sending(db: AsyncDatabase, limit: int) -> list[dict]:
-    """Messages still `sending` after their claim's lease ran out: the worker died mid-send."""
-    return await _come(db, "due_ms", now_ms(), "sending", _STALLED_FIELDS, limit)
+async def lapsed_claims(db: AsyncDatabase, limit: int) -> list[dict]:
+    """Messages held past their claim's lease: still `sending` (the worker died mid-send),
+    or `queued` under a born claim (the job it was handed to never ran: its publisher
+    died between the store write and the publish, or the job was lost)."""
+    sending = await _come(db, "due_ms", now_ms(), "sending", _STALLED_FIELDS, limit)
+    if len(sending) >= limit:
+        return sending
+    born = await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "queued",
+                                   "lease_token": {"$ne": delivery_status.UNCLAIMED}}, _STALLED_FIELDS,
+                                  limit=limit - len(sending), sort=[("due_ms", 1)]).to_list()
+    return sending + born
 
 
 # What the start-time pickup reads of a message (ops/scheduler.pick_up_accepted).

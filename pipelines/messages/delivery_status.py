@@ -55,7 +55,8 @@ EVENTS: dict[str, Move] = {
                       "a retry waiting in the store is due (its attempt count as seen): its render is enqueued"),
     "handoff_lost": Move(("queued",), "queued",
                          "its rendered send job never reached the broker (unclaimed, or a born claim given back)"),
-    "revive": Move(("sending",), "queued", "the watchdog: still `sending` past its lease (`lease_ms` < now)"),
+    "revive": Move(("queued", "sending"), "queued",
+                   "the watchdog: still `sending`, or `queued` under a born claim, past its lease (`lease_ms` < now)"),
     "requeue_stale": Move(("queued",), "queued", "the watchdog: `queued` and untouched too long, rendered again"),
     "park": Move(("queued", "sending"), "queued",
                  "its campaign is paused: unclaimed, waiting in the store until the resume makes it due"),
@@ -141,8 +142,9 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
     range over date strings, or for a status beside any range: four such finds a second
     cost it 1.9 s at 100,000 messages):
     - `due_ms`: when the scheduler must act unasked: a scheduled message's `due_at`, a
-      claim's `lease_until` (past it the worker is taken for dead), a retry's
-      `next_attempt_at` while it waits in the store;
+      claim's `lease_until` (past it the worker is taken for dead; a born claim's too:
+      past it the job it was handed to is taken for lost), a retry's `next_attempt_at`
+      while it waits in the store;
     - `stall_ms`: when a queued message (not waiting for a retry) was last touched: the
       watchdog renders it again POSTROOM_MESSAGE_STALL_SECONDS later;
     - `updated_ms`: `at`, when the status last changed (the operator's reads by time).
@@ -162,7 +164,8 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
         else:
             stall = ms_of(at)
             if fields.get("lease_token") and fields.get("lease_until"):  # born claimed: not before its lease ends
-                stall = max(stall, ms_of(fields["lease_until"]))
+                due = ms_of(fields["lease_until"])
+                stall = max(stall, due)
     times: WatchTimes = {"due_ms": due, "stall_ms": stall, "updated_ms": ms_of(at)}
     if fields.get("lease_until"):
         times["lease_ms"] = ms_of(fields["lease_until"])
@@ -272,25 +275,36 @@ def claim_again(message_id: str, token: str, lease_until: str) -> Transition:
     return _claimed(message_id, "claim_again", token, lease_until, {"lease_token": token})
 
 
-def hold(message_id: str, token: str, *, current: str = "sending") -> Transition:
+def hold(message_id: str, token: str, *, current: str = "sending", handed_to: Mapping | None = None) -> Transition:
     """Claimed by `token` (`current`: `sending`, or `queued` for a born claim) but not
-    tried (a throttle hold, too late in the lease): back to `queued` and unclaimed, no
-    attempt counted, no history."""
-    return Transition(message_id, "hold", (current,), {"lease_token": UNCLAIMED}, guard={"lease_token": token},
+    tried (a throttle hold, too late in the lease): back to `queued`, no attempt counted,
+    no history; born claimed by the job it is handed to (`handed_to`: born_claim's
+    fields), else unclaimed."""
+    return Transition(message_id, "hold", (current,), {**_next_claim(handed_to)}, guard={"lease_token": token},
                       stamped=False)
 
 
+def _next_claim(handed_to: Mapping | None) -> Mapping:
+    """A message going back to `queued` for a job published right after the write: born
+    claimed by that job (born_claim), so that if the publish never happens (the worker
+    killed in between) the watchdog takes it up when the claim's lease ends (`watch`),
+    not POSTROOM_MESSAGE_STALL_SECONDS later; unclaimed when no job is to follow."""
+    return handed_to or {"lease_token": UNCLAIMED}
+
+
 def retry(message_id: str, token: str, note: str | None, *, progress: Mapping | None = None,
-          next_attempt_at: str = "", current: str = "sending") -> Transition:
+          next_attempt_at: str = "", current: str = "sending", handed_to: Mapping | None = None) -> Transition:
     """After a transient SMTP failure, under our claim `token`: back to `queued` with a
     `deferred` history entry and one more attempt (real progress: `revivals` starts
     over). `progress`: fields this attempt settled (`accepted_recipients`,
     `refused_recipients`: never sent again; `deferred_since`). `next_attempt_at`: when
     the attempt waits in the store (the scheduler enqueues its render when due), else
-    it rides the broker with its MIME. `current`: as in `hold`."""
+    it rides the broker with its MIME (`handed_to`: the born claim of that job). `current`:
+    as in `hold`."""
     detail = (note or "") + (f"; next attempt at {next_attempt_at}" if next_attempt_at else "")
     return Transition(message_id, "defer", (current,),
-                      {"lease_token": UNCLAIMED, "last_error": note, "next_attempt_at": next_attempt_at, "revivals": 0,
+                      {**_next_claim(None if next_attempt_at else handed_to), "last_error": note,
+                       "next_attempt_at": next_attempt_at, "revivals": 0,
                        **(progress or {})},
                       detail, guard={"lease_token": token}, inc={"attempts": 1}, entry="deferred", stamped=False)
 
@@ -321,10 +335,13 @@ def requeue_stale(message_id: str) -> Transition:
 
 
 def revive(message_id: str, *, lapsed_before: int) -> Transition:
-    """The watchdog: `sending` past its lease (`lapsed_before`, epoch ms: its worker died, its MIME
-    is gone) back to `queued`, one more revival; a claim taken meanwhile stands."""
+    """The watchdog: `sending`, or `queued` under a born claim, past its lease
+    (`lapsed_before`, epoch ms: its worker died, its MIME is gone, or the job it was
+    handed to never reached the broker) back to `queued` and unclaimed, one more
+    revival; a claim taken meanwhile stands."""
     return Transition(message_id, "revive", fields={"lease_token": UNCLAIMED},
-                      detail="send lease expired; sending again", guard=lapsed(lapsed_before),
+                      detail="send lease expired; sending again",
+                      guard=_lapsed_claim(lapsed_before),
                       inc={"revivals": 1}, entry="deferred", stamped=False)
 
 
@@ -343,13 +360,19 @@ def park(message_id: str, *, current: str, claim: str) -> Transition:
                       guard={"lease_token": claim}, stamped=False)
 
 
-def give_up(message_id: str, why: str, *, lapsed_before: int | None = None) -> Transition:
+def _lapsed_claim(before_ms: int) -> dict:
+    """The guard "held under a claim (born or not) whose lease ran out before `before_ms`"."""
+    return {**lapsed(before_ms), "lease_token": {"$ne": UNCLAIMED}}
+
+
+def give_up(message_id: str, why: str, *, lapsed_before: int | None = None, current: str = "sending") -> Transition:
     """The watchdog ends a stalled message `failed`: a queued one, or (`lapsed_before`)
-    one still `sending` past its lease; guarded as in `revive`."""
+    one held past its lease (`current`: `sending`, or `queued` under a born claim);
+    guarded as in `revive`."""
     if lapsed_before is None:
         return forward(message_id, "failed", {"error": why}, why, current="queued")
-    return dataclasses.replace(forward(message_id, "failed", {"error": why}, why, current="sending"),
-                               guard=lapsed(lapsed_before))
+    return dataclasses.replace(forward(message_id, "failed", {"error": why}, why, current=current),
+                               guard=_lapsed_claim(lapsed_before))
 
 
 # What a message of a batch ends as, in the order a batch counts them (mongo.batches, views.batch).

@@ -92,12 +92,15 @@ class OutcomePlan:
                 groups.setdefault(int(following.delay_seconds * 1000), []).append(mid)
         return groups
 
-    def retry_transitions(self, claims: Mapping[str, tuple[str, str]], now: dt.datetime) -> list[Transition]:
+    def retry_transitions(self, claims: Mapping[str, tuple[str, str]], now: dt.datetime,
+                          handed_to: Mapping[str, Mapping] | None = None) -> list[Transition]:
         """The retries back to `queued` under their claims (message id → the status it
-        is held in and the claim's token; delivery_status.retry)."""
-        due = self.retries_in_store(now)
+        is held in and the claim's token; delivery_status.retry); `handed_to`: message id →
+        the born claim of the job its retry rides the broker in."""
+        due, handed_to = self.retries_in_store(now), handed_to or {}
         return [retry(mid, claims[mid][1], self.retry_notes.get(mid), progress=self.retry_progress.get(mid),
-                      next_attempt_at=due.get(mid, ""), current=claims[mid][0]) for mid in self.retry_ids]
+                      next_attempt_at=due.get(mid, ""), current=claims[mid][0], handed_to=handed_to.get(mid))
+                for mid in self.retry_ids]
 
     def retries_in_store(self, now: dt.datetime) -> dict[str, str]:
         """The retries that wait in the store: message id → when it is due."""

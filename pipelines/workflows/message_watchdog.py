@@ -35,7 +35,9 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publis
       (a crash between store and broker, a purged queue, a job the broker refused). It is
       touched (`updated_at`) so the next passes leave it alone for as long again.
     - `sending` past its claim's lease: its worker died mid-send and the job carrying its
-      MIME is gone too. It goes back to `queued` (guarded on the lapsed lease).
+      MIME is gone too; or `queued` past its born claim's lease: the job it was handed to
+      never ran (its publisher died between the store write and the publish). It goes
+      back to `queued`, unclaimed (guarded on the lapsed lease).
 
     Each hand-back counts (`revivals`; an SMTP deferral, real progress, resets it): a
     message handed back `message_max_revivals` times ends `failed` with the reason (its
@@ -52,8 +54,8 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publis
 
 
 async def find_stalled(db: AsyncDatabase, settings: Settings) -> tuple[list[dict], list[dict]]:
-    """(stale `queued`, lapsed `sending`), at most WATCHDOG_PASS_LIMIT together, lapsed first."""
-    lapsed = await messages.lapsed_sending(db, WATCHDOG_PASS_LIMIT)
+    """(stale `queued`, lapsed claims), at most WATCHDOG_PASS_LIMIT together, lapsed first."""
+    lapsed = await messages.lapsed_claims(db, WATCHDOG_PASS_LIMIT)
     room = WATCHDOG_PASS_LIMIT - len(lapsed)
     stale = await messages.stale_queued(db, settings.message_stall_seconds, room) if room > 0 else []
     return stale, lapsed
@@ -86,7 +88,8 @@ async def give_up(db: AsyncDatabase, settings: Settings, stale: list[dict], laps
     now = now_ms()
     moved = set(await messages.apply_each(
         db, [delivery_status.give_up(d["_id"], _gave_up(d, settings)) for d in stale]
-        + [delivery_status.give_up(d["_id"], _gave_up(d, settings), lapsed_before=now) for d in lapsed]))
+        + [delivery_status.give_up(d["_id"], _gave_up(d, settings), lapsed_before=now, current=d["status"])
+           for d in lapsed]))
     await batches.record_finished(db, [(d, "failed") for d in stale + lapsed if d["_id"] in moved])
     log.error("watchdog: gave up on %d message(s) handed back %d times", len(moved), settings.message_max_revivals)
 

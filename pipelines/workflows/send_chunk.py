@@ -43,9 +43,9 @@ from mongo import analytics, batches, campaigns, domain_stats, messages, outbox,
 from mongo.messages import Held
 from pipelines.audience import recipients
 from pipelines.audience.recipients import owed_recipients
-from pipelines.core.clock import ms_of, now_ms, utcnow
+from pipelines.core.clock import in_seconds, ms_of, now_ms, utcnow
 from pipelines.core.settings import SEND_LEASE_MARGIN_SECONDS, Settings
-from pipelines.messages import delivery_status
+from pipelines.messages import delivery_status, send_jobs
 from pipelines.messages.outcomes import OutcomePlan, plan_outcomes, unexpected
 from pipelines.messages.throttle import DomainLimit, SendThrottle
 from pipelines.workflows.bounce_reports import record_rejections
@@ -99,6 +99,23 @@ class _Job:
     publisher: Publisher
     mime: dict[str, dict]
     claim: Claim
+    lease_seconds: int
+
+    def handoff(self, delay_ms: float) -> _Handoff:
+        """The born claim of a send job about to be published with `delay_ms`: its lease
+        runs from the job's due time."""
+        token = send_jobs.new_claim_token()
+        return _Handoff(token, delivery_status.born_claim(token, in_seconds(delay_ms / 1000 + self.lease_seconds)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Handoff:
+    """Messages going back to `queued` for a send job published just after the write are
+    stored born claimed by it (delivery_status.hold/retry `handed_to`): a worker killed
+    between the write and the publish leaves them to the watchdog at the lease's end,
+    not to POSTROOM_MESSAGE_STALL_SECONDS."""
+    token: str
+    fields: dict
 
 
 async def send_chunk(db: AsyncDatabase, settings: Settings, publisher: Publisher, transport,
@@ -163,7 +180,7 @@ async def deliver(db: AsyncDatabase, settings: Settings, publisher: Publisher, t
     claimed = claim.messages
     if not claimed:
         return Sent([], [], 0)
-    job = _Job(db, publisher, mime, claim)
+    job = _Job(db, publisher, mime, claim, settings.send_lease_seconds)
     throttle = SendThrottle(send_limits.StoreLimiterBackend(db))
     admission = await throttle.admit(claimed, await _limits(db, settings, claimed))
     await _requeue(job, [m["_id"] for m in admission.held], admission.retry_after_seconds * 1000)
@@ -231,11 +248,11 @@ async def _requeue(job: _Job, message_ids: list[str], delay_ms: float) -> None:
     to `queued` without counting an attempt, the MIME in a new job after `delay_ms`."""
     if not message_ids:
         return
-    held = job.claim.held()
+    held, handoff = job.claim.held(), job.handoff(delay_ms)
     await _persist(job.claim.lease_end, job.claim.record, job.db,
-                   [delivery_status.hold(mid, held.claims[mid][1], current=held.claims[mid][0])
-                    for mid in message_ids])
-    await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms))
+                   [delivery_status.hold(mid, held.claims[mid][1], current=held.claims[mid][0],
+                                         handed_to=handoff.fields) for mid in message_ids])
+    await job.publisher.send([job.mime[mid] for mid in message_ids], delay_ms=int(delay_ms), born=[handoff.token])
 
 
 NOT_STARTED = object()  # _deliver's outcome for a transaction not started in time
@@ -273,7 +290,10 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     (`<message id>:<event>`), are not stored twice."""
     db, claim = job.db, job.claim
     lease_end = claim.lease_end
-    retries = plan.retry_transitions(claim.held().claims, utcnow()) if plan.retry_ids else []
+    by_broker = plan.retries_by_broker_delay()
+    handoffs = {delay_ms: job.handoff(delay_ms) for delay_ms in by_broker}
+    handed_to = {mid: handoffs[delay_ms].fields for delay_ms, ids in by_broker.items() for mid in ids}
+    retries = plan.retry_transitions(claim.held().claims, utcnow(), handed_to) if plan.retry_ids else []
     if claim.unstored:  # each message's one insert: the retries too (their send jobs claim them)
         transitions, retries = plan.transitions + retries, []
     else:
@@ -285,6 +305,5 @@ async def _apply(job: _Job, plan: OutcomePlan) -> None:
     await _persist(lease_end, domain_stats.bump_many, db, plan.domains)
     await _persist(lease_end, record_rejections, db, plan.bounces)
     await _persist(lease_end, claim.record, db, retries)
-    if plan.retry_ids:
-        for delay_ms, ids in plan.retries_by_broker_delay().items():
-            await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms)
+    for delay_ms, ids in by_broker.items():
+        await job.publisher.send([job.mime[mid] for mid in ids], delay_ms=delay_ms, born=[handoffs[delay_ms].token])

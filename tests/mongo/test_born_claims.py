@@ -132,3 +132,52 @@ def test_a_message_held_whole_is_written_whole_under_its_claim_and_not_once_the_
     private_db.run(messages.apply, [delivery_status.hold(revived["_id"], "born-a", current="queued")], held=held)
     after = stored(private_db, revived)[revived["_id"]]
     assert after == before and after["revivals"] == 1 and after["lease_token"] == ""
+
+
+class RenderRequests:
+    """Stands in for the broker at the workflow's publisher boundary: what the watchdog
+    asked to render."""
+    def __init__(self):
+        self.rendered: list[str] = []
+
+    async def render(self, message_ids, **_):
+        self.rendered += list(message_ids)
+
+
+def test_mail_handed_back_for_a_later_send_job_is_born_claimed_by_it_and_revived_when_that_lease_ends(private_db):
+    """A job puts messages back to `queued` for a new send job (a throttle hold, an SMTP
+    deferral riding the broker), then publishes that job. Killed in between, the job is never
+    published: the messages, born claimed by it, are the watchdog's once its lease ends
+    (here already over), not POSTROOM_MESSAGE_STALL_SECONDS later; while the lease lasts
+    nobody else takes them, and a retry waiting in the store is not among them."""
+    from pipelines.workflows import message_watchdog
+
+    held_back, deferred, waiting, live = (born("job-a") for _ in range(4))
+    seed(private_db, held_back, deferred, waiting, live)
+    held = messages.Held.of(private_db.run(messages.load, [m["_id"] for m in (held_back, deferred, waiting, live)]))
+    lost = delivery_status.born_claim("send-job-never-published", in_seconds(-1))
+    coming = delivery_status.born_claim("send-job-published", in_seconds(300))
+    private_db.run(messages.apply, [
+        delivery_status.hold(held_back["_id"], "job-a", current="queued", handed_to=lost),
+        delivery_status.retry(deferred["_id"], "job-a", "451 later", current="queued", handed_to=lost),
+        delivery_status.retry(waiting["_id"], "job-a", "451 later", current="queued",
+                              next_attempt_at=in_seconds(-1), handed_to=lost),  # waits in the store instead
+        delivery_status.hold(live["_id"], "job-a", current="queued", handed_to=coming),
+    ], held=held)
+    docs = stored(private_db, held_back, deferred, waiting, live)
+    assert [docs[m["_id"]]["lease_token"] for m in (held_back, deferred, waiting, live)] == [
+        "send-job-never-published", "send-job-never-published", "", "send-job-published"]
+    # the job it was handed to holds it: nobody else claims it while that lease lasts
+    assert private_db.run(messages.claim_for_sending, [live["_id"]], "job-b", 300) == []
+    # the due retry is the scheduler's promotion, not the watchdog's; the lapsed born claims the reverse
+    assert [d["_id"] for d in private_db.run(messages.due_retries)] == [waiting["_id"]]
+    asked = RenderRequests()
+    assert private_db.run(message_watchdog.requeue_stalled_messages, SETTINGS, asked) == 2
+    assert sorted(asked.rendered) == sorted([held_back["_id"], deferred["_id"]])
+    docs = stored(private_db, held_back, deferred, live)
+    for m in (held_back, deferred):
+        assert docs[m["_id"]]["status"] == "queued" and docs[m["_id"]]["lease_token"] == ""
+        assert docs[m["_id"]]["revivals"] == 1
+    assert docs[live["_id"]]["lease_token"] == "send-job-published"
+    # handed back once: a second pass finds nothing more (the revived ones wait for their render)
+    assert private_db.run(message_watchdog.requeue_stalled_messages, SETTINGS, asked) == 0
