@@ -278,14 +278,17 @@ async def bump_created(db: AsyncDatabase, campaign_id: str, change: int) -> None
 async def cancel_unsent(db: AsyncDatabase, campaign_id: str) -> int:
     """Messages of a cancelled campaign that have not reached SMTP become `cancelled`.
     A message claimed for sending is left to finish: it may be on the wire — also one
-    still `queued` under the born claim of its render job (delivery_status.born_claim),
-    which cancels it itself unless it is sending it already."""
-    docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"}, {"_id": 1}).to_list()
-    if not docs:
+    still `queued` under the born claim of its render or send job (delivery_status.born_claim),
+    which cancels it itself unless it is sending it already; but not one born claimed by
+    a delayed send job not due yet (a throttle hold, a deferral: delivery_status.not_held)."""
+    docs = await db.messages.find({"campaign_id": campaign_id, "status": "queued"},
+                                  {"_id": 1, "lease_token": 1, "job_due_ms": 1}).to_list()
+    now = now_ms()
+    unheld = [(d["_id"], guard) for d in docs if (guard := delivery_status.not_held(d, now)) is not None]
+    if not unheld:
         return 0
-    return await messages.apply(db, [delivery_status.cancel(d["_id"], current="queued", detail=CANCELLED,
-                                                            claim=delivery_status.UNCLAIMED)
-                                     for d in docs])
+    return await messages.apply(db, [delivery_status.cancel(mid, current="queued", detail=CANCELLED, guard=guard)
+                                     for mid, guard in unheld])
 
 
 async def withhold_stopped(db: AsyncDatabase, docs: list[dict]) -> list[dict]:

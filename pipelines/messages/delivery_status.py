@@ -172,13 +172,33 @@ def watch(status: str, at: str, fields: Mapping | None = None) -> WatchTimes:
     return times
 
 
-def born_claim(token: str, lease_until: str) -> dict:
+def born_claim(token: str, lease_until: str, *, job_due_ms: int | None = None) -> dict:
     """The fields of a message stored already claimed (still `queued`) by the render job
     published for it with `token` (its `born` token), until `lease_until`: that job sends
     it without a claim write of its own — one store write less per message. Nothing else
     claims it meanwhile (`claim` takes only an unclaimed or lapsed message), and the
-    watchdog leaves it alone until the lease is over (`watch`)."""
-    return {"lease_token": token, "lease_until": lease_until}
+    watchdog leaves it alone until the lease is over (`watch`). `job_due_ms`: when a
+    delayed job (a throttle hold, a deferral) becomes due: until then it cannot be sending
+    the message, so a campaign's cancel need not wait for it (`not_held`)."""
+    return {"lease_token": token, "lease_until": lease_until,
+            **({"job_due_ms": job_due_ms} if job_due_ms is not None else {})}
+
+
+# A delayed job is taken as possibly running this long before its due time (clocks of
+# the processes that publish and consume it may differ a little).
+JOB_DUE_MARGIN_MS = 2_000
+
+
+def not_held(message: Mapping, at_ms: int) -> dict | None:
+    """The guard "no job can be sending this queued message at `at_ms`", from what was read
+    of it (`lease_token`, `job_due_ms`): nobody holds it, or it is born claimed by a
+    delayed job not due yet (born_claim `job_due_ms`); None when a job may be sending it."""
+    token = message.get("lease_token") or UNCLAIMED
+    if token == UNCLAIMED:
+        return {"lease_token": UNCLAIMED}
+    if int(message.get("job_due_ms") or 0) > at_ms + JOB_DUE_MARGIN_MS:
+        return {"lease_token": token, "job_due_ms": {"$gt": at_ms + JOB_DUE_MARGIN_MS}}
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,11 +252,15 @@ def promote(message_id: str) -> Transition:
     return Transition(message_id, "come_due", entry="queued")
 
 
-def cancel(message_id: str, *, current: str, detail: str | None = None, claim: str | None = None) -> Transition:
+def cancel(message_id: str, *, current: str, detail: str | None = None, claim: str | None = None,
+           guard: Mapping | None = None) -> Transition:
     """Final `cancelled`, from the status the caller saw (guarded on it): a scheduled
     email cancelled by its sender, or a campaign's message not yet handed to SMTP.
-    `claim`: guarded on the message's `lease_token` too (UNCLAIMED: nobody holds it)."""
+    `claim`: guarded on the message's `lease_token` too (UNCLAIMED: nobody holds it);
+    `guard`: any other such condition (not_held)."""
     moved = forward(message_id, "cancelled", detail=detail, current=current)
+    if guard is not None:
+        return dataclasses.replace(moved, guard=guard)
     return moved if claim is None else dataclasses.replace(moved, guard={"lease_token": claim})
 
 

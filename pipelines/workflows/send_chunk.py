@@ -105,7 +105,8 @@ class _Job:
         """The born claim of a send job about to be published with `delay_ms`: its lease
         runs from the job's due time."""
         token = send_jobs.new_claim_token()
-        return _Handoff(token, delivery_status.born_claim(token, in_seconds(delay_ms / 1000 + self.lease_seconds)))
+        return _Handoff(token, delivery_status.born_claim(token, in_seconds(delay_ms / 1000 + self.lease_seconds),
+                                                          job_due_ms=now_ms() + int(delay_ms)))
 
 
 @dataclasses.dataclass(frozen=True)

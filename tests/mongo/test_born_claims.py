@@ -109,6 +109,24 @@ def test_a_cancel_leaves_a_born_claim_to_its_job_which_cancels_it(private_db):
     assert stored(private_db, in_job)[in_job["_id"]]["status"] == "cancelled"
 
 
+def test_a_cancel_takes_mail_held_for_a_delayed_send_job_not_due_yet_but_not_one_that_may_be_running(private_db):
+    """Born claimed by a send job published with a delay (a throttle hold, a deferral):
+    before the job is due nothing can be sending it, so the cancel does not wait for it."""
+    from pipelines.core.clock import now_ms
+    campaign = {"_id": "cmp_delayed", "workspace_id": "ws", "status": "cancelled"}
+    private_db.run(campaigns.insert, campaign)
+    later = born("", campaign_id="cmp_delayed", **delivery_status.born_claim(
+        "send-later", in_seconds(360), job_due_ms=now_ms() + 60_000))
+    due_now = born("", campaign_id="cmp_delayed", **delivery_status.born_claim(
+        "send-now", in_seconds(300), job_due_ms=now_ms()))
+    seed(private_db, later, due_now)
+    assert private_db.run(campaigns.cancel_unsent, "cmp_delayed") == 1
+    docs = stored(private_db, later, due_now)
+    assert docs[later["_id"]]["status"] == "cancelled" and docs[due_now["_id"]]["status"] == "queued"
+    # the delayed job, when it runs, finds nothing of its own to send
+    assert private_db.run(claim_messages, SETTINGS, [later["_id"]], "job-1", born=["send-later"]).messages == []
+
+
 def test_a_message_held_whole_is_written_whole_under_its_claim_and_not_once_the_claim_is_gone(private_db):
     kept, revived = born("born-a", template_data={"name": "Ada"}), born("born-a")
     seed(private_db, kept, revived)

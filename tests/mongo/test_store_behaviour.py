@@ -13,7 +13,7 @@ import re
 import uuid
 
 import pytest
-from pymongo import ReturnDocument
+from pymongo import ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from tests.support.harness import StoreThread
@@ -426,3 +426,18 @@ def test_ne_an_empty_array_matches_empty_arrays_on_nx_and_size_zero_is_right_on_
         assert (not_empty, first_exists) == ([1, 2], [])
     else:
         assert (not_empty, first_exists) == ([2], [2])
+
+
+def test_or_in_a_bulk_updates_filters_matches_each_but_nx_modifies_only_the_first(store, nx, coll):
+    """A bulk of updates whose filters hold `$or`: each filter matches its document; nx
+    counts them all matched but modifies only the first (so guards we bulk are flat
+    conditions: delivery_status.not_held picks the one guard each message needs)."""
+    async def go():
+        await coll.insert_many([{"_id": i, "status": "queued", "tok": "t", "due": 100} for i in range(5)])
+        result = await coll.bulk_write(
+            [UpdateOne({"_id": i, "status": "queued", "$or": [{"tok": ""}, {"due": {"$gt": 50}}]},
+                       {"$set": {"status": "cancelled"}}) for i in range(5)], ordered=False)
+        return result.matched_count, await coll.count_documents({"status": "cancelled"})
+    matched, modified = run(store, go())
+    assert matched == 5
+    assert modified == (1 if nx else 5)
