@@ -258,6 +258,13 @@ async def _come(db: AsyncDatabase, field: str, upto_ms: int, status: str, fields
                                   sort=[(field, 1)]).to_list()
 
 
+async def any_due(db: AsyncDatabase) -> bool:
+    """Whether some message's `due_ms` has come, whatever its status (a scheduled one, a
+    retry waiting in the store, a lapsed claim): one indexed probe, so an idle scheduler
+    pass reads nothing more of messages."""
+    return await db.messages.find_one({"due_ms": {"$lte": now_ms()}}, {"_id": 1}) is not None
+
+
 async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     return await _come(db, "due_ms", now_ms(), "scheduled", {"_id": 1, "workspace_id": 1, "due_at": 1}, limit)
 
@@ -282,7 +289,7 @@ async def note_handoff_failed(db: AsyncDatabase, message_ids: list[str], why: st
     await apply(db, [delivery_status.handoff_lost(mid, why, tuple(born)) for mid in message_ids])
 
 
-# The watchdog (ops/scheduler.requeue_stalled_messages): messages whose next step was lost.
+# The watchdog (pipelines/workflows/message_watchdog.py): messages whose next step was lost.
 
 # What the watchdog reads of a stalled message.
 _STALLED_FIELDS = {"_id": 1, "status": 1, "updated_at": 1, "lease_until": 1, "revivals": 1, "last_error": 1,

@@ -9,7 +9,6 @@ import sys
 
 from mongo import api_keys as key_store
 from mongo import workspaces
-from mongo.indexes import prepare_store
 from pipelines.audience.addresses import normalize
 from pipelines.core import api_keys
 from pipelines.core.settings import Settings
@@ -19,7 +18,7 @@ from . import (
     config,
     contacts_cli,
     embedded_store,
-    inbound,
+    inbound_cli,
     logs,
     operator_cli,
     settings_cli,
@@ -97,6 +96,7 @@ def _worker_metrics_env(settings) -> dict[str, str]:
 
 
 def cmd_indexes(args) -> int:
+    from mongo.indexes import prepare_store  # local import: every store module, only for this command
     run_store(config.load(), prepare_store)
     print("indexes ensured")
     return 0
@@ -203,7 +203,7 @@ def cmd_queues(args) -> int:
 
 
 # Command modules of later features, each adding its commands with add_commands(subparsers).
-EXTRA_COMMANDS = [inbound.add_commands, settings_cli.add_commands, contacts_cli.add_commands,
+EXTRA_COMMANDS = [inbound_cli.add_commands, settings_cli.add_commands, contacts_cli.add_commands,
                   status_cli.add_commands, store_cli.add_commands, operator_cli.add_commands]
 
 

@@ -21,7 +21,6 @@ import sys
 
 from mongo import inbound_reports
 from mongo.inbound_reports import STATUSES
-from pipelines.workflows.bounce_reports import handle_report
 
 from . import config
 from .cli_support import one_or_missing, run_store
@@ -91,6 +90,9 @@ def cmd_show(args) -> int:
 
 
 def cmd_rerun(args) -> int:
+    # local import: the bounce parsing stack, only for this command (postroom's others start faster)
+    from pipelines.workflows.bounce_reports import handle_report
+
     async def work(db):
         if args.all_unparseable:
             ids = await inbound_reports.ids_with_status(db, "unparseable")

@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from actors.runtime import publisher
-from mongo import processes
+from mongo import messages, processes
 from mongo.client import connect
 from pipelines.core.clock import now_ms
 from pipelines.core.errors import one_line
@@ -29,17 +29,16 @@ from . import automation_jobs, campaign_jobs, inbound, metrics_server, store_job
 log = logging.getLogger("postroom.scheduler")
 
 
-async def promote_due_messages(db: AsyncDatabase, settings: Settings) -> int:
-    return await release_due_messages.promote_due_messages(db, publisher())
-
-
-async def promote_due_retries(db: AsyncDatabase, settings: Settings) -> int:
-    return await release_due_messages.promote_due_retries(db, publisher())
-
-
-async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings) -> int:
-    """The watchdog (pipelines/workflows/message_watchdog.py)."""
-    return await message_watchdog.requeue_stalled_messages(db, settings, publisher())
+async def release_and_watch_messages(db: AsyncDatabase, settings: Settings) -> int:
+    """Scheduled messages come due and SMTP retries whose wait is over (release_due_messages),
+    then the watchdog (message_watchdog). The first two and the watchdog's lapsed claims are
+    all found by `due_ms`: one probe first, so an idle pass makes two reads of messages, not five."""
+    due = await messages.any_due(db)
+    released = 0
+    if due:
+        released += await release_due_messages.promote_due_messages(db, publisher())
+        released += await release_due_messages.promote_due_retries(db, publisher())
+    return released + await message_watchdog.requeue_stalled_messages(db, settings, publisher(), any_due=due)
 
 
 async def pick_up_accepted(db: AsyncDatabase, settings: Settings, started_ms: int) -> int:
@@ -50,7 +49,7 @@ async def pick_up_accepted(db: AsyncDatabase, settings: Settings, started_ms: in
 # Run in this order each pass. relay_stranded before dispatch_outbox: events a dead front
 # left in their documents are relayed before the outbox is fanned out.
 EVERY_PASS = [
-    promote_due_messages, promote_due_retries, requeue_stalled_messages,
+    release_and_watch_messages,
     webhook_jobs.dispatch_outbox, webhook_jobs.wake_due_lanes,
     campaign_jobs.start_due_campaigns, campaign_jobs.finish_campaigns, campaign_jobs.revive_lapsed_parts,
     metrics_server.measure_scheduler_lag,

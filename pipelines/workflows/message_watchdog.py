@@ -27,8 +27,10 @@ WATCHDOG_PASS_LIMIT = 500
 PICKUP_LIMIT = 100_000
 
 
-async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publisher: Publisher) -> int:
-    """One watchdog pass; how many stalled messages it found.
+async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publisher: Publisher, *,
+                                   any_due: bool = True) -> int:
+    """One watchdog pass; how many stalled messages it found. (`any_due` False: the
+    caller's probe found no message due, so no claim has lapsed: only stale ones are looked for.)
 
     - `queued` and untouched for `message_stall_seconds` (and not waiting in the store for
       its next SMTP attempt): its render job, or the send job carrying its MIME, was lost
@@ -42,7 +44,7 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publis
     Each hand-back counts (`revivals`; an SMTP deferral, real progress, resets it): a
     message handed back `message_max_revivals` times ends `failed` with the reason (its
     last error) instead of going round for ever."""
-    stale, lapsed = await find_stalled(db, settings)
+    stale, lapsed = await find_stalled(db, settings, any_due=any_due)
     if not lapsed and not stale:
         return 0
     stale_spent, stale_again = _split_spent(stale, settings)
@@ -53,9 +55,9 @@ async def requeue_stalled_messages(db: AsyncDatabase, settings: Settings, publis
     return len(lapsed) + len(stale)
 
 
-async def find_stalled(db: AsyncDatabase, settings: Settings) -> tuple[list[dict], list[dict]]:
+async def find_stalled(db: AsyncDatabase, settings: Settings, *, any_due: bool = True) -> tuple[list[dict], list[dict]]:
     """(stale `queued`, lapsed claims), at most WATCHDOG_PASS_LIMIT together, lapsed first."""
-    lapsed = await messages.lapsed_claims(db, WATCHDOG_PASS_LIMIT)
+    lapsed = await messages.lapsed_claims(db, WATCHDOG_PASS_LIMIT) if any_due else []
     room = WATCHDOG_PASS_LIMIT - len(lapsed)
     stale = await messages.stale_queued(db, settings.message_stall_seconds, room) if room > 0 else []
     return stale, lapsed

@@ -8,7 +8,7 @@ each (`data`: the MIME), as the render step made them, bounded by count and byte
 travels in the job, not in the store: the store stays the one record of each message's
 state, and the MIME is a derived artefact that can always be made again from the message
 (a lost job costs a render, never a message: the scheduler's watchdog,
-ops/scheduler.requeue_stalled_messages, enqueues the render again of what stays
+pipelines/workflows/message_watchdog.py, enqueues the render again of what stays
 `queued`, or `sending` past its lease).
 
 A job claims its messages (`queued` → `sending`, guarded, so a redelivered or duplicated
