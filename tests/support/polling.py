@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-
 FIRST_INTERVAL = 0.02
 BACKOFF = 1.5
 
