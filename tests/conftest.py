@@ -193,7 +193,7 @@ def _interleaved_by_file(items: list) -> list:
     take files in this order, so a process waiting on its stack's mail leaves the CPU to
     fast files in the other, and the run ends on short files both share (xdist's own
     order, most tests first, left the few-test crash and stop files to the end, run by
-    one process while the other idled)."""
+    one process while the other idled); files with a `quiet` test at the very end."""
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
@@ -203,4 +203,9 @@ def _interleaved_by_file(items: list) -> list:
     for n, name in enumerate(slow):
         order += [name, *fast[n * per_slow:(n + 1) * per_slow]]
     order += fast[len(slow) * per_slow:]
+    # a file with a `quiet` test last: its test takes the room alone once the other
+    # processes are done, instead of idling them mid-run (their tests in hand to finish,
+    # the settle, its ~25 s) while they still have files to run
+    quiet = [f for f in order if any(i.get_closest_marker("quiet") for i in files[f])]
+    order = [f for f in order if f not in quiet] + quiet
     return [item for name in order for item in files[name]]
