@@ -8,13 +8,11 @@ so jobs take turns in the pool's queue and a light job waits behind at most one 
 each heavy one, each slice bounded by the render budget (pipelines/templates/render_budget.py).
 
 Processes, not threads: a thread shares the GIL, and every I/O step of the loop waits for
-the rendering thread to let go of it (bench/render_offload measures both). The pool's
-processes are forked from a `forkserver` (forking the worker itself, which runs threads and
-an event loop, is unsafe) that has imported what rendering needs once: a pool process
-costs a fork, not a fresh interpreter's imports as with `spawn` (~0.4 s of CPU each, two
-per worker start). The pool is started as the worker boots (StartRenderPool), so the first
-job does not wait for it, or on first use elsewhere, and lives as long as the worker. If a
-pool process dies, the pool is replaced and the job raises, so Dramatiq retries it."""
+the rendering thread to let go of it (bench/render_offload measures both). The pool is
+started with `spawn` (forking a process that runs threads and an event loop is unsafe)
+as the worker boots (StartRenderPool), so the first job does not wait for it, or on first
+use elsewhere, and lives as long as the worker. If a pool process dies, the pool is
+replaced and the job raises, so Dramatiq retries it."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ import asyncio
 import concurrent.futures
 import multiprocessing
 import os
-import select
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -40,43 +37,27 @@ _pool: concurrent.futures.ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _exit_with(worker: int) -> None:
+def _exit_with(parent: int) -> None:
     """Runs first in each pool process: end it when the worker is gone (a killed worker
     (SIGKILL) cannot stop its pool, and an idle pool process would wait for work forever);
     and settle its garbage collector, as every long-running process of ours does (what
-    rendering needs is imported by now: this module imports it). The worker is watched
-    through a pidfd, not as the parent: the parent is the forkserver, which lives as long
-    as any process it forked."""
+    rendering needs is imported by now: this module imports it)."""
     gc_tuning.settle()
 
     def watch() -> None:
-        try:
-            select.select([os.pidfd_open(worker)], [], [])  # readable once the worker has exited
-        except OSError:  # no pidfd here (Linux < 5.3), or the worker is gone already
-            while _alive(worker):
-                time.sleep(PARENT_CHECK_SECONDS)
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
         os._exit(0)
     threading.Thread(target=watch, name="exit-with-worker", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _executor(processes: int) -> concurrent.futures.ProcessPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__])  # this module: render_all and what it needs
-            _pool = concurrent.futures.ProcessPoolExecutor(max_workers=processes, mp_context=context,
-                                                           initializer=_exit_with, initargs=(os.getpid(),))
+            _pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with, initargs=(os.getpid(),))
         return _pool
 
 
