@@ -251,11 +251,13 @@ async def claim_for_sending(db: AsyncDatabase, message_ids: list[str], token: st
                                    "status": "sending"}, None if whole else SEND_FIELDS).to_list()
 
 
-async def _come(db: AsyncDatabase, field: str, upto_ms: int, status: str, fields: dict, limit: int) -> list[dict]:
+async def _come(db: AsyncDatabase, field: str, upto_ms: int, status: str, fields: dict, limit: int,
+                claim: dict | None = None) -> list[dict]:
     """Messages in `status` whose scheduler time `field` (`due_ms` or `stall_ms`,
-    delivery_status.watch) is at most `upto_ms`, earliest first: one indexed range."""
-    return await db.messages.find({field: {"$lte": upto_ms}, "status": status}, fields, limit=limit,
-                                  sort=[(field, 1)]).to_list()
+    delivery_status.watch) is at most `upto_ms`, earliest first: one indexed range.
+    `claim`: a condition on `lease_token` too."""
+    return await db.messages.find({field: {"$lte": upto_ms}, "status": status, **(claim or {})}, fields,
+                                  limit=limit, sort=[(field, 1)]).to_list()
 
 
 async def any_due(db: AsyncDatabase) -> bool:
@@ -272,10 +274,8 @@ async def due_scheduled(db: AsyncDatabase, limit: int = 500) -> list[dict]:
 async def due_retries(db: AsyncDatabase, limit: int = 500) -> list[dict]:
     """Queued messages whose next SMTP attempt waited in the store and is now due."""
     # (a queued message whose due time is a born claim's lease end is the watchdog's: lapsed_claims)
-    return await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "queued",
-                                   "lease_token": delivery_status.UNCLAIMED},
-                                  {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit=limit,
-                                  sort=[("due_ms", 1)]).to_list()
+    return await _come(db, "due_ms", now_ms(), "queued", {"_id": 1, "attempts": 1, "next_attempt_at": 1}, limit,
+                       claim={"lease_token": delivery_status.UNCLAIMED})
 
 
 async def take_due_retry(db: AsyncDatabase, message_id: str, attempts: int) -> bool:
@@ -310,9 +310,8 @@ async def lapsed_claims(db: AsyncDatabase, limit: int) -> list[dict]:
     sending = await _come(db, "due_ms", now_ms(), "sending", _STALLED_FIELDS, limit)
     if len(sending) >= limit:
         return sending
-    born = await db.messages.find({"due_ms": {"$lte": now_ms()}, "status": "queued",
-                                   "lease_token": {"$ne": delivery_status.UNCLAIMED}}, _STALLED_FIELDS,
-                                  limit=limit - len(sending), sort=[("due_ms", 1)]).to_list()
+    born = await _come(db, "due_ms", now_ms(), "queued", _STALLED_FIELDS, limit - len(sending),
+                       claim={"lease_token": {"$ne": delivery_status.UNCLAIMED}})
     return sending + born
 
 

@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConnectionFailure
 
 from actors.runtime import publisher
-from mongo import messages, processes
+from mongo import processes
 from mongo.client import connect
 from pipelines.core.clock import now_ms
 from pipelines.core.errors import one_line
@@ -30,15 +30,7 @@ log = logging.getLogger("postroom.scheduler")
 
 
 async def release_and_watch_messages(db: AsyncDatabase, settings: Settings) -> int:
-    """Scheduled messages come due and SMTP retries whose wait is over (release_due_messages),
-    then the watchdog (message_watchdog). The first two and the watchdog's lapsed claims are
-    all found by `due_ms`: one probe first, so an idle pass makes two reads of messages, not five."""
-    due = await messages.any_due(db)
-    released = 0
-    if due:
-        released += await release_due_messages.promote_due_messages(db, publisher())
-        released += await release_due_messages.promote_due_retries(db, publisher())
-    return released + await message_watchdog.requeue_stalled_messages(db, settings, publisher(), any_due=due)
+    return await release_due_messages.release_and_watch(db, settings, publisher())
 
 
 async def pick_up_accepted(db: AsyncDatabase, settings: Settings, started_ms: int) -> int:
