@@ -59,7 +59,7 @@ fi
 
 # In three parallel processes (pytest-xdist; `POSTROOM_TEST_PROCESSES` changes it), each
 # with its own store, vhost and processes: many e2e tests wait on their stacks' mail, so a
-# third process uses the CPU two leave idle (2026-11-28, clean clones: 7 min 52 s for 3,072 tests; 8 min 30 s and 7 min 46 s for 3,544 with inbound mail).
+# third process uses the CPU two leave idle (2026-11-28, clean clones: 7 min 52 s for 3,072 tests; 8 min 30 s, 7 min 46 s and 8 min 26 s for 3,544 with inbound mail).
 # A test file runs whole in one of them (`--dist loadfile`: its module-scoped stacks,
 # fronts and seeded stores start once; xdist_group marks do nothing under pytest 9, whose
 # node ids xdist 3.8 can no longer suffix with the group), files in the order
